@@ -1,0 +1,38 @@
+# Every target that runs code does the whole set-up first, so `make demo` and
+# `make test` work on a fresh machine.
+PYTHON ?= python3
+VENV ?= .venv
+# The CPU wheel; an unpinned `torch` pulls several GB of CUDA packages.
+TORCH_SPEC ?= torch==2.13.0
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.pitstop-installed
+
+.PHONY: demo test test-all test-gpu lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/pitstop bench zoo:mlp
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+test-all: $(STAMP)
+	$(BIN)/python -m pytest -m "not gpu"
+
+test-gpu: $(STAMP)
+	$(BIN)/python -m pytest -m gpu
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/grad_modes.py
+	$(BIN)/python benchmarks/harness_overhead.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache

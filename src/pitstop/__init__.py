@@ -1,0 +1,50 @@
+"""pitstop: make PyTorch models fast and training loops correct, with measured proof.
+
+``import pitstop`` is cheap: torch and everything else load on first use of a name below."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BenchResult",
+    "Inputs",
+    "PitstopError",
+    "__version__",
+    "bench",
+    "parse_input_spec",
+    "parse_model_spec",
+]
+
+_LAZY = {
+    "bench": ("pitstop.measure.api", "bench"),
+    "BenchResult": ("pitstop.measure.measurement", "BenchResult"),
+    "Inputs": ("pitstop.models.inputs", "Inputs"),
+    "parse_input_spec": ("pitstop.models.inputs", "parse_input_spec"),
+    "parse_model_spec": ("pitstop.models.spec", "parse_model_spec"),
+    "PitstopError": ("pitstop.errors", "PitstopError"),
+}
+
+if TYPE_CHECKING:
+    from pitstop.errors import PitstopError
+    from pitstop.measure.api import bench
+    from pitstop.measure.measurement import BenchResult
+    from pitstop.models.inputs import Inputs, parse_input_spec
+    from pitstop.models.spec import parse_model_spec
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'pitstop' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

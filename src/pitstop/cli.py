@@ -1,0 +1,182 @@
+"""The ``pitstop`` command line. Usage errors print one line and exit 2; never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, NoReturn
+
+from pitstop import __version__
+from pitstop.errors import PitstopError
+
+BENCH_EPILOG = """\
+examples:
+  pitstop bench zoo:mlp                                   the published MLP benchmark, measured here
+  pitstop bench zoo:cnn --batch-sizes 1,32 --json out.json
+  pitstop bench my_model.py:build --input 'float32[B,3,224,224]' --batch-sizes 1,8
+  pitstop bench pkg.models:make --input 'int64[B,128]{0,30522}' --variants eval+no_grad,eval+inference_mode
+
+model spec:  zoo:NAME (mlp, cnn, transformer) | path/to/file.py:factory | package.module:factory
+             a factory returns an nn.Module or (module, example_inputs); it may take batch_size
+input spec:  DTYPE[DIMS]{lo,hi}, B = batch size, several inputs joined with ';'
+
+How it measures: each variant runs in its own worker process; after a warm-up, variants are
+timed in interleaved rounds until every median's 95% interval is within --target or the
+--budget-s of timed seconds per variant is spent. Speed-ups carry a bootstrap 95% interval;
+"within noise" means the interval contains 1. Exit codes: 0 ok, 2 usage or input error,
+130 interrupted (partial results printed and kept in --json)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers like 1,8,32, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers like 1,8,32, got {text!r}")
+    return values
+
+
+def _positive(kind: type) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+        return value
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (one sub-command per capability)."""
+    parser = _Parser(prog="pitstop", description="Measure, diagnose and speed up PyTorch models on your hardware.")
+    parser.add_argument("--version", action="version", version=f"pitstop {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    bench = sub.add_parser("bench", help="measure the grad-mode variants of a model",
+                           description="Measure train+grad, eval+grad, eval+no_grad and eval+inference_mode "
+                                       "on your model, side by side, with intervals and fidelity.",
+                           epilog=BENCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bench.add_argument("model", help="zoo:NAME, path/to/file.py:factory or package.module:factory")
+    bench.add_argument("--input", metavar="SPEC", help="input spec, e.g. 'float32[B,3,224,224]' (default: "
+                       "the factory's example inputs or the zoo model's)")
+    bench.add_argument("--batch-sizes", type=_int_list, metavar="N,N", help="batch sizes (default: the zoo "
+                       "model's, else the example inputs' own)")
+    bench.add_argument("--variants", metavar="A,B", help="variants to measure (default: all four grad modes)")
+    bench.add_argument("--threads", type=_positive(int), help="intra-op threads (default: physical cores)")
+    bench.add_argument("--budget-s", type=_positive(float), default=5.0,
+                       help="timed seconds per variant and batch size at most (default: 5)")
+    bench.add_argument("--target", type=_positive(float), default=0.02,
+                       help="stop when each median's 95%% interval is within this fraction (default: 0.02)")
+    bench.add_argument("--timeout-s", type=_positive(float), default=300.0,
+                       help="a worker request (set-up, one round) taking longer fails that variant (default: 300)")
+    bench.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
+    bench.add_argument("--seed", type=int, default=0, help="seed for weights and inputs (default: 0)")
+    bench.add_argument("--inline", action="store_true", help="run variants in this process (no isolation)")
+    bench.add_argument("--json", metavar="FILE", help="write the JSON result, updated as results finish ('-' = stdout)")
+    bench.set_defaults(func=_bench)
+    return parser
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from pitstop.measure.api import bench
+    from pitstop.report.table import renderables
+
+    to_stdout = args.json == "-"
+    console = Console(stderr=to_stdout, highlight=False)
+    if not console.is_terminal:
+        console.width = max(console.width, 170)  # pipes and CI: wide, so the tables stay readable
+    variants = [v for v in (args.variants or "").split(",") if v.strip()] or None
+    with _progress(console) as on_event:
+        result = bench(
+            args.model, args.input, batch_sizes=args.batch_sizes, variants=variants, threads=args.threads,
+            budget_s=args.budget_s, target=args.target, timeout_s=args.timeout_s, device=args.device,
+            seed=args.seed, isolate=not args.inline,
+            json_path=None if to_stdout else args.json, on_event=on_event,
+        )
+    for item in renderables(result):
+        console.print(item)
+    if to_stdout:
+        print(result.to_json())
+    elif args.json:
+        console.print(f"JSON written to {args.json}", style="dim")
+    return 130 if result.interrupted else 0
+
+
+class _progress:
+    """A rich progress bar on a TTY; silent in pipes and CI."""
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self.bar: Any = None
+
+    def __enter__(self) -> Any:
+        if not self.console.is_terminal:
+            return None
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                            console=self.console, transient=True)
+        self.bar.start()
+        self.task = self.bar.add_task("starting workers", total=1.0)
+        return self.on_event
+
+    def on_event(self, kind: str, info: dict[str, Any]) -> None:
+        if kind == "group":
+            self.batch = info["batch_size"]
+            self.bar.update(self.task, completed=0, description=f"b={self.batch}: starting workers")
+        elif kind == "phase":
+            self.bar.update(self.task, description=info["text"])
+        elif kind == "round":
+            live = [v for v in info["live"] if v.alive and v.row.samples_s]
+            if live:
+                self.bar.update(self.task, **_round_progress(self.batch, info["round"], live, info["policy"]))
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _round_progress(batch: int, round_no: int, live: list[Any], policy: Any) -> dict[str, Any]:
+    """Bar position: each variant is done when precise enough or out of budget; the slowest counts."""
+    widths = [v.row.latency.rel_halfwidth for v in live]
+    done = min(max(v.spent_s / policy.budget_s, min(1.0, policy.target / max(w, 1e-9)))
+               for v, w in zip(live, widths, strict=True))
+    text = f"b={batch} round {round_no}: widest interval ±{max(widths):.1%} (target ±{policy.target:.0%})"
+    return {"completed": done, "description": text}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``pitstop`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except PitstopError as exc:
+        print(f"pitstop: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("pitstop: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug in pitstop: one line, the traceback on request
+        if os.environ.get("PITSTOP_DEBUG"):
+            raise
+        print(f"pitstop: internal error: {type(exc).__name__}: {exc} (set PITSTOP_DEBUG=1 for the traceback "
+              "and please report it)", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""One plain sentence of advice, drawn only from the measured verdicts."""
+
+from __future__ import annotations
+
+import math
+
+from pitstop.measure.measurement import BenchResult, Comparison
+
+HOW = {
+    "eval+inference_mode": "model.eval() with torch.inference_mode()",
+    "eval+no_grad": "model.eval() with torch.no_grad()",
+    "eval+grad": "model.eval() (autograd left on)",
+    "train+grad": "the model as it is (train mode, autograd on)",
+}
+
+
+def _fmt(c: Comparison) -> str:
+    lo, hi = c.ratio.ci95
+    return f"{c.ratio.median:.2f}x at batch {c.batch_size} (95% CI {lo:.2f}-{hi:.2f}x)"
+
+
+def advise(result: BenchResult) -> str:
+    """Recommend the variant with the best geometric-mean speed-up, with its evidence."""
+    by_variant: dict[str, list[Comparison]] = {}
+    for c in result.comparisons:
+        row = result.row(c.variant, c.batch_size)
+        if row is not None and row.status == "ok":
+            by_variant.setdefault(c.variant, []).append(c)
+    if not by_variant:
+        return "Nothing to recommend: no variant other than the baseline was measured successfully."
+    best = max(by_variant, key=lambda v: sum(math.log(c.ratio.median) for c in by_variant[v]) / len(by_variant[v]))
+    evidence = by_variant[best]
+    faster = [c for c in evidence if c.ratio.verdict == "faster"]
+    train_differs = any(r.note and r.variant == result.baseline for r in result.rows)
+    why_eval = ("outputs differ in train mode" if train_differs
+                else "it is correct whenever the model has dropout or batch-norm")
+    if not faster:
+        return (f"No variant measured faster than {result.baseline} here (all within noise or slower); "
+                f"still call model.eval() for inference, because {why_eval}.")
+    noise = [c for c in evidence if c.ratio.verdict != "faster"]
+    tail = f"; at batch {', '.join(str(c.batch_size) for c in noise)} it is within noise" if noise else ""
+    return (f"Run inference as {HOW.get(best, best)}: measured {', '.join(map(_fmt, faster))} "
+            f"faster than {result.baseline}{tail}.")

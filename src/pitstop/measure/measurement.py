@@ -1,0 +1,136 @@
+"""Values: one variant's measurement (raw samples kept) and a whole bench run.
+
+Statistics derive from the raw samples; rendering lives in ``pitstop.report`` (imported lazily
+by the convenience methods, never at module level)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from pitstop.measure.stats import Ratio, Summary, speedup, summarize
+
+Status = Literal["ok", "rejected", "failed", "skipped"]
+
+
+@dataclass
+class Measurement:
+    """One variant at one batch size. ``samples_s`` holds every timed call, in seconds."""
+
+    variant: str
+    config: dict[str, Any]
+    batch_size: int
+    status: Status = "ok"
+    reason: str | None = None
+    samples_s: list[float] = field(default_factory=list)
+    peak_memory_bytes: int | None = None
+    activation_bytes: int | None = None
+    fidelity: dict[str, Any] | None = None
+    warmup: dict[str, Any] | None = None
+    note: str | None = None
+
+    @property
+    def latency(self) -> Summary | None:
+        """Milliseconds per call (per batch)."""
+        return summarize(self.samples_s).scaled(1e3) if self.samples_s else None
+
+    @property
+    def per_sample(self) -> Summary | None:
+        """Milliseconds per sample."""
+        return summarize(self.samples_s).scaled(1e3 / self.batch_size) if self.samples_s else None
+
+    @property
+    def throughput(self) -> float | None:
+        """Samples per second at the median latency."""
+        lat = self.latency
+        return self.batch_size / (lat.median / 1e3) if lat and lat.median > 0 else None
+
+    @property
+    def measured(self) -> bool:
+        """Has timing samples and did not fail."""
+        return bool(self.samples_s) and self.status in ("ok", "rejected")
+
+
+@dataclass
+class Comparison:
+    """A variant's speed-up over the baseline at one batch size."""
+
+    variant: str
+    baseline: str
+    batch_size: int
+    ratio: Ratio
+
+
+@dataclass
+class BenchResult:
+    """A whole bench run: what was measured, where, and every row."""
+
+    model: str
+    inputs: dict[int, str]  # batch size -> inputs description
+    settings: dict[str, Any]
+    environment: dict[str, Any]
+    baseline: str
+    rows: list[Measurement] = field(default_factory=list)
+    complete: bool = False
+    interrupted: bool = False
+    claims_key: str | None = None
+
+    def rows_at(self, batch_size: int) -> list[Measurement]:
+        """Rows of one batch size, in variant order."""
+        return [r for r in self.rows if r.batch_size == batch_size]
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        """Batch sizes with results, in run order."""
+        return list(dict.fromkeys(r.batch_size for r in self.rows))
+
+    def row(self, variant: str, batch_size: int) -> Measurement | None:
+        """The row of a variant at a batch size."""
+        return next((r for r in self.rows if r.variant == variant and r.batch_size == batch_size), None)
+
+    def comparison(self, variant: str, batch_size: int, baseline: str | None = None) -> Comparison | None:
+        """Speed-up of ``variant`` over ``baseline`` (default: the run's baseline) at a batch size."""
+        base_name = baseline or self.baseline
+        base, cand = self.row(base_name, batch_size), self.row(variant, batch_size)
+        if not (base and cand and base.measured and cand.measured):
+            return None
+        return Comparison(variant, base_name, batch_size, speedup(base.samples_s, cand.samples_s))
+
+    @cached_property
+    def comparisons(self) -> list[Comparison]:
+        """Every measured variant against the baseline (computed once; the run is finished)."""
+        found = (self.comparison(r.variant, r.batch_size) for r in self.rows if r.variant != self.baseline)
+        return [c for c in found if c is not None]
+
+    def advice(self) -> str:
+        """One plain sentence drawn from the measured verdicts."""
+        from pitstop.measure.advice import advise
+
+        return advise(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document (PRODUCT.md schema)."""
+        from pitstop.report.json import bench_document
+
+        return bench_document(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The JSON document as text."""
+        import json
+
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    def table(self) -> str:
+        """The plain-text report: tables, claims, advice."""
+        from pitstop.report.table import render_text
+
+        return render_text(self)
+
+    def _repr_html_(self) -> str:
+        from pitstop.report.html import bench_html
+
+        return bench_html(self)
+
+    def __str__(self) -> str:
+        return self.table()

@@ -1,0 +1,113 @@
+"""Where the model comes from, and how a worker gets the very same model.
+
+A spec (``zoo:mlp``, ``file.py:build``) is rebuilt in the worker with the same seed and then
+given the parent's exact weights; a module object is pickled to a file when its classes are
+importable by a fresh process, otherwise it runs inline (the reason is recorded)."""
+
+from __future__ import annotations
+
+import copy
+import io
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from pitstop.errors import InputSpecError, ModelRunError, last_line
+from pitstop.models.inputs import Inputs, InputSpec
+from pitstop.models.spec import ModelSpec
+
+
+@dataclass
+class SpecSource:
+    """A model built from a spec; inputs from ``--input``, the factory or the zoo."""
+
+    spec: ModelSpec
+    input_spec: InputSpec | None
+    seed: int = 0
+
+    @property
+    def name(self) -> str:
+        """The spec text."""
+        return self.spec.text
+
+    def default_batch_sizes(self) -> tuple[int, ...]:
+        """The zoo's defaults, else 1 and 8."""
+        return self.spec.default_batch_sizes() or (1, 8)
+
+    def materialize(self, batch_size: int) -> tuple[nn.Module, Inputs]:
+        """The module and inputs for one batch size."""
+        module, inputs = self.spec.build(batch_size, seed=self.seed)
+        spec = self.input_spec or self.spec.default_input_spec()
+        if spec is not None:
+            inputs = spec.make(batch_size, seed=self.seed)
+        if inputs is None:
+            raise InputSpecError(
+                f"model {self.name} returns no example inputs: pass --input, e.g. --input 'float32[B,3,224,224]'"
+            )
+        return module, inputs
+
+    def worker_source(self, module: nn.Module, workdir: Path) -> tuple[dict[str, Any], str | None]:
+        """Rebuild from the spec in the worker (the weights are sent alongside)."""
+        return {"kind": "spec", "spec": self.spec.text, "seed": self.seed}, None
+
+
+@dataclass
+class ModuleSource:
+    """A module object handed to the Python API, with its example inputs."""
+
+    module: nn.Module
+    inputs: Inputs
+    name: str
+
+    def default_batch_sizes(self) -> tuple[int, ...]:
+        """The example inputs' own batch size."""
+        return (self.inputs.batch_size() or 1,)
+
+    def materialize(self, batch_size: int) -> tuple[nn.Module, Inputs]:
+        """A private copy of the module (the user's stays untouched) and resized inputs."""
+        return copy.deepcopy(self.module), self.inputs.with_batch_size(batch_size)
+
+    def worker_source(self, module: nn.Module, workdir: Path) -> tuple[dict[str, Any] | None, str | None]:
+        """A pickle file, or None with the reason it must run inline."""
+        local = sorted({type(m).__qualname__ for m in module.modules()
+                        if type(m).__module__ in ("__main__", "__mp_main__")})
+        if local:
+            return None, (f"classes defined in __main__ ({', '.join(local[:3])}) cannot be loaded by a "
+                          "worker process; ran inline (use a 'file.py:factory' spec for isolation)")
+        buffer = io.BytesIO()
+        try:
+            torch.save(module, buffer)
+        except Exception as exc:
+            return None, f"the module cannot be pickled ({last_line(exc)}); ran inline"
+        path = workdir / "module.pt"
+        path.write_bytes(buffer.getvalue())
+        return {"kind": "pickle", "path": str(path)}, None
+
+
+def first_forward(name: str, module: nn.Module, inputs: Inputs, device: torch.device) -> None:
+    """Run the model once (eval, no grad); a failure is a one-line ``ModelRunError``."""
+    was_training = module.training
+    try:
+        with torch.no_grad():
+            module.to(device).eval()(*inputs.map(lambda t: t.to(device)).args,
+                                     **inputs.map(lambda t: t.to(device)).kwargs)
+    except Exception as exc:
+        raise ModelRunError(
+            f"model {name}: the first forward on {inputs.describe()} failed: {last_line(exc)}"
+        ) from exc
+    finally:
+        module.train(was_training)
+
+
+def write_payload(path: Path, source: dict[str, Any], module: nn.Module, inputs: Inputs,
+                  batch_size: int, send_weights: bool) -> None:
+    """Everything a worker needs besides the code: inputs, batch size, and the exact weights."""
+    payload = {
+        "source": source, "batch_size": batch_size,
+        "args": list(inputs.args), "kwargs": dict(inputs.kwargs),
+        "state_dict": {k: v.detach().cpu() for k, v in module.state_dict().items()} if send_weights else None,
+    }
+    torch.save(payload, path)

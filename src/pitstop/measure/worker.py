@@ -1,0 +1,117 @@
+"""The variant session: everything that runs a variant, inside its own worker process.
+
+``python -m pitstop.measure.worker FD`` serves a ``VariantSession`` over a socket; the launcher
+(``launch.py``) talks to it with plain messages ``(method, kwargs)`` -> ``("ok", value)`` or
+``("error", one_line, traceback_text)``. The same session also runs inline, in-process."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any
+
+import torch
+
+from pitstop.errors import last_line
+from pitstop.measure.fidelity import compare, detached
+from pitstop.measure.memory import activation_bytes, peak_bytes
+from pitstop.measure.timer import CallTimer, TimingPolicy
+from pitstop.measure.variants import REFERENCE, VariantConfig, prepare
+from pitstop.models.inputs import Inputs
+
+
+class CudaEventTimer(CallTimer):
+    """Times calls with CUDA events (GPU time, no host sync between calls)."""
+
+    def times(self, n: int) -> list[float]:
+        """Seconds of GPU time for each of ``n`` calls."""
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(n)]
+        torch.cuda.synchronize()
+        for start, end in events:
+            start.record()
+            out = self.fn()
+            del out
+            end.record()
+        torch.cuda.synchronize()
+        return [s.elapsed_time(e) / 1000.0 for s, e in events]
+
+
+def load_module(source: dict[str, Any], state_dict: dict[str, Any] | None, batch_size: int) -> torch.nn.Module:
+    """Rebuild the parent's module: from its spec (then its exact weights) or from a pickle."""
+    if source["kind"] == "pickle":
+        return torch.load(source["path"], weights_only=False)  # our own file, written by the parent
+    from pitstop.models.spec import parse_model_spec
+
+    module, _ = parse_model_spec(source["spec"]).build(batch_size, seed=source["seed"])
+    if state_dict is not None:
+        module.load_state_dict(state_dict)
+    return module
+
+
+class VariantSession:
+    """One variant of one model at one batch size: set up, then measured on request."""
+
+    def setup(self, payload_path: str, config: dict[str, Any], threads: int, device: str,
+              policy: dict[str, Any]) -> dict[str, Any]:
+        """Load model and inputs, compute the fp32 eval reference, apply the variant."""
+        torch.set_num_threads(threads)
+        payload = torch.load(payload_path, weights_only=True)
+        self.device = torch.device(device)
+        module = load_module(payload["source"], payload.get("state_dict"), payload["batch_size"])
+        self.module = module.to(self.device)
+        self.inputs = Inputs(tuple(payload["args"]), dict(payload["kwargs"])).map(lambda t: t.to(self.device))
+        self.reference = detached(prepare(REFERENCE, self.module, self.inputs)())
+        self.config = VariantConfig.from_dict(config)
+        self.fn = prepare(self.config, self.module, self.inputs)
+        self.policy = TimingPolicy(**policy)
+        cuda = self.device.type == "cuda"
+        self.timer = CudaEventTimer(self.fn, sync=torch.cuda.synchronize) if cuda else CallTimer(self.fn)
+        return {"threads": torch.get_num_threads()}
+
+    def memory(self) -> dict[str, Any]:
+        """Peak memory of one call and the activation bytes it keeps for backward."""
+        peak, method = peak_bytes(self.fn, self.device)
+        exclude = [*self.module.parameters(), *self.module.buffers(), *self.inputs.tensors()]
+        return {"peak_memory_bytes": peak, "peak_memory_method": method,
+                "activation_bytes": activation_bytes(self.fn, exclude)}
+
+    def fidelity(self) -> dict[str, Any]:
+        """The variant's outputs compared with the reference."""
+        return compare(detached(self.fn()), self.reference)
+
+    def warmup(self) -> dict[str, Any]:
+        """Warm up until timings settle."""
+        return vars(self.timer.warmup(self.policy))
+
+    def run(self, n: int) -> list[float]:
+        """Seconds for each of ``n`` timed calls."""
+        return self.timer.times(n)
+
+
+def serve(conn: Any) -> None:
+    """Answer requests until ``exit`` or the parent goes away."""
+    session = VariantSession()
+    while True:
+        try:
+            method, kwargs = conn.recv()
+        except (EOFError, OSError):
+            return
+        if method == "exit":
+            return
+        try:
+            reply: tuple[Any, ...] = ("ok", getattr(session, method)(**kwargs))
+        except BaseException as exc:  # report everything, including SystemExit from user code
+            reply = ("error", last_line(exc), traceback.format_exc())
+        conn.send(reply)
+
+
+def main(argv: list[str]) -> None:
+    """Entry point of a worker process: ``python -m pitstop.measure.worker FD``."""
+    from multiprocessing.connection import Connection
+
+    serve(Connection(int(argv[1])))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

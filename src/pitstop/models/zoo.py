@@ -1,0 +1,105 @@
+"""Built-in models (``zoo:NAME``): small, pure-torch, random weights, never downloaded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """A built-in model: how to build it, its input spec and default batch sizes."""
+
+    name: str
+    description: str
+    build: Callable[[], nn.Module]
+    input_spec: str
+    batch_sizes: tuple[int, ...]
+
+
+def mlp() -> nn.Module:
+    """The published MLP benchmark: 1024-2048-2048-1024-10 with ReLUs (CLAIMS.md)."""
+    return nn.Sequential(
+        nn.Linear(1024, 2048), nn.ReLU(),
+        nn.Linear(2048, 2048), nn.ReLU(),
+        nn.Linear(2048, 1024), nn.ReLU(),
+        nn.Linear(1024, 10),
+    )
+
+
+class _ResBlock(nn.Module):
+    """conv-bn-relu-conv-bn plus a (projected) shortcut: a ResNet basic block."""
+
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU(inplace=True)
+        self.shortcut = nn.Identity() if stride == 1 and cin == cout else nn.Sequential(
+            nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.relu(self.bn1(self.conv1(x)))
+        return self.relu(self.bn2(self.conv2(out)) + self.shortcut(x))
+
+
+class SmallCNN(nn.Module):
+    """A ResNet-style CNN for 3x64x64 images: stem, 3 stages of basic blocks, dropout, 10 logits."""
+
+    def __init__(self, width: int = 32, classes: int = 10) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True)
+        )
+        self.layer1 = _ResBlock(width, width, 1)
+        self.layer2 = _ResBlock(width, 2 * width, 2)
+        self.layer3 = _ResBlock(2 * width, 4 * width, 2)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.dropout = nn.Dropout(0.2)
+        self.fc = nn.Linear(4 * width, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (B, 3, H, W)
+        x = self.layer3(self.layer2(self.layer1(self.stem(x))))
+        return self.fc(self.dropout(self.pool(x).flatten(1)))  # (B, classes)
+
+
+class SmallTransformer(nn.Module):
+    """A token classifier: embedding + learned positions, pre-norm encoder layers, mean-pool head."""
+
+    def __init__(self, vocab: int = 1000, d_model: int = 256, heads: int = 4, layers: int = 4,
+                 seq_len: int = 128, classes: int = 10, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.pos = nn.Parameter(torch.randn(1, seq_len, d_model) * 0.02)
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(d_model, heads, 4 * d_model, dropout,
+                                       batch_first=True, norm_first=True)
+            for _ in range(layers)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, classes)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:  # tokens: (B, T) int64
+        x = self.embed(tokens) + self.pos[:, : tokens.shape[1]]  # (B, T, C)
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(self.norm(x).mean(dim=1))  # (B, classes)
+
+
+ZOO: dict[str, ZooEntry] = {
+    e.name: e
+    for e in (
+        ZooEntry("mlp", "the published MLP benchmark, Linear 1024-2048-2048-1024-10 with ReLU",
+                 mlp, "float32[B,1024]", (1, 16, 256)),
+        ZooEntry("cnn", "a small ResNet-style CNN (BatchNorm, dropout) on 3x64x64 images",
+                 SmallCNN, "float32[B,3,64,64]", (1, 16)),
+        ZooEntry("transformer", "a 4-layer d256 pre-norm encoder classifier over 128 tokens",
+                 SmallTransformer, "int64[B,128]{0,1000}", (1, 8)),
+    )
+}

@@ -1,0 +1,1 @@
+"""Renderers: values in, text out (terminal tables, JSON documents, HTML)."""

@@ -1,0 +1,141 @@
+"""Terminal report: one table per batch size, notes, claimed vs measured, advice.
+
+Rich renders colour on a TTY and plain text in pipes and CI."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from pitstop.measure.claims import check_claims
+from pitstop.measure.measurement import BenchResult, Measurement
+
+_VERDICT_STYLE = {"faster": "green", "slower": "red", "within noise": "yellow"}
+_STATUS_STYLE = {"ok": "green", "rejected": "magenta", "failed": "red", "skipped": "dim"}
+
+
+def fmt_bytes(n: int | None) -> str:
+    """Human-readable bytes (binary units)."""
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def fmt_ms(x: float) -> str:
+    """Milliseconds with three significant figures."""
+    return f"{x:.3g}" if x < 100 else f"{x:.0f}"
+
+
+def _fidelity(row: Measurement) -> str:
+    fid = row.fidelity
+    if not fid:
+        return "-"
+    if "error" in fid:
+        return fid["error"]
+    text = f"{fid['rel_err']:.1e}"
+    return text + (f" · argmax {fid['agreement']:.0%}" if "agreement" in fid else "")
+
+
+def batch_table(result: BenchResult, batch_size: int) -> Table:
+    """The table of one batch size."""
+    env = result.environment
+    table = Table(
+        title=f"{result.model} · batch {batch_size} · {result.inputs.get(batch_size, '')} · "
+              f"{env.get('threads')} threads · {env.get('device', 'cpu')}",
+        title_justify="left",
+    )
+    for header, justify in [("variant", "left"), ("status", "left"), ("ms/batch [95% CI]", "right"),
+                            ("ms/sample", "right"), ("p10-p90 ms", "right"), ("samples/s", "right"),
+                            (f"speed-up vs {result.baseline} [95% CI]", "right"), ("verdict", "left"),
+                            ("peak mem", "right"), ("saved for bwd", "right"), ("rel err vs eval", "right")]:
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for row in result.rows_at(batch_size):
+        table.add_row(*_cells(result, row))
+    return table
+
+
+def _cells(result: BenchResult, row: Measurement) -> list[RenderableType]:
+    status = Text(row.status, style=_STATUS_STYLE[row.status])
+    lat, per = row.latency, row.per_sample
+    if lat is None or per is None:
+        return [row.variant, status, *["-"] * 4, "", "", fmt_bytes(row.peak_memory_bytes),
+                fmt_bytes(row.activation_bytes), _fidelity(row)]
+    timing = [f"{fmt_ms(lat.median)} [{fmt_ms(lat.ci95[0])}-{fmt_ms(lat.ci95[1])}]",
+              fmt_ms(per.median), f"{fmt_ms(lat.p10)}-{fmt_ms(lat.p90)}", f"{row.throughput:,.0f}"]
+    comparison = result.comparison(row.variant, row.batch_size) if row.variant != result.baseline else None
+    if comparison is None:
+        speed, verdict = ("baseline", Text("")) if row.variant == result.baseline else ("-", Text(""))
+    else:
+        r = comparison.ratio
+        speed = f"{r.median:.2f}x [{r.ci95[0]:.2f}-{r.ci95[1]:.2f}]"
+        verdict = Text(r.verdict, style=_VERDICT_STYLE[r.verdict])
+    return [row.variant, status, *timing, speed, verdict, fmt_bytes(row.peak_memory_bytes),
+            fmt_bytes(row.activation_bytes), _fidelity(row)]
+
+
+def notes(result: BenchResult) -> list[str]:
+    """Reasons, notes and precision reached, one line each."""
+    lines = []
+    for row in result.rows:
+        where = f"b={row.batch_size} {row.variant}"
+        if row.reason:
+            lines.append(f"{where}: {row.status}: {row.reason}")
+        if row.note:
+            lines.append(f"{where}: {row.note}")
+    measured = [r for r in result.rows if r.latency]
+    if measured:
+        worst = max(measured, key=lambda r: r.latency.rel_halfwidth)  # type: ignore[union-attr]
+        target = result.settings.get("timing", {}).get("target", 0.02)
+        n = sum(len(r.samples_s) for r in measured)
+        lines.append(f"{n} timed calls; widest median interval ±{worst.latency.rel_halfwidth:.1%} "  # type: ignore[union-attr]
+                     f"(b={worst.batch_size} {worst.variant}; target ±{target:.0%})")
+    if result.interrupted:
+        lines.append("interrupted: the results above are partial")
+    return lines
+
+
+def claims_table(result: BenchResult) -> Table | None:
+    """Claimed vs measured here."""
+    checks = check_claims(result)
+    if not checks:
+        return None
+    table = Table(title="Claimed vs measured here (time cut = 1 - 1/speed-up)", title_justify="left")
+    for header in ("claim", "source", "batch", "claimed", "measured here [95% CI]", "verdict"):
+        table.add_column(header)
+    for c in checks:
+        lo, hi = c.claim.low, c.claim.high
+        claimed = f"{lo:.1%}" if lo == hi else f"{lo:.0%}-{hi:.0%}"
+        measured = "-"
+        if c.ci95 and c.measured is not None:
+            measured = f"{c.measured:.1%} [{c.ci95[0]:.1%} to {c.ci95[1]:.1%}]"
+        style = {"consistent": "green", "inconclusive": "yellow"}.get(c.verdict, "red")
+        table.add_row(c.claim.text, c.claim.source, str(c.batch_size), claimed, measured,
+                      Text(c.verdict, style=style))
+    return table
+
+
+def renderables(result: BenchResult) -> list[RenderableType]:
+    """Everything the terminal report shows, in order."""
+    items: list[RenderableType] = [batch_table(result, bs) for bs in result.batch_sizes]
+    items += [Text(line, style="dim") for line in notes(result)]
+    claims = claims_table(result)
+    if claims is not None:
+        items.append(claims)
+    if result.rows:
+        items.append(Text(result.advice(), style="bold"))
+    return items
+
+
+def render_text(result: BenchResult, width: int = 180) -> str:
+    """The report as plain text."""
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, no_color=True, highlight=False).print(Group(*renderables(result)))
+    return buffer.getvalue()
