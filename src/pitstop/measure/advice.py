@@ -39,5 +39,5 @@ def advise(result: BenchResult) -> str:
                 f"still call model.eval() for inference, because {why_eval}.")
     noise = [c for c in evidence if c.ratio.verdict != "faster"]
     tail = f"; at batch {', '.join(str(c.batch_size) for c in noise)} it is within noise" if noise else ""
-    return (f"Run inference as {HOW.get(best, best)}: measured {', '.join(map(_fmt, faster))} "
-            f"faster than {result.baseline}{tail}.")
+    return (f"Run inference as {HOW.get(best, best)}: measured faster than {result.baseline} by "
+            f"{', '.join(map(_fmt, faster))}{tail}.")

@@ -34,8 +34,15 @@ class SpecSource:
         return self.spec.text
 
     def default_batch_sizes(self) -> tuple[int, ...]:
-        """The zoo's defaults, else 1 and 8."""
-        return self.spec.default_batch_sizes() or (1, 8)
+        """The zoo's defaults; else the factory's example inputs' own batch size; else 1 and 8."""
+        zoo = self.spec.default_batch_sizes()
+        if zoo:
+            return zoo
+        if self.input_spec is None:
+            _, inputs = self.spec.build(None, seed=self.seed)
+            if inputs is not None and inputs.batch_size():
+                return (inputs.batch_size(),)  # type: ignore[return-value]
+        return (1, 8)
 
     def materialize(self, batch_size: int) -> tuple[nn.Module, Inputs]:
         """The module and inputs for one batch size."""

@@ -32,17 +32,20 @@ class ModelSpec:
     target: str  # zoo name, file path or module name
     factory: str | None
 
-    def build(self, batch_size: int, seed: int = 0) -> tuple[nn.Module, Inputs | None]:
-        """Call the factory with seeded RNGs, so every process builds the same weights."""
+    def build(self, batch_size: int | None, seed: int = 0) -> tuple[nn.Module, Inputs | None]:
+        """Call the factory with seeded RNGs, so every process builds the same weights.
+
+        Inputs come at ``batch_size`` (passed to the factory if it takes it, else resized);
+        ``batch_size=None`` returns the factory's own."""
         seed_everything(seed)
         fn = self._factory()
-        kwargs = {"batch_size": batch_size} if _accepts(fn, "batch_size") else {}
+        kwargs = {"batch_size": batch_size} if batch_size and _accepts(fn, "batch_size") else {}
         try:
             value = fn(**kwargs)
         except Exception as exc:  # the user's code: any exception becomes one line
             raise ModelLoadError(f"model {self.text}: the factory raised {last_line(exc)}") from exc
         module, inputs = _split(value, self.text)
-        if inputs is not None and "batch_size" not in kwargs:
+        if inputs is not None and batch_size and "batch_size" not in kwargs:
             inputs = inputs.with_batch_size(batch_size)
         return module, inputs
 

@@ -49,12 +49,12 @@ def batch_table(result: BenchResult, batch_size: int) -> Table:
     env = result.environment
     table = Table(
         title=f"{result.model} · batch {batch_size} · {result.inputs.get(batch_size, '')} · "
-              f"{env.get('threads')} threads · {env.get('device', 'cpu')}",
+              f"{env.get('threads')} threads · {env.get('device', 'cpu')} · speed-ups vs {result.baseline}",
         title_justify="left",
     )
     for header, justify in [("variant", "left"), ("status", "left"), ("ms/batch [95% CI]", "right"),
                             ("ms/sample", "right"), ("p10-p90 ms", "right"), ("samples/s", "right"),
-                            (f"speed-up vs {result.baseline} [95% CI]", "right"), ("verdict", "left"),
+                            ("speed-up [95% CI]", "right"), ("verdict", "left"),
                             ("peak mem", "right"), ("saved for bwd", "right"), ("rel err vs eval", "right")]:
         table.add_column(header, justify=justify)  # type: ignore[arg-type]
     for row in result.rows_at(batch_size):
