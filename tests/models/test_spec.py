@@ -40,7 +40,7 @@ def test_missing_file(tmp_path):
 
 
 def test_missing_factory_lists_callables(models_py):
-    with pytest.raises(ModelSpecError, match="has no attribute 'buld'.*tiny"):
+    with pytest.raises(ModelSpecError, match=r"has no attribute 'buld'.*tiny"):
         parse_model_spec(f"{models_py}:buld").build(1)
 
 
@@ -55,7 +55,7 @@ def test_factory_that_raises_shows_its_last_line(models_py):
 
 
 def test_factory_returning_a_non_module(models_py):
-    with pytest.raises(ModelLoadError, match="returned int, expected an nn.Module"):
+    with pytest.raises(ModelLoadError, match=r"returned int, expected an nn\.Module"):
         parse_model_spec(f"{models_py}:not_a_module").build(1)
 
 

@@ -1,0 +1,106 @@
+"""The CLI as a user runs it: a subprocess, real exit codes, one-line errors."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from pitstop.report.json import BENCH_SCHEMA
+
+FAST = ["--budget-s", "0.3", "--threads", "1"]
+M = "tests/fixtures/models.py"
+
+
+def pitstop(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "pitstop.cli", *args], capture_output=True, text=True,
+                          timeout=300, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["zoo:resnet9"], "unknown zoo model 'resnet9'; valid: cnn, mlp, transformer"),
+        (["missing.py:build"], "file 'missing.py' does not exist"),
+        ([f"{M}:nope"], "has no attribute 'nope'"),
+        ([f"{M}:factory_raises"], "the factory raised ValueError: bad hyper-parameter: depth=-1"),
+        ([f"{M}:not_a_module"], "returned int, expected an nn.Module"),
+        ([f"{M}:tiny", "--input", "flot32[B,16]"], "expected a dtype like float32 or int64, got 'flot32'"),
+        ([f"{M}:tiny"], "returns no example inputs: pass --input"),
+        ([f"{M}:shape_mismatch"], "the first forward on float32[2,15] failed: RuntimeError: mat1 and mat2"),
+        (["zoo:mlp", "--batch-sizes", "0,2"], "expected positive integers"),
+        (["zoo:mlp", "--variants", "eval+fast"], "--variants: cannot read 'eval+fast'"),
+        (["zoo:mlp", "--budget-s", "-1"], "expected a positive number"),
+        (["zoo:mlp", "--device", "tpu"], "--device: expected cpu, cuda or auto"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args, needle):
+    proc = pitstop("bench", *args)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_teaches():
+    proc = pitstop("bench", "--help")
+    assert proc.returncode == 0
+    for needle in ("zoo:NAME", "float32[B,3,224,224]", "--budget-s", "within noise", "Exit codes"):
+        assert needle in proc.stdout
+    assert pitstop("--version").stdout.startswith("pitstop ")
+    assert pitstop().returncode == 2
+
+
+def test_bench_json_to_stdout_and_table_to_stderr():
+    proc = pitstop("bench", f"{M}:tiny", "--input", "float32[B,16]", "--batch-sizes", "2",
+                   "--variants", "train+grad,eval+no_grad", "--json", "-", *FAST)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, BENCH_SCHEMA)
+    assert [r["variant"] for r in doc["results"]] == ["train+grad", "eval+no_grad"]
+    assert "eval+no_grad" in proc.stderr and doc["advice"][:40] in proc.stderr
+
+
+def test_ctrl_c_keeps_finished_results_and_prints_the_partial_table(tmp_path):
+    out = tmp_path / "partial.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pitstop.cli", "bench", f"{M}:tiny", "--input", "float32[B,16]",
+         "--batch-sizes", "1,2,4,8", "--budget-s", "3", "--target", "0.0001", "--threads", "1", "--json", str(out)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not out.exists() and time.monotonic() < deadline:  # the first batch size has finished
+        time.sleep(0.2)
+    time.sleep(2.0)  # now inside the second batch size's rounds
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    doc = json.loads(out.read_text())
+    jsonschema.validate(doc, BENCH_SCHEMA)
+    assert doc["interrupted"] and not doc["complete"]
+    first = [r for r in doc["results"] if r["batch_size"] == 1]
+    assert len(first) == 4 and all(r["status"] == "ok" for r in first)
+    assert "interrupted: the results above are partial" in stdout
+    assert "Traceback" not in stderr
+
+
+def test_no_worker_left_behind_after_a_run():
+    before = _workers()
+    pitstop("bench", f"{M}:hang_in_inference", "--timeout-s", "3", *FAST)
+    assert _workers() <= before
+
+
+def _workers() -> int:
+    count = 0
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                count += "pitstop.measure.worker" in Path(f"/proc/{pid}/cmdline").read_text()
+            except OSError:
+                pass
+    return count

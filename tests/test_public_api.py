@@ -1,0 +1,54 @@
+import subprocess
+import sys
+
+import pitstop
+
+
+def test_all_matches_the_public_names():
+    assert sorted(pitstop.__all__) == sorted(dir(pitstop))
+    for name in pitstop.__all__:
+        assert getattr(pitstop, name) is not None
+
+
+def test_import_is_cheap_and_never_touches_cuda_or_extras():
+    code = (
+        "import sys, pitstop\n"
+        "assert 'torch' not in sys.modules, 'import pitstop imported torch'\n"
+        "pitstop.bench\n"
+        "import torch\n"
+        "assert not torch.cuda.is_initialized()\n"
+        "for extra in ('onnxruntime', 'onnx', 'transformers', 'lightning', 'matplotlib'):\n"
+        "    assert extra not in sys.modules, extra\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_missing_extra_names_the_pip_command():
+    import pytest
+
+    from pitstop._optional import require
+    from pitstop.errors import MissingExtraError
+
+    with pytest.raises(MissingExtraError, match=r'pip install "pitstop\[onnx\]"'):
+        _require_missing(require)
+
+
+def _require_missing(require):
+    from pitstop import _optional
+
+    _optional.EXTRAS["pitstop_missing_module"] = "onnx"
+    try:
+        require("pitstop_missing_module", "ONNX Runtime")
+    finally:
+        del _optional.EXTRAS["pitstop_missing_module"]
+
+
+def test_environment_record_has_what_comparisons_need():
+    from pitstop._env import environment, physical_cores
+
+    env = environment(threads=2, seed=7)
+    for key in ("pitstop", "torch", "torch_git", "cpu", "cpu_flags", "physical_cores", "threads", "gpu",
+                "onnxruntime", "seed", "allocator", "python"):
+        assert key in env
+    assert env["threads"] == 2 and env["seed"] == 7 and 1 <= physical_cores() == env["physical_cores"]
