@@ -116,6 +116,7 @@ def environment(threads: int | None = None, seed: int | None = None) -> dict[str
         "quantized_engines": list(torch.backends.quantized.supported_engines),
         "mkldnn": torch.backends.mkldnn.is_available(),
         "allocator": _allocator(),
+        "malloc_env": {k: v for k, v in os.environ.items() if k.startswith("MALLOC_") or k == "LD_PRELOAD"},
         "gpu": _gpu(torch),
         "onnxruntime": version_of("onnxruntime"),
         "seed": seed,

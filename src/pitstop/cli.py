@@ -8,7 +8,7 @@ import sys
 from typing import Any, NoReturn
 
 from pitstop import __version__
-from pitstop.errors import PitstopError
+from pitstop.errors import PitstopError, UsageError
 
 BENCH_EPILOG = """\
 examples:
@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a worker request (set-up, one round) taking longer fails that variant (default: 300)")
     bench.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
     bench.add_argument("--seed", type=int, default=0, help="seed for weights and inputs (default: 0)")
+    bench.add_argument("--worker-env", action="append", default=[], metavar="KEY=VALUE",
+                       help="environment variable for every worker, e.g. MALLOC_TRIM_THRESHOLD_=1073741824 "
+                            "(repeatable; recorded in the JSON)")
     bench.add_argument("--inline", action="store_true", help="run variants in this process (no isolation)")
     bench.add_argument("--json", metavar="FILE", help="write the JSON result, updated as results finish ('-' = stdout)")
     bench.set_defaults(func=_bench)
@@ -100,7 +103,7 @@ def _bench(args: argparse.Namespace) -> int:
         result = bench(
             args.model, args.input, batch_sizes=args.batch_sizes, variants=variants, threads=args.threads,
             budget_s=args.budget_s, target=args.target, timeout_s=args.timeout_s, device=args.device,
-            seed=args.seed, isolate=not args.inline,
+            seed=args.seed, isolate=not args.inline, worker_env=_env_pairs(args.worker_env),
             json_path=None if to_stdout else args.json, on_event=on_event,
         )
     for item in renderables(result):
@@ -110,6 +113,16 @@ def _bench(args: argparse.Namespace) -> int:
     elif args.json:
         console.print(f"JSON written to {args.json}", style="dim")
     return 130 if result.interrupted else 0
+
+
+def _env_pairs(items: list[str]) -> dict[str, str]:
+    pairs = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--worker-env: expected KEY=VALUE, got {item!r}")
+        pairs[key.strip()] = value
+    return pairs
 
 
 class _progress:

@@ -27,6 +27,9 @@ def advise(result: BenchResult) -> str:
         if row is not None and row.status == "ok":
             by_variant.setdefault(c.variant, []).append(c)
     if not by_variant:
+        names = sorted({r.variant for r in result.rows if r.measured})
+        if len(names) == 1:
+            return f"Only {names[0]} was measured; add variants (--variants) to compare."
         return "Nothing to recommend: no variant other than the baseline was measured successfully."
     best = max(by_variant, key=lambda v: sum(math.log(c.ratio.median) for c in by_variant[v]) / len(by_variant[v]))
     evidence = by_variant[best]

@@ -27,10 +27,10 @@ class WorkerFailed(Exception):
 class ProcessWorker:
     """A spawned ``python -m pitstop.measure.worker`` process, its output kept in ``log_path``."""
 
-    def __init__(self, log_path: Path, threads: int) -> None:
+    def __init__(self, log_path: Path, threads: int, extra_env: dict[str, str] | None = None) -> None:
         parent, child = socket.socketpair()
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-               "PYTHONPATH": os.pathsep.join(_import_path())}
+               "PYTHONPATH": os.pathsep.join(_import_path()), **(extra_env or {})}
         self.log_path = log_path
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen(

@@ -29,6 +29,7 @@ class Measurement:
     fidelity: dict[str, Any] | None = None
     warmup: dict[str, Any] | None = None
     note: str | None = None
+    page_faults: int = 0  # over all timed calls (the allocator's cost shows up here)
 
     @property
     def latency(self) -> Summary | None:
@@ -45,6 +46,11 @@ class Measurement:
         """Samples per second at the median latency."""
         lat = self.latency
         return self.batch_size / (lat.median / 1e3) if lat and lat.median > 0 else None
+
+    @property
+    def page_faults_per_call(self) -> float | None:
+        """Page faults per timed call (None without timed calls)."""
+        return self.page_faults / len(self.samples_s) if self.samples_s else None
 
     @property
     def measured(self) -> bool:

@@ -40,6 +40,7 @@ class BenchSettings:
     seed: int = 0
     isolate: bool = True
     rel_tol: float = 1e-4  # fp32 variants must match the fp32 eval reference this closely
+    worker_env: tuple[tuple[str, str], ...] = ()  # extra environment of every worker (allocator tunables)
 
     def __post_init__(self) -> None:
         if not self.batch_sizes or any(b < 1 for b in self.batch_sizes):
@@ -63,6 +64,7 @@ class BenchSettings:
             "batch_sizes": list(self.batch_sizes), "variants": [v.name for v in self.variants],
             "threads": self.threads, "device": self.device, "seed": self.seed,
             "timeout_s": self.timeout_s, "isolate": self.isolate, "tolerance_rel": self.rel_tol,
+            "worker_env": dict(self.worker_env),
             "timing": self.policy.to_dict(),
         }
 
@@ -137,6 +139,8 @@ class BenchRunner:
         source, inline_reason = self.source.worker_source(module, workdir)
         if not self.settings.isolate:
             inline_reason = "isolation turned off (--inline)"
+        if inline_reason and self.settings.worker_env:
+            raise UsageError("--worker-env needs worker processes; it cannot apply to a model that runs inline")
         self.result.environment["isolation"] = f"inline: {inline_reason}" if inline_reason else "process"
         payload = workdir / "payload.pt"
         write_payload(payload, source or {}, module, inputs, batch_size,
@@ -153,7 +157,8 @@ class BenchRunner:
     def _spawn(self, config: VariantConfig, batch_size: int, workdir: Path, isolate: bool) -> _Live:
         threads = config.threads or self.settings.threads
         row = Measurement(config.name, config.to_dict(self.settings.threads), batch_size)
-        worker = ProcessWorker(workdir / f"{len(list(workdir.iterdir()))}.log", threads) if isolate else InlineWorker()
+        log = workdir / f"{len(list(workdir.iterdir()))}.log"
+        worker = ProcessWorker(log, threads, dict(self.settings.worker_env)) if isolate else InlineWorker()
         return _Live(config, row, worker)
 
     def _measure(self, live: list[_Live]) -> None:
@@ -199,10 +204,11 @@ class BenchRunner:
             for v in active[shift:] + active[:shift]:
                 left = policy.budget_s - v.spent_s
                 n = min(chunk_size(v.per_call_s, policy), max(1, int(left / max(v.per_call_s, 1e-9))))
-                samples = self._call(v, "run", n=n)
-                if samples:
-                    v.row.samples_s.extend(samples)
-                    v.spent_s += sum(samples)
+                chunk = self._call(v, "run", n=n)
+                if chunk:
+                    v.row.samples_s.extend(chunk["times"])
+                    v.row.page_faults += chunk["page_faults"]
+                    v.spent_s += sum(chunk["times"])
             round_no += 1
             self.on_event("round", {"round": round_no, "live": live, "policy": policy})
 

@@ -84,9 +84,30 @@ class VariantSession:
         """Warm up until timings settle."""
         return vars(self.timer.warmup(self.policy))
 
-    def run(self, n: int) -> list[float]:
-        """Seconds for each of ``n`` timed calls."""
-        return self.timer.times(n)
+    def run(self, n: int) -> dict[str, Any]:
+        """Seconds for each of ``n`` timed calls, and the page faults the process took meanwhile."""
+        before = _faults()
+        times = self.timer.times(n)
+        return {"times": times, "page_faults": _faults() - before}
+
+
+    def bare_timer(self, seconds: float) -> list[float]:
+        """Cross-check: ``torch.utils.benchmark.Timer`` over the same callable in this process
+        (per-call means of its blocks). benchmarks/harness_overhead.py compares it with ``run``."""
+        import torch.utils.benchmark as tb
+
+        timer = tb.Timer(stmt="fn()", globals={"fn": self.fn}, num_threads=torch.get_num_threads())
+        return list(timer.blocked_autorange(min_run_time=seconds).times)
+
+
+def _faults() -> int:
+    """Page faults of this process so far (minor + major), all threads."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return 0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_minflt + usage.ru_majflt
 
 
 def serve(conn: Any) -> None:

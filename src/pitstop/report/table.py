@@ -90,6 +90,7 @@ def notes(result: BenchResult) -> list[str]:
             lines.append(f"{where}: {row.status}: {row.reason}")
         if row.note:
             lines.append(f"{where}: {row.note}")
+    lines += _fault_notes(result)
     measured = [r for r in result.rows if r.latency]
     if measured:
         worst = max(measured, key=lambda r: r.latency.rel_halfwidth)  # type: ignore[union-attr]
@@ -100,6 +101,22 @@ def notes(result: BenchResult) -> list[str]:
     if result.interrupted:
         lines.append("interrupted: the results above are partial")
     return lines
+
+
+FAULTS_NOTABLE = 1000  # page faults per call: ~4 MiB of memory handed back to the OS and re-touched
+
+
+def _fault_notes(result: BenchResult) -> list[str]:
+    """Flag variants whose calls keep faulting memory in (the allocator, not the model, costs time)."""
+    heavy = [r for r in result.rows if (r.page_faults_per_call or 0) >= FAULTS_NOTABLE]
+    if not heavy:
+        return []
+    listed = ", ".join(f"b={r.batch_size} {r.variant} {r.page_faults_per_call:,.0f}" for r in heavy[:4])
+    more = f" and {len(heavy) - 4} more" if len(heavy) > 4 else ""
+    return [f"page faults per call: {listed}{more}. The allocator returns memory to the OS after each call and "
+            "faults it back in; such calls may run faster in a process that keeps its memory (measure with "
+            "--worker-env MALLOC_MMAP_THRESHOLD_=1073741824 --worker-env MALLOC_TRIM_THRESHOLD_=1073741824, "
+            "or tcmalloc via LD_PRELOAD)"]
 
 
 def claims_table(result: BenchResult) -> Table | None:
