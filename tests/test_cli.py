@@ -13,7 +13,7 @@ import pytest
 
 from pitstop.report.json import BENCH_SCHEMA
 
-FAST = ["--budget-s", "0.3", "--threads", "1"]
+FAST = ["--budget-s", "0.3", "--threads", "1", "--replicas", "1"]
 M = "tests/fixtures/models.py"
 
 
@@ -70,7 +70,8 @@ def test_ctrl_c_keeps_finished_results_and_prints_the_partial_table(tmp_path):
     out = tmp_path / "partial.json"
     proc = subprocess.Popen(
         [sys.executable, "-m", "pitstop.cli", "bench", f"{M}:tiny", "--input", "float32[B,16]",
-         "--batch-sizes", "1,2,4,8", "--budget-s", "3", "--target", "0.0001", "--threads", "1", "--json", str(out)],
+         "--batch-sizes", "1,2,4,8", "--budget-s", "3", "--target", "0.0001", "--threads", "1", "--replicas", "1",
+         "--json", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     deadline = time.monotonic() + 120

@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a worker request (set-up, one round) taking longer fails that variant (default: 300)")
     bench.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
     bench.add_argument("--seed", type=int, default=0, help="seed for weights and inputs (default: 0)")
+    bench.add_argument("--replicas", type=_positive(int), default=3,
+                       help="worker processes per variant (default: 3); processes differ, so intervals "
+                            "cover that too")
     bench.add_argument("--worker-env", action="append", default=[], metavar="KEY=VALUE",
                        help="environment variable for every worker, e.g. MALLOC_TRIM_THRESHOLD_=1073741824 "
                             "(repeatable; recorded in the JSON)")
@@ -103,7 +106,8 @@ def _bench(args: argparse.Namespace) -> int:
         result = bench(
             args.model, args.input, batch_sizes=args.batch_sizes, variants=variants, threads=args.threads,
             budget_s=args.budget_s, target=args.target, timeout_s=args.timeout_s, device=args.device,
-            seed=args.seed, isolate=not args.inline, worker_env=_env_pairs(args.worker_env),
+            seed=args.seed, isolate=not args.inline, replicas=args.replicas,
+            worker_env=_env_pairs(args.worker_env),
             json_path=None if to_stdout else args.json, on_event=on_event,
         )
     for item in renderables(result):
@@ -161,7 +165,9 @@ class _progress:
 
 def _round_progress(batch: int, round_no: int, live: list[Any], policy: Any) -> dict[str, Any]:
     """Bar position: each variant is done when precise enough or out of budget; the slowest counts."""
-    widths = [v.row.latency.rel_halfwidth for v in live]
+    from pitstop.measure.timer import precision
+
+    widths = [precision(v.row.replica_samples_s) for v in live]
     done = min(max(v.spent_s / policy.budget_s, min(1.0, policy.target / max(w, 1e-9)))
                for v, w in zip(live, widths, strict=True))
     text = f"b={batch} round {round_no}: widest interval ±{max(widths):.1%} (target ±{policy.target:.0%})"

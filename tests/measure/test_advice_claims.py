@@ -12,7 +12,7 @@ def make_result(medians_ms, batch_size=256, claims_key="zoo:mlp", note=None, spr
     rows = []
     for config, median in zip(GRAD_MODES, medians_ms, strict=True):
         samples = list(rng.normal(median, median * spread, n) / 1e3)
-        rows.append(Measurement(config.name, config.to_dict(2), batch_size, samples_s=samples))
+        rows.append(Measurement(config.name, config.to_dict(2), batch_size, replica_samples_s=[samples]))
     rows[0].note = note
     return BenchResult("zoo:mlp", {batch_size: "float32[256,1024]"}, {"timing": {"target": 0.02}},
                        {"threads": 2}, "train+grad", rows, complete=True, claims_key=claims_key)

@@ -11,7 +11,7 @@ import pitstop
 from pitstop.errors import InputSpecError, ModelRunError, UsageError
 from pitstop.report.json import BENCH_SCHEMA
 
-FAST = {"budget_s": 0.3, "threads": 1}
+FAST = {"budget_s": 0.3, "threads": 1, "replicas": 1}
 
 
 def by_variant(result, batch_size):
@@ -38,6 +38,18 @@ def test_tiny_model_all_four_variants_in_workers(models_py, tmp_path):
     assert row["latency_ms"]["n"] == len(row["samples_ms"])
     assert row["speedup"]["vs"] == "train+grad" and row["speedup"]["verdict"] in ("faster", "slower", "within noise")
     assert row["throughput_per_s"] == pytest.approx(1 / (row["latency_ms"]["median"] / 1e3))
+
+
+def test_replicas_each_time_the_variant_and_are_kept_apart(models_py, tmp_path):
+    out = tmp_path / "bench.json"
+    result = pitstop.bench(f"{models_py}:tiny", "float32[B,16]", batch_sizes=[2], variants=["eval+no_grad"],
+                           budget_s=0.4, threads=1, replicas=2, json_path=str(out))
+    row = result.rows[0]
+    assert len(row.replica_samples_s) == 2 and all(len(g) >= 5 for g in row.replica_samples_s)
+    doc = json.loads(out.read_text())
+    groups = doc["results"][0]["samples_by_replica_ms"]
+    assert len(groups) == 2 and sorted(t for g in groups for t in g) == sorted(doc["results"][0]["samples_ms"])
+    assert doc["settings"]["replicas"] == 2
 
 
 def test_activation_bytes_grow_with_batch(models_py):
@@ -111,9 +123,20 @@ def test_inline_mode_runs_in_process():
     assert result.rows[0].status == "ok"
 
 
+def test_a_main_module_class_runs_inline_with_the_reason():
+    Notebook = type("Notebook", (LocalNet,), {"__module__": "__main__"})  # as if defined in a notebook
+    model = Notebook().train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    result = pitstop.bench(model, torch.randn(2, 8), **FAST)
+    assert "classes defined in __main__ (Notebook)" in result.environment["isolation"]
+    assert all(r.status == "ok" and r.samples_s for r in result.rows)
+    assert model.training and all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+
+
 def test_threads_are_applied_in_the_worker_and_recorded(models_py):
     result = pitstop.bench(f"{models_py}:tiny", "float32[B,16]", batch_sizes=[1],
-                           variants=["eval+no_grad", "eval+no_grad+threads2"], budget_s=0.2, threads=1)
+                           variants=["eval+no_grad", "eval+no_grad+threads2"], budget_s=0.2, threads=1,
+                           replicas=1)
     assert [r.config["threads"] for r in result.rows] == [1, 2]
     assert result.environment["threads"] == 1
 

@@ -27,7 +27,8 @@ def test_cuda_peak_memory_is_the_allocator_peak():
 
 
 def test_bench_on_cuda_in_workers(models_py):
-    result = pitstop.bench(f"{models_py}:tiny", "float32[B,16]", batch_sizes=[8], device="cuda", budget_s=0.5)
+    result = pitstop.bench(f"{models_py}:tiny", "float32[B,16]", batch_sizes=[8], device="cuda", budget_s=0.5,
+                           replicas=1)
     assert result.environment["gpu"]["name"] and result.environment["device"] == "cuda"
     rows = {r.variant: r for r in result.rows}
     assert all(r.status == "ok" and r.samples_s for r in rows.values())
@@ -36,6 +37,6 @@ def test_bench_on_cuda_in_workers(models_py):
 
 
 def test_zoo_cnn_on_cuda_matches_cpu_reference_closely():
-    result = pitstop.bench("zoo:cnn", batch_sizes=[16], device="cuda", budget_s=0.5,
+    result = pitstop.bench("zoo:cnn", batch_sizes=[16], device="cuda", budget_s=0.5, replicas=1,
                            variants=["eval+no_grad", "eval+inference_mode"])
     assert all(r.status == "ok" for r in result.rows)

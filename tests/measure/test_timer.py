@@ -55,9 +55,15 @@ def test_settled_compares_two_windows():
 
 def test_precise_enough_needs_min_samples_and_narrow_interval():
     policy = TimingPolicy(target=0.02, min_samples=10)
-    assert not precise_enough([1.0] * 9, policy)
-    assert precise_enough([1.0] * 10, policy)
-    assert not precise_enough([1.0, 2.0] * 20, policy)
+    assert not precise_enough([[1.0] * 9], policy)
+    assert precise_enough([[1.0] * 10], policy)
+    assert not precise_enough([[1.0, 2.0] * 20], policy)
+
+
+def test_replicas_that_disagree_are_never_precise_enough():
+    policy = TimingPolicy(target=0.02, min_samples=10)
+    assert precise_enough([[1.0] * 50, [1.0] * 50, [1.001] * 50], policy)
+    assert not precise_enough([[1.0] * 500, [1.1] * 500, [1.2] * 500], policy)
 
 
 def test_chunk_size_targets_round_duration():

@@ -31,6 +31,7 @@ def bench(
     device: str = "cpu",
     seed: int = 0,
     isolate: bool = True,
+    replicas: int = 3,
     json_path: str | None = None,
     worker_env: dict[str, str] | None = None,
     on_event: Callable[[str, dict[str, Any]], None] | None = None,
@@ -39,16 +40,17 @@ def bench(
 
     ``model`` is an ``nn.Module`` (with ``example_inputs``: a tensor, a tuple, a dict or
     ``Inputs``) or a spec string (``"zoo:mlp"``, ``"file.py:build"``; ``example_inputs`` may then
-    be an input spec such as ``"float32[B,1024]"``). Each variant runs in its own worker process
-    (``isolate=False`` runs inline); ``worker_env`` adds environment variables to every worker
-    (e.g. allocator tunables, to measure their effect). Returns a ``BenchResult`` with ``.table()``, ``.to_json()``."""
+    be an input spec such as ``"float32[B,1024]"``). Each variant runs in ``replicas`` worker
+    processes of its own (``isolate=False`` runs inline, in one); ``worker_env`` adds environment
+    variables to every worker (e.g. allocator tunables, to measure their effect). Returns a
+    ``BenchResult`` with ``.table()``, ``.to_json()``."""
     source = _source(model, example_inputs, seed)
     settings = BenchSettings(
         batch_sizes=tuple(batch_sizes or source.default_batch_sizes()),
         threads=threads or physical_cores(),
         variants=tuple(parse_variant(v) if isinstance(v, str) else v for v in (variants or GRAD_MODES)),
         policy=TimingPolicy(target=target, budget_s=budget_s),
-        timeout_s=timeout_s, device=_device(device), seed=seed, isolate=isolate,
+        timeout_s=timeout_s, device=_device(device), seed=seed, isolate=isolate, replicas=replicas,
         worker_env=tuple(sorted((worker_env or {}).items())),
     )
     sink = None

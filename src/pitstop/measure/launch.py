@@ -6,6 +6,7 @@ raises, dies (segfault, abort, out-of-memory kill) or hangs past the time-out ra
 
 from __future__ import annotations
 
+import copy
 import os
 import signal
 import socket
@@ -15,6 +16,8 @@ import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+
+from torch.nn import Module
 
 from pitstop.errors import last_line
 from pitstop.measure.worker import VariantSession
@@ -95,14 +98,20 @@ class ProcessWorker:
 
 
 class InlineWorker:
-    """Runs the session in this process (no isolation: for models that cannot be sent to a worker)."""
+    """Runs the session in this process (no isolation: for models that cannot be sent to a worker).
 
-    def __init__(self) -> None:
+    Each inline variant gets its own deep copy of the module: a train-mode variant updates
+    batch-norm statistics, which must not leak into the other variants or the user's model."""
+
+    def __init__(self, module: Module) -> None:
         self.session = VariantSession()
+        self.module = module
         self.pending: tuple[str, dict[str, Any]] = ("", {})
 
     def send(self, method: str, **kwargs: Any) -> None:
         """Record the request; it runs in ``receive``."""
+        if method == "setup":
+            kwargs = {**kwargs, "module": copy.deepcopy(self.module)}
         self.pending = (method, kwargs)
 
     def receive(self, timeout_s: float) -> Any:

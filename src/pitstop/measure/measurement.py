@@ -6,40 +6,56 @@ by the convenience methods, never at module level)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, Literal
 
-from pitstop.measure.stats import Ratio, Summary, speedup, summarize
+from pitstop.measure.stats import Ratio, Summary, speedup_groups, summarize_groups
 
 Status = Literal["ok", "rejected", "failed", "skipped"]
 
 
 @dataclass
 class Measurement:
-    """One variant at one batch size. ``samples_s`` holds every timed call, in seconds."""
+    """One variant at one batch size. ``replica_samples_s`` holds every timed call, in seconds,
+    grouped by the worker process (replica) that ran it."""
 
     variant: str
     config: dict[str, Any]
     batch_size: int
     status: Status = "ok"
     reason: str | None = None
-    samples_s: list[float] = field(default_factory=list)
-    peak_memory_bytes: int | None = None
+    replica_samples_s: list[list[float]] = field(default_factory=list)
+    peak_memory_bytes: int | None = None  # median over replicas
     activation_bytes: int | None = None
     fidelity: dict[str, Any] | None = None
-    warmup: dict[str, Any] | None = None
+    warmup: dict[str, Any] | None = None  # the first replica's
     note: str | None = None
     page_faults: int = 0  # over all timed calls (the allocator's cost shows up here)
+    _summary: tuple[int, Summary] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def samples_s(self) -> list[float]:
+        """Every timed call, replicas concatenated."""
+        return [t for group in self.replica_samples_s for t in group]
+
+    def _seconds(self) -> Summary | None:
+        n = sum(map(len, self.replica_samples_s))
+        if n == 0:
+            return None
+        if self._summary is None or self._summary[0] != n:  # recomputed only when samples were added
+            self._summary = (n, summarize_groups(self.replica_samples_s))
+        return self._summary[1]
 
     @property
     def latency(self) -> Summary | None:
         """Milliseconds per call (per batch)."""
-        return summarize(self.samples_s).scaled(1e3) if self.samples_s else None
+        s = self._seconds()
+        return s.scaled(1e3) if s else None
 
     @property
     def per_sample(self) -> Summary | None:
         """Milliseconds per sample."""
-        return summarize(self.samples_s).scaled(1e3 / self.batch_size) if self.samples_s else None
+        s = self._seconds()
+        return s.scaled(1e3 / self.batch_size) if s else None
 
     @property
     def throughput(self) -> float | None:
@@ -81,6 +97,7 @@ class BenchResult:
     complete: bool = False
     interrupted: bool = False
     claims_key: str | None = None
+    _comparisons: dict[tuple[str, int, str], Comparison | None] = field(default_factory=dict, repr=False)
 
     def rows_at(self, batch_size: int) -> list[Measurement]:
         """Rows of one batch size, in variant order."""
@@ -97,15 +114,22 @@ class BenchResult:
 
     def comparison(self, variant: str, batch_size: int, baseline: str | None = None) -> Comparison | None:
         """Speed-up of ``variant`` over ``baseline`` (default: the run's baseline) at a batch size."""
+        key = (variant, batch_size, baseline or self.baseline)
+        if key not in self._comparisons:
+            self._comparisons[key] = self._compare(*key)
+        return self._comparisons[key]
+
+    def _compare(self, variant: str, batch_size: int, baseline: str | None) -> Comparison | None:
         base_name = baseline or self.baseline
         base, cand = self.row(base_name, batch_size), self.row(variant, batch_size)
         if not (base and cand and base.measured and cand.measured):
             return None
-        return Comparison(variant, base_name, batch_size, speedup(base.samples_s, cand.samples_s))
+        ratio = speedup_groups(base.replica_samples_s, cand.replica_samples_s)
+        return Comparison(variant, base_name, batch_size, ratio)
 
-    @cached_property
+    @property
     def comparisons(self) -> list[Comparison]:
-        """Every measured variant against the baseline (computed once; the run is finished)."""
+        """Every measured variant against the baseline."""
         found = (self.comparison(r.variant, r.batch_size) for r in self.rows if r.variant != self.baseline)
         return [c for c in found if c is not None]
 

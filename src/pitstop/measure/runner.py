@@ -39,6 +39,7 @@ class BenchSettings:
     device: str = "cpu"
     seed: int = 0
     isolate: bool = True
+    replicas: int = 3  # worker processes per variant: processes differ, so the process is sampled too
     rel_tol: float = 1e-4  # fp32 variants must match the fp32 eval reference this closely
     worker_env: tuple[tuple[str, str], ...] = ()  # extra environment of every worker (allocator tunables)
 
@@ -51,6 +52,8 @@ class BenchSettings:
             raise UsageError("--variants: need at least one variant")
         if self.timeout_s <= 0:
             raise UsageError(f"--timeout-s must be positive, got {self.timeout_s}")
+        if self.replicas < 1:
+            raise UsageError(f"--replicas: need at least 1, got {self.replicas}")
 
     @property
     def baseline(self) -> str:
@@ -63,25 +66,36 @@ class BenchSettings:
         return {
             "batch_sizes": list(self.batch_sizes), "variants": [v.name for v in self.variants],
             "threads": self.threads, "device": self.device, "seed": self.seed,
-            "timeout_s": self.timeout_s, "isolate": self.isolate, "tolerance_rel": self.rel_tol,
+            "timeout_s": self.timeout_s, "isolate": self.isolate, "replicas": self.replicas,
+            "tolerance_rel": self.rel_tol,
             "worker_env": dict(self.worker_env),
             "timing": self.policy.to_dict(),
         }
 
 
+Worker = ProcessWorker | InlineWorker
+
+
 @dataclass
 class _Live:
-    """A variant's run-time state within one batch-size group."""
+    """A variant's run-time state within one batch-size group: its replica workers."""
 
     config: VariantConfig
     row: Measurement
-    worker: ProcessWorker | InlineWorker
-    per_call_s: float = 0.0
+    workers: list[Worker]
+    per_call_s: list[float] = field(default_factory=list)
     spent_s: float = 0.0
 
     @property
     def alive(self) -> bool:
         return self.row.status != "failed"
+
+    def fail(self, reason: str) -> None:
+        """Mark the variant failed (one replica's failure fails the variant) and stop its workers."""
+        if self.alive:
+            self.row.status, self.row.reason = "failed", reason
+        for worker in self.workers:
+            worker.kill()
 
 
 class BenchRunner:
@@ -145,21 +159,30 @@ class BenchRunner:
         payload = workdir / "payload.pt"
         write_payload(payload, source or {}, module, inputs, batch_size,
                       send_weights=source is not None and source["kind"] == "spec")
-        live = [self._spawn(c, batch_size, workdir, inline_reason is None) for c in self.settings.variants]
+        replicas = self.settings.replicas if inline_reason is None else 1
+        live = [self._spawn(c, batch_size, workdir, None if inline_reason is None else module, replicas)
+                for c in self.settings.variants]
+        for v in live:  # all workers load in parallel
+            for worker in v.workers:
+                worker.send("setup", payload_path=str(payload), config=v.row.config,
+                            threads=v.config.threads or self.settings.threads,
+                            device=self.settings.device, policy=self.settings.policy.to_dict())
         for v in live:
-            v.worker.send("setup", payload_path=str(payload), config=v.row.config,
-                          threads=v.config.threads or self.settings.threads,
-                          device=self.settings.device, policy=self.settings.policy.to_dict())
-        for v in live:
-            self._receive(v)
+            for worker in v.workers:
+                self._receive(v, worker)
         return live
 
-    def _spawn(self, config: VariantConfig, batch_size: int, workdir: Path, isolate: bool) -> _Live:
+    def _spawn(self, config: VariantConfig, batch_size: int, workdir: Path, inline: torch.nn.Module | None,
+               replicas: int) -> _Live:
+        """Worker processes for the variant, or one inline worker holding ``inline``."""
         threads = config.threads or self.settings.threads
         row = Measurement(config.name, config.to_dict(self.settings.threads), batch_size)
-        log = workdir / f"{len(list(workdir.iterdir()))}.log"
-        worker = ProcessWorker(log, threads, dict(self.settings.worker_env)) if isolate else InlineWorker()
-        return _Live(config, row, worker)
+        env = dict(self.settings.worker_env)
+        if inline is not None:
+            return _Live(config, row, [InlineWorker(inline)])
+        first = len(list(workdir.iterdir()))
+        workers: list[Worker] = [ProcessWorker(workdir / f"{first + i}.log", threads, env) for i in range(replicas)]
+        return _Live(config, row, workers)
 
     def _measure(self, live: list[_Live]) -> None:
         for v in live:
@@ -167,20 +190,27 @@ class BenchRunner:
         self._rounds(live)
 
     def _profile(self, v: _Live) -> None:
-        """Memory, fidelity and warm-up of one variant, while the others wait."""
+        """Memory, fidelity and warm-up of one variant's replicas, while the others wait."""
         self.on_event("phase", {"text": f"b={v.row.batch_size} {v.row.variant}: memory, fidelity, warm-up"})
-        memory = self._call(v, "memory")
-        if memory is not None:
-            v.row.peak_memory_bytes = memory["peak_memory_bytes"]
-            v.row.activation_bytes = memory["activation_bytes"]
-        fidelity = self._call(v, "fidelity")
-        if fidelity is not None:
-            v.row.fidelity = fidelity
+        peaks = []
+        for i, worker in enumerate(v.workers):
+            memory = self._call(v, worker, "memory")
+            if memory is None:
+                return
+            peaks.append(memory["peak_memory_bytes"])
+            v.row.activation_bytes = memory["activation_bytes"]  # exact: the same in every replica
+            if i == 0:
+                v.row.fidelity = self._call(v, worker, "fidelity")  # same weights and inputs everywhere
+            warmup = self._call(v, worker, "warmup")
+            if warmup is None:
+                return
+            v.row.warmup = v.row.warmup or warmup
+            v.per_call_s.append(warmup["per_call_s"])
+            v.row.replica_samples_s.append([])
+        known = sorted(p for p in peaks if p is not None)
+        v.row.peak_memory_bytes = known[len(known) // 2] if known else None
+        if v.row.fidelity is not None:
             self._gate(v)
-        warmup = self._call(v, "warmup")
-        if warmup is not None:
-            v.row.warmup = warmup
-            v.per_call_s = warmup["per_call_s"]
 
     def _gate(self, v: _Live) -> None:
         """A wrong answer is rejected; train mode's different answers are noted, not rejected."""
@@ -198,23 +228,34 @@ class BenchRunner:
         while True:
             alive = [v for v in live if v.alive]
             active = [v for v in alive if v.spent_s < policy.budget_s]
-            if not active or all(precise_enough(v.row.samples_s, policy) for v in alive):
+            if not active or all(precise_enough(v.row.replica_samples_s, policy) for v in alive):
                 return
-            shift = round_no % len(active)  # rotate the order so no variant always runs first
-            for v in active[shift:] + active[:shift]:
-                left = policy.budget_s - v.spent_s
-                n = min(chunk_size(v.per_call_s, policy), max(1, int(left / max(v.per_call_s, 1e-9))))
-                chunk = self._call(v, "run", n=n)
-                if chunk:
-                    v.row.samples_s.extend(chunk["times"])
-                    v.row.page_faults += chunk["page_faults"]
-                    v.spent_s += sum(chunk["times"])
+            turns = [(v, i) for i in range(max(len(v.workers) for v in active)) for v in active
+                     if i < len(v.workers)]
+            shift = round_no % len(turns)  # rotate the order so nothing always runs first
+            for v, i in turns[shift:] + turns[:shift]:
+                self._turn(v, i, policy)
             round_no += 1
             self.on_event("round", {"round": round_no, "live": live, "policy": policy})
 
+    def _turn(self, v: _Live, i: int, policy: TimingPolicy) -> None:
+        """One replica's share of a round: about ``round_s / replicas`` of timed calls."""
+        if not v.alive:
+            return
+        per_call = v.per_call_s[i]
+        share = TimingPolicy(**{**policy.to_dict(), "round_s": policy.round_s / len(v.workers)})
+        left = (policy.budget_s - v.spent_s) / len(v.workers)
+        n = min(chunk_size(per_call, share), max(1, int(left / max(per_call, 1e-9))))
+        chunk = self._call(v, v.workers[i], "run", n=n)
+        if chunk:
+            v.row.replica_samples_s[i].extend(chunk["times"])
+            v.row.page_faults += chunk["page_faults"]
+            v.spent_s += sum(chunk["times"])
+
     def _finish(self, live: list[_Live]) -> None:
         for v in live:
-            v.worker.kill() if self.result.interrupted else v.worker.close()
+            for worker in v.workers:
+                worker.kill() if self.result.interrupted else worker.close()
             if self.result.interrupted and v.alive:
                 if v.row.samples_s:
                     v.row.note = f"interrupted after {len(v.row.samples_s)} timed calls"
@@ -224,18 +265,19 @@ class BenchRunner:
             self.on_event("row", {"row": v.row})
         self.sink(self.result)
 
-    def _call(self, v: _Live, method: str, **kwargs: Any) -> Any:
+    def _call(self, v: _Live, worker: Worker, method: str, **kwargs: Any) -> Any:
         if not v.alive:
             return None
-        v.worker.send(method, **kwargs)
-        return self._receive(v)
+        worker.send(method, **kwargs)
+        return self._receive(v, worker)
 
-    def _receive(self, v: _Live) -> Any:
+    def _receive(self, v: _Live, worker: Worker) -> Any:
+        if not v.alive:
+            return None
         try:
-            return v.worker.receive(self.settings.timeout_s)
+            return worker.receive(self.settings.timeout_s)
         except WorkerFailed as exc:
-            v.row.status, v.row.reason = "failed", str(exc)
-            v.worker.kill()
+            v.fail(str(exc))
             return None
 
     def _fail_all(self, batch_size: int, reason: str) -> None:

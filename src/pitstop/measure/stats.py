@@ -1,6 +1,10 @@
 """Statistics from raw samples: median, percentiles, intervals of the median and of ratios.
 
-Pure functions over sequences of floats; nothing here times anything."""
+Samples come in groups, one per worker process ("replica"): processes differ from each other
+(allocator state, memory layout), so with several replicas the intervals come from a
+hierarchical bootstrap (resample replicas, then calls within each), and disagreeing replicas
+widen them. With one group the median's interval is the distribution-free order-statistic one.
+Pure functions; nothing here times anything."""
 
 from __future__ import annotations
 
@@ -38,13 +42,27 @@ class Summary:
                        (lo * factor, hi * factor), self.n)
 
 
+Groups = Sequence[Sequence[float]]
+
+
 def summarize(samples: Sequence[float]) -> Summary:
-    """Summary of raw samples; the median's interval is distribution-free (order statistics)."""
-    if not samples:
+    """Summary of one group of raw samples; the median's interval from order statistics."""
+    return summarize_groups([samples])
+
+
+def summarize_groups(groups: Groups, *, resamples: int = 1000, seed: int = 0) -> Summary:
+    """Pooled median and p10/p90; the median's interval accounts for differences between groups."""
+    groups = [g for g in groups if len(g)]
+    if not groups:
         raise ValueError("summarize: no samples")
-    x = np.sort(np.asarray(samples, dtype=float))
+    x = np.sort(np.concatenate([np.asarray(g, dtype=float) for g in groups]))
     p10, med, p90 = np.percentile(x, [10, 50, 90])
-    return Summary(float(med), float(p10), float(p90), median_ci(x), len(x))
+    if len(groups) == 1:
+        ci = median_ci(x)
+    else:
+        lo, hi = np.percentile(_boot_medians(groups, resamples, np.random.default_rng(seed)), [2.5, 97.5])
+        ci = (float(min(lo, med)), float(max(hi, med)))
+    return Summary(float(med), float(p10), float(p90), ci, len(x))
 
 
 def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
@@ -79,25 +97,47 @@ class Ratio:
     verdict: Verdict
 
 
-def speedup(baseline: Sequence[float], candidate: Sequence[float], *, resamples: int = 2000,
-            seed: int = 0) -> Ratio:
-    """Speed-up of ``candidate`` over ``baseline`` (median time ratio, >1 = faster).
+def speedup(baseline: Sequence[float], candidate: Sequence[float], **kwargs: int) -> Ratio:
+    """Speed-up of ``candidate`` over ``baseline`` for one group each (see ``speedup_groups``)."""
+    return speedup_groups([baseline], [candidate], **kwargs)
 
-    The interval resamples both sample sets independently; "within noise" when it contains 1."""
-    a = np.asarray(baseline, dtype=float)
-    b = np.asarray(candidate, dtype=float)
-    if len(a) == 0 or len(b) == 0:
+
+def speedup_groups(baseline: Groups, candidate: Groups, *, resamples: int = 1000, seed: int = 0) -> Ratio:
+    """Speed-up of ``candidate`` over ``baseline`` (ratio of pooled medians, >1 = faster).
+
+    The interval bootstraps both sides independently (hierarchically when they have several
+    groups); "within noise" when it contains 1."""
+    a = [np.asarray(g, dtype=float) for g in baseline if len(g)]
+    b = [np.asarray(g, dtype=float) for g in candidate if len(g)]
+    if not a or not b:
         raise ValueError("speedup: both sample sets must be non-empty")
     rng = np.random.default_rng(seed)
-    resamples = _affordable(resamples, len(a) + len(b))
-    ma = np.median(rng.choice(a, (resamples, len(a))), axis=1)
-    mb = np.median(rng.choice(b, (resamples, len(b))), axis=1)
-    lo, hi = np.percentile(ma / mb, [2.5, 97.5])
-    ratio = float(np.median(a) / np.median(b))
+    ratios = _boot_medians(a, resamples, rng) / _boot_medians(b, resamples, rng)
+    lo, hi = np.percentile(ratios, [2.5, 97.5])
+    ratio = float(np.median(np.concatenate(a)) / np.median(np.concatenate(b)))
+    lo, hi = min(float(lo), ratio), max(float(hi), ratio)
     verdict: Verdict = "within noise" if lo <= 1.0 <= hi else ("faster" if lo > 1.0 else "slower")
-    return Ratio(ratio, (float(lo), float(hi)), verdict)
+    return Ratio(ratio, (lo, hi), verdict)
 
 
-def _affordable(resamples: int, n: int, max_cells: int = 8_000_000) -> int:
-    """Cap the bootstrap so a variant with very many samples stays fast (>= 400 resamples)."""
-    return max(400, min(resamples, max_cells // max(n, 1)))
+def _boot_medians(groups: Sequence[np.ndarray] | Groups, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap distribution of the pooled median: replicas resampled, then calls within them."""
+    arrays = [np.asarray(g, dtype=float) for g in groups]
+    if len(arrays) == 1:
+        x = arrays[0]
+        resamples = max(400, min(resamples, 8_000_000 // len(x)))  # bounded work for huge sample sets
+        return np.median(rng.choice(x, (resamples, len(x))), axis=1)
+    picks = rng.integers(0, len(arrays), (resamples, len(arrays)))
+    out = np.empty(resamples)
+    for i, chosen in enumerate(picks):
+        out[i] = np.median(np.concatenate([rng.choice(arrays[r], len(arrays[r])) for r in chosen]))
+    return out
+
+
+def replica_spread(groups: Groups) -> float:
+    """Relative 95% half-width from the spread of the groups' medians (0 for a single group)."""
+    meds = [float(np.median(g)) for g in groups if len(g)]
+    if len(meds) < 2 or min(meds) <= 0:
+        return 0.0
+    logs = np.log(meds)
+    return float(_Z95 * np.std(logs, ddof=1) / math.sqrt(len(logs)))

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from pitstop.errors import UsageError
-from pitstop.measure.stats import summarize
+from pitstop.measure.stats import Groups, replica_spread, summarize
 
 Clock = Callable[[], float]
 
@@ -59,9 +59,16 @@ def settled(times: Sequence[float], window: int, tol: float) -> bool:
     return prev > 0 and abs(last - prev) / prev <= tol
 
 
-def precise_enough(samples: Sequence[float], policy: TimingPolicy) -> bool:
+def precision(groups: Groups) -> float:
+    """Cheap relative half-width of the median's interval: the pooled order-statistic interval,
+    or the spread between replicas' medians when that is wider (more calls cannot fix it)."""
+    pooled = [t for g in groups for t in g]
+    return max(summarize(pooled).rel_halfwidth, replica_spread(groups)) if pooled else float("inf")
+
+
+def precise_enough(groups: Groups, policy: TimingPolicy) -> bool:
     """True when there are enough samples and the median's interval meets the target."""
-    return len(samples) >= policy.min_samples and summarize(samples).rel_halfwidth <= policy.target
+    return sum(map(len, groups)) >= policy.min_samples and precision(groups) <= policy.target
 
 
 def chunk_size(per_call_s: float, policy: TimingPolicy) -> int:

@@ -53,12 +53,15 @@ class VariantSession:
     """One variant of one model at one batch size: set up, then measured on request."""
 
     def setup(self, payload_path: str, config: dict[str, Any], threads: int, device: str,
-              policy: dict[str, Any]) -> dict[str, Any]:
-        """Load model and inputs, compute the fp32 eval reference, apply the variant."""
+              policy: dict[str, Any], module: torch.nn.Module | None = None) -> dict[str, Any]:
+        """Load model and inputs, compute the fp32 eval reference, apply the variant.
+
+        ``module`` (inline runs only) is used instead of rebuilding one from the payload."""
         torch.set_num_threads(threads)
         payload = torch.load(payload_path, weights_only=True)
         self.device = torch.device(device)
-        module = load_module(payload["source"], payload.get("state_dict"), payload["batch_size"])
+        if module is None:
+            module = load_module(payload["source"], payload.get("state_dict"), payload["batch_size"])
         self.module = module.to(self.device)
         self.inputs = Inputs(tuple(payload["args"]), dict(payload["kwargs"])).map(lambda t: t.to(self.device))
         self.reference = detached(prepare(REFERENCE, self.module, self.inputs)())

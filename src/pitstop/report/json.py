@@ -38,7 +38,9 @@ def row_document(result: BenchResult, row: Measurement) -> dict[str, Any]:
         "variant": row.variant, "config": row.config, "batch_size": row.batch_size,
         "status": row.status,
         "latency_ms": _summary(row.latency), "latency_per_sample_ms": _summary(row.per_sample),
-        "samples_ms": [s * 1e3 for s in row.samples_s], "throughput_per_s": row.throughput,
+        "samples_ms": [s * 1e3 for s in row.samples_s],
+        "samples_by_replica_ms": [[s * 1e3 for s in group] for group in row.replica_samples_s],
+        "throughput_per_s": row.throughput,
         "peak_memory_bytes": row.peak_memory_bytes, "activation_bytes": row.activation_bytes,
         "fidelity": row.fidelity, "warmup": row.warmup, "page_faults_per_call": row.page_faults_per_call,
     }
