@@ -100,7 +100,7 @@ def _bench(args: argparse.Namespace) -> int:
     to_stdout = args.json == "-"
     console = Console(stderr=to_stdout, highlight=False)
     if not console.is_terminal:
-        console.width = max(console.width, 170)  # pipes and CI: wide, so the tables stay readable
+        console.width = max(console.width, 200)  # pipes and CI: wide, so the tables stay readable
     variants = [v for v in (args.variants or "").split(",") if v.strip()] or None
     with _progress(console) as on_event:
         result = bench(

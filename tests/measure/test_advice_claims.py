@@ -21,13 +21,20 @@ def make_result(medians_ms, batch_size=256, claims_key="zoo:mlp", note=None, spr
 def test_advice_recommends_the_measured_winner_with_its_interval():
     advice = make_result([10.0, 9.0, 7.0, 5.0]).advice()
     assert advice.startswith("Run inference as model.eval() with torch.inference_mode(): measured faster than "
-                             "train+grad by 2.00x at batch 256 (95% CI")
+                             "train+grad by 2.00x at batch 256 [95% CI")
 
 
 def test_advice_when_nothing_is_faster_says_so_and_never_invents_a_gain():
     advice = make_result([10.0, 10.0, 10.0, 10.0], note="train mode changes the outputs").advice()
-    assert advice.startswith("No variant measured faster than train+grad here")
+    assert advice.startswith("Grad modes make no meaningful difference for this model here")
+    assert "marginal" not in advice
     assert "outputs differ in train mode" in advice
+
+
+def test_a_tiny_significant_gain_is_called_marginal_not_recommended():
+    advice = make_result([10.0, 9.8, 10.0, 10.0], spread=0.001).advice()
+    assert advice.startswith("Grad modes make no meaningful difference")
+    assert "marginal, under 5%: eval+grad 1.02x at batch 256 [95% CI" in advice
 
 
 def test_mlp_claims_do_not_hold_when_measured_equal():

@@ -34,6 +34,8 @@ def test_tiny_model_all_four_variants_in_workers(models_py, tmp_path):
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, BENCH_SCHEMA)
     assert doc["kind"] == "bench" and doc["baseline"] == "train+grad" and len(doc["results"]) == 8
+    again = pitstop.BenchResult.from_dict(doc)
+    assert again.to_dict() == doc  # the JSON keeps everything needed to re-derive every figure
     row = doc["results"][2]
     assert row["latency_ms"]["n"] == len(row["samples_ms"])
     assert row["speedup"]["vs"] == "train+grad" and row["speedup"]["verdict"] in ("faster", "slower", "within noise")

@@ -139,6 +139,19 @@ class BenchResult:
 
         return advise(self)
 
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> BenchResult:
+        """Rebuild a result from its JSON document (raw samples included), e.g. to render it again."""
+        rows = [Measurement(
+            r["variant"], r["config"], r["batch_size"], r["status"], r.get("reason"),
+            [[t / 1e3 for t in g] for g in r.get("samples_by_replica_ms") or [r["samples_ms"]]],
+            r.get("peak_memory_bytes"), r.get("activation_bytes"), r.get("fidelity"), r.get("warmup"),
+            r.get("note"), round((r.get("page_faults_per_call") or 0) * len(r["samples_ms"])),
+        ) for r in doc["results"]]
+        return cls(doc["model"], {int(k): v for k, v in doc.get("inputs", {}).items()}, doc["settings"],
+                   doc["environment"], doc["baseline"], rows, doc["complete"], doc["interrupted"],
+                   doc.get("claims_key"))
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON document (PRODUCT.md schema)."""
         from pitstop.report.json import bench_document

@@ -74,6 +74,7 @@ def bench_document(result: BenchResult) -> dict[str, Any]:
         "environment": result.environment, "model": result.model,
         "inputs": {str(k): v for k, v in result.inputs.items()}, "settings": result.settings,
         "baseline": result.baseline, "complete": result.complete, "interrupted": result.interrupted,
+        "claims_key": result.claims_key,
         "results": [row_document(result, r) for r in result.rows],
         "claims": claims, "advice": result.advice() if result.rows else None,
     })

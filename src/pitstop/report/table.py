@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 
+import numpy as np
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -35,13 +36,18 @@ def fmt_ms(x: float) -> str:
 
 
 def _fidelity(row: Measurement) -> str:
+    """Relative error vs the eval reference (0 when bit-identical)."""
     fid = row.fidelity
     if not fid:
         return "-"
     if "error" in fid:
         return fid["error"]
-    text = f"{fid['rel_err']:.1e}"
-    return text + (f" · argmax {fid['agreement']:.0%}" if "agreement" in fid else "")
+    return "0" if fid["rel_err"] == 0 else f"{fid['rel_err']:.1e}"
+
+
+def _agreement(row: Measurement) -> str:
+    fid = row.fidelity or {}
+    return f"{fid['agreement']:.0%}" if "agreement" in fid else "-"
 
 
 def batch_table(result: BenchResult, batch_size: int) -> Table:
@@ -55,8 +61,9 @@ def batch_table(result: BenchResult, batch_size: int) -> Table:
     for header, justify in [("variant", "left"), ("status", "left"), ("ms/batch [95% CI]", "right"),
                             ("ms/sample", "right"), ("p10-p90 ms", "right"), ("samples/s", "right"),
                             ("speed-up [95% CI]", "right"), ("verdict", "left"),
-                            ("peak mem", "right"), ("saved for bwd", "right"), ("rel err vs eval", "right")]:
-        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+                            ("peak mem", "right"), ("saved for bwd", "right"), ("rel err", "right"),
+                            ("argmax", "right")]:
+        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in result.rows_at(batch_size):
         table.add_row(*_cells(result, row))
     return table
@@ -67,7 +74,7 @@ def _cells(result: BenchResult, row: Measurement) -> list[RenderableType]:
     lat, per = row.latency, row.per_sample
     if lat is None or per is None:
         return [row.variant, status, *["-"] * 4, "", "", fmt_bytes(row.peak_memory_bytes),
-                fmt_bytes(row.activation_bytes), _fidelity(row)]
+                fmt_bytes(row.activation_bytes), _fidelity(row), _agreement(row)]
     timing = [f"{fmt_ms(lat.median)} [{fmt_ms(lat.ci95[0])}-{fmt_ms(lat.ci95[1])}]",
               fmt_ms(per.median), f"{fmt_ms(lat.p10)}-{fmt_ms(lat.p90)}", f"{row.throughput:,.0f}"]
     comparison = result.comparison(row.variant, row.batch_size) if row.variant != result.baseline else None
@@ -78,7 +85,7 @@ def _cells(result: BenchResult, row: Measurement) -> list[RenderableType]:
         speed = f"{r.median:.2f}x [{r.ci95[0]:.2f}-{r.ci95[1]:.2f}]"
         verdict = Text(r.verdict, style=_VERDICT_STYLE[r.verdict])
     return [row.variant, status, *timing, speed, verdict, fmt_bytes(row.peak_memory_bytes),
-            fmt_bytes(row.activation_bytes), _fidelity(row)]
+            fmt_bytes(row.activation_bytes), _fidelity(row), _agreement(row)]
 
 
 def notes(result: BenchResult) -> list[str]:
@@ -96,11 +103,21 @@ def notes(result: BenchResult) -> list[str]:
         worst = max(measured, key=lambda r: r.latency.rel_halfwidth)  # type: ignore[union-attr]
         target = result.settings.get("timing", {}).get("target", 0.02)
         n = sum(len(r.samples_s) for r in measured)
-        lines.append(f"{n} timed calls; widest median interval ±{worst.latency.rel_halfwidth:.1%} "  # type: ignore[union-attr]
-                     f"(b={worst.batch_size} {worst.variant}; target ±{target:.0%})")
+        lines.append(f"{n} timed calls in {len(measured[0].replica_samples_s)} worker processes per variant; widest "
+                     f"median interval ±{worst.latency.rel_halfwidth:.1%} "  # type: ignore[union-attr]
+                     f"(b={worst.batch_size} {worst.variant}; target ±{target:.0%}){_disagreement(worst)}")
     if result.interrupted:
         lines.append("interrupted: the results above are partial")
     return lines
+
+
+def _disagreement(row: Measurement) -> str:
+    """Explain a wide interval by the replicas' own medians when they disagree."""
+    meds = sorted(float(np.median(g)) * 1e3 for g in row.replica_samples_s if g)
+    if len(meds) < 2 or meds[-1] / meds[0] < 1.05:
+        return ""
+    return (f"; its worker processes disagree: medians {', '.join(fmt_ms(m) for m in meds)} ms, "
+            "so the interval covers the process, not just the calls")
 
 
 FAULTS_NOTABLE = 1000  # page faults per call: ~4 MiB of memory handed back to the OS and re-touched
@@ -151,7 +168,7 @@ def renderables(result: BenchResult) -> list[RenderableType]:
     return items
 
 
-def render_text(result: BenchResult, width: int = 180) -> str:
+def render_text(result: BenchResult, width: int = 200) -> str:
     """The report as plain text."""
     buffer = io.StringIO()
     Console(file=buffer, width=width, no_color=True, highlight=False).print(Group(*renderables(result)))
