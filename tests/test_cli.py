@@ -105,3 +105,33 @@ def _workers() -> int:
             except OSError:
                 pass
     return count
+
+
+def test_progress_bar_on_a_terminal_follows_the_run():
+    import io
+
+    from rich.console import Console
+
+    import pitstop as ps
+    from pitstop.cli import _progress
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=120)
+    with _progress(console) as on_event:
+        assert on_event is not None  # a terminal gets a bar
+        result = ps.bench(f"{M}:tiny", "float32[B,16]", batch_sizes=[2], budget_s=0.3, threads=1, replicas=2,
+                          on_event=on_event)
+    assert result.complete
+    shown = buffer.getvalue()
+    assert "round" in shown and "widest interval" in shown and "target ±2%" in shown
+
+
+def test_no_progress_bar_in_a_pipe():
+    import io
+
+    from rich.console import Console
+
+    from pitstop.cli import _progress
+
+    with _progress(Console(file=io.StringIO())) as on_event:
+        assert on_event is None
