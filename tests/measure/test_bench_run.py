@@ -70,6 +70,13 @@ def test_a_variant_that_segfaults_is_failed_and_the_rest_reported(models_py):
     assert result.complete
 
 
+def test_a_variant_killed_like_out_of_memory_is_failed_with_a_hint(models_py):
+    result = pitstop.bench(f"{models_py}:sigkill_in_inference", batch_sizes=[2], **FAST)
+    row = result.row("eval+inference_mode", 2)
+    assert row.status == "failed" and "killed by SIGKILL (out of memory?)" in row.reason
+    assert result.row("eval+no_grad", 2).status == "ok"
+
+
 def test_a_variant_that_raises_is_failed_with_its_message(models_py):
     result = pitstop.bench(f"{models_py}:raise_in_inference", batch_sizes=[2], **FAST)
     row = result.row("eval+inference_mode", 2)

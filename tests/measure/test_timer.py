@@ -71,6 +71,7 @@ def test_chunk_size_targets_round_duration():
     assert chunk_size(0.01, policy) == 10
     assert chunk_size(5.0, policy) == 1
     assert chunk_size(1e-6, policy) == 50
+    assert chunk_size(0.01, policy, share=2) == 5  # two replicas split the round
 
 
 @pytest.mark.parametrize("kwargs", [{"target": 0}, {"target": 1.5}, {"budget_s": -1}, {"min_samples": 0}])

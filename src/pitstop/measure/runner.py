@@ -242,10 +242,9 @@ class BenchRunner:
         """One replica's share of a round: about ``round_s / replicas`` of timed calls."""
         if not v.alive:
             return
-        per_call = v.per_call_s[i]
-        share = TimingPolicy(**{**policy.to_dict(), "round_s": policy.round_s / len(v.workers)})
-        left = (policy.budget_s - v.spent_s) / len(v.workers)
-        n = min(chunk_size(per_call, share), max(1, int(left / max(per_call, 1e-9))))
+        per_call, replicas = v.per_call_s[i], len(v.workers)
+        left = (policy.budget_s - v.spent_s) / replicas
+        n = min(chunk_size(per_call, policy, replicas), max(1, int(left / max(per_call, 1e-9))))
         chunk = self._call(v, v.workers[i], "run", n=n)
         if chunk:
             v.row.replica_samples_s[i].extend(chunk["times"])

@@ -71,11 +71,11 @@ def precise_enough(groups: Groups, policy: TimingPolicy) -> bool:
     return sum(map(len, groups)) >= policy.min_samples and precision(groups) <= policy.target
 
 
-def chunk_size(per_call_s: float, policy: TimingPolicy) -> int:
-    """Calls per round, so that a round of one variant lasts about ``round_s``."""
+def chunk_size(per_call_s: float, policy: TimingPolicy, share: int = 1) -> int:
+    """Calls per turn, so that a round of one variant (its ``share`` replicas) lasts about ``round_s``."""
     if per_call_s <= 0:
         return policy.max_chunk
-    return int(min(policy.max_chunk, max(1, round(policy.round_s / per_call_s))))
+    return int(min(policy.max_chunk, max(1, round(policy.round_s / share / per_call_s))))
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from pitstop.models.inputs import Inputs
 
 Mode = Literal["train", "eval"]
 Grad = Literal["grad", "no_grad", "inference_mode"]
-SCHEMA_VERSION = 1
 
 _GRAD_CONTEXTS: dict[str, Callable[[], contextlib.AbstractContextManager[Any]]] = {
     "grad": torch.enable_grad,
