@@ -97,10 +97,10 @@ class ModuleSource:
 def first_forward(name: str, module: nn.Module, inputs: Inputs, device: torch.device) -> None:
     """Run the model once (eval, no grad); a failure is a one-line ``ModelRunError``."""
     was_training = module.training
+    placed = inputs.map(lambda t: t.to(device))
     try:
         with torch.no_grad():
-            module.to(device).eval()(*inputs.map(lambda t: t.to(device)).args,
-                                     **inputs.map(lambda t: t.to(device)).kwargs)
+            module.to(device).eval()(*placed.args, **placed.kwargs)
     except Exception as exc:
         raise ModelRunError(
             f"model {name}: the first forward on {inputs.describe()} failed: {last_line(exc)}"
