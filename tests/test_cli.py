@@ -37,6 +37,10 @@ def pitstop(*args, **kwargs):
         (["zoo:mlp", "--variants", "eval+fast"], "--variants: cannot read 'eval+fast'"),
         (["zoo:mlp", "--budget-s", "-1"], "expected a positive number"),
         (["zoo:mlp", "--device", "tpu"], "--device: expected cpu, cuda or auto"),
+        (["zoo:mlp", "--json", "/proc/no/out.json"], "--json: cannot write '/proc/no/out.json'"),
+        (["zoo:mlp", "--json", "tests"], "--json: 'tests' is a directory"),
+        (["zoo:mlp", "--worker-env", "NOEQUALS"], "--worker-env: expected KEY=VALUE, got 'NOEQUALS'"),
+        ([], "the following arguments are required: model"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(args, needle):

@@ -55,7 +55,9 @@ def bench(
     )
     sink = None
     if json_path:
-        from pitstop.report.json import write_atomic
+        from pitstop.report.json import check_writable, write_atomic
+
+        check_writable(json_path)  # before minutes of measuring, not after
 
         def sink(result: BenchResult) -> None:
             write_atomic(json_path, result.to_dict())

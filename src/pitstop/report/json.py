@@ -80,6 +80,23 @@ def bench_document(result: BenchResult) -> dict[str, Any]:
     })
 
 
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Fail now, with a usage error, if the JSON file could not be written later."""
+    from pitstop.errors import UsageError
+
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise UsageError(f"--json: cannot write {str(path)!r} ({reason}); choose a writable path") from None
+    if target.is_dir():
+        raise UsageError(f"--json: {str(path)!r} is a directory; give a file name such as out.json")
+
+
 def write_atomic(path: str | os.PathLike[str], document: dict[str, Any]) -> None:
     """Write JSON so a reader never sees a half-written file (temp file, then rename)."""
     target = Path(path)
