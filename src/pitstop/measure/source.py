@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ class SpecSource:
     spec: ModelSpec
     input_spec: InputSpec | None
     seed: int = 0
+    _built: tuple[nn.Module, Inputs | None] | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -38,15 +39,25 @@ class SpecSource:
         zoo = self.spec.default_batch_sizes()
         if zoo:
             return zoo
-        if self.input_spec is None:
-            _, inputs = self.spec.build(None, seed=self.seed)
+        if self.input_spec is None and not self.spec.takes_batch_size():
+            _, inputs = self._build_once()
             if inputs is not None and inputs.batch_size():
                 return (inputs.batch_size(),)  # type: ignore[return-value]
         return (1, 8)
 
+    def _build_once(self) -> tuple[nn.Module, Inputs | None]:
+        """A factory that ignores the batch size is called once; its inputs are resized per size."""
+        if self._built is None:
+            self._built = self.spec.build(None, seed=self.seed)
+        return self._built
+
     def materialize(self, batch_size: int) -> tuple[nn.Module, Inputs]:
         """The module and inputs for one batch size."""
-        module, inputs = self.spec.build(batch_size, seed=self.seed)
+        if self.spec.takes_batch_size():
+            module, inputs = self.spec.build(batch_size, seed=self.seed)
+        else:
+            module, raw = self._build_once()  # the parent only reads it; workers rebuild their own
+            inputs = raw.with_batch_size(batch_size) if raw is not None else None
         spec = self.input_spec or self.spec.default_input_spec()
         if spec is not None:
             inputs = spec.make(batch_size, seed=self.seed)

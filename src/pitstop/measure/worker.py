@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import sys
 import traceback
+
+try:
+    import resource
+except ImportError:  # not POSIX: page faults are not counted
+    resource = None  # type: ignore[assignment]
 from typing import Any
 
 import torch
@@ -104,10 +109,8 @@ class VariantSession:
 
 
 def _faults() -> int:
-    """Page faults of this process so far (minor + major), all threads."""
-    try:
-        import resource
-    except ImportError:  # not POSIX
+    """Page faults of this process so far (minor + major), all threads (0 where not POSIX)."""
+    if resource is None:
         return 0
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_minflt + usage.ru_majflt

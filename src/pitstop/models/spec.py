@@ -49,6 +49,10 @@ class ModelSpec:
             inputs = inputs.with_batch_size(batch_size)
         return module, inputs
 
+    def takes_batch_size(self) -> bool:
+        """Whether the factory builds for a given batch size (else one build serves every size)."""
+        return _accepts(self._factory(), "batch_size")
+
     def default_input_spec(self) -> InputSpec | None:
         """The zoo model's input spec (None for user factories)."""
         return parse_input_spec(ZOO[self.target].input_spec) if self.kind == "zoo" else None
