@@ -25,9 +25,25 @@ def test_bad_variant_names(name):
         parse_variant(name)
 
 
-def test_unavailable_technique_is_a_usage_error():
-    with pytest.raises(UsageError, match="not available"):
-        VariantConfig(precision="bf16-autocast")
+def test_unknown_axis_value_is_a_usage_error():
+    with pytest.raises(UsageError, match="precision must be one of"):
+        VariantConfig(precision="int4")
+
+
+@pytest.mark.parametrize("name", [
+    "eval+inference_mode+bf16-autocast+compile", "eval+no_grad+compile-max-autotune+channels_last",
+    "eval+inference_mode+int8-dynamic+threads1", "eval+inference_mode+onnxruntime", "eval+no_grad+bf16-weights",
+])
+def test_technique_names_round_trip(name):
+    config = parse_variant(name)
+    assert config.name == name
+    assert VariantConfig.from_dict(config.to_dict(threads=2)) == config.__class__(**{
+        **config.to_dict(threads=2), "threads": config.threads or 2})
+
+
+def test_a_name_sets_each_axis_once():
+    with pytest.raises(UsageError, match="twice"):
+        parse_variant("eval+no_grad+bf16-autocast+bf16-weights")
 
 
 class Probe(nn.Module):

@@ -32,9 +32,19 @@ def detached(output: Any) -> list[torch.Tensor]:
         return [t.detach().clone() for t in flatten(output)]
 
 
-def compare(candidate: list[torch.Tensor], reference: list[torch.Tensor]) -> dict[str, Any]:
-    """``max_abs_err`` and ``rel_err`` (worst leaf; relative = ||a-b|| / ||b||), and
-    ``agreement``: the share of equal argmax over the last dim of the first output (logits)."""
+def is_logits(output: Any) -> bool:
+    """Whether the first output is class scores: a field named ``logits`` in a mapping output
+    (HF ``ModelOutput``), else a floating tensor of rank >= 2 with >= 2 entries in its last dim.
+    A mapping whose first field is something else (``last_hidden_state``) is not logits."""
+    if isinstance(output, Mapping):
+        return next(iter(output), None) == "logits"
+    leaves = flatten(output)
+    return bool(leaves) and _looks_like_logits(leaves[0])
+
+
+def compare(candidate: list[torch.Tensor], reference: list[torch.Tensor], logits: bool = True) -> dict[str, Any]:
+    """``max_abs_err`` and ``rel_err`` (worst leaf; relative = ||a-b|| / ||b||), and, for
+    ``logits``, ``agreement``: the share of equal argmax over the last dim of the first output."""
     if len(candidate) != len(reference):
         return {"error": f"output has {len(candidate)} tensors, reference has {len(reference)}",
                 "max_abs_err": math.inf, "rel_err": math.inf}
@@ -46,7 +56,7 @@ def compare(candidate: list[torch.Tensor], reference: list[torch.Tensor]) -> dic
         leaf_abs, leaf_rel = _errors(a, b)
         max_abs, rel = max(max_abs, leaf_abs), max(rel, leaf_rel)
     result: dict[str, Any] = {"max_abs_err": max_abs, "rel_err": rel}
-    if reference and _looks_like_logits(reference[0]):
+    if logits and reference and _looks_like_logits(reference[0]):
         same = candidate[0].float().argmax(-1) == reference[0].float().argmax(-1)
         result["agreement"] = float(same.float().mean())
     return result
@@ -70,6 +80,9 @@ def _looks_like_logits(t: torch.Tensor) -> bool:
     return t.is_floating_point() and t.dim() >= 2 and t.shape[-1] >= 2
 
 
-def within(fidelity: dict[str, Any], rel_tol: float) -> bool:
-    """True when the measured relative error is within tolerance (and shapes matched)."""
-    return "error" not in fidelity and fidelity["rel_err"] <= rel_tol
+def within(fidelity: dict[str, Any], rel_tol: float, min_agreement: float | None = None) -> bool:
+    """True when the relative error is within tolerance (and shapes matched), and, where
+    ``min_agreement`` is given and the output is logits, the argmax agreement is high enough."""
+    if "error" in fidelity or fidelity["rel_err"] > rel_tol:
+        return False
+    return min_agreement is None or fidelity.get("agreement", 1.0) >= min_agreement

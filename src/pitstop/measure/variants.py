@@ -1,8 +1,8 @@
-"""Variants as configs, applied by one verb (``prepare``).
+"""Variants as configs: a ``VariantConfig`` states every axis of PRODUCT.md; its name joins the
+non-default parts (``eval+inference_mode+bf16-autocast+compile``).
 
-A ``VariantConfig`` states every axis of PRODUCT.md; its name joins the non-default parts.
-Each axis has a handler; this release ships the grad-mode handlers (mode + grad) and threads.
-Techniques that change the model (precision, compile, int8, layout, runtime) plug in here."""
+Each axis has a handler in ``techniques.py``; ``prepare`` here is the plain eager call used for
+the fp32 eval reference (and the fp64 one), which must not depend on any technique."""
 
 from __future__ import annotations
 
@@ -45,25 +45,30 @@ class VariantConfig:
             raise UsageError(f"variant mode must be 'train' or 'eval', got {self.mode!r}")
         if self.grad not in _GRAD_CONTEXTS:
             raise UsageError(f"variant grad must be one of {', '.join(_GRAD_CONTEXTS)}, got {self.grad!r}")
-        unsupported = {k: v for k, v in self._technique_axes().items() if v != _DEFAULTS[k]}
-        if unsupported:
-            raise UsageError(
-                f"variant axes {unsupported} are not available in this release; "
-                "bench measures grad modes (mode, grad) and threads"
-            )
+        for axis, value in self._technique_axes().items():
+            if value not in _CHOICES[axis]:
+                choices = ", ".join(str(c) for c in _CHOICES[axis])
+                raise UsageError(f"variant {axis} must be one of {choices}; got {value!r}")
 
     def _technique_axes(self) -> dict[str, Any]:
         return {"precision": self.precision, "compile": self.compile, "quant": self.quant,
                 "layout": self.layout, "runtime": self.runtime}
 
     @property
+    def parts(self) -> list[str]:
+        """The non-default technique parts of the name, e.g. ``["bf16-autocast", "compile"]``."""
+        parts = [_part(k, v) for k, v in self._technique_axes().items() if v != _DEFAULTS[k]]
+        return parts + ([f"threads{self.threads}"] if self.threads is not None else [])
+
+    @property
+    def plain(self) -> bool:
+        """Only grad mode and threads: the eager module as it is."""
+        return all(v == _DEFAULTS[k] for k, v in self._technique_axes().items())
+
+    @property
     def name(self) -> str:
-        """``mode+grad`` followed by the non-default parts, e.g. ``eval+inference_mode``."""
-        parts = [self.mode, self.grad]
-        parts += [str(v) for k, v in self._technique_axes().items() if v != _DEFAULTS[k]]
-        if self.threads is not None:
-            parts.append(f"threads{self.threads}")
-        return "+".join(parts)
+        """``mode+grad`` followed by the non-default parts, e.g. ``eval+inference_mode+compile``."""
+        return "+".join([self.mode, self.grad, *self.parts])
 
     def to_dict(self, threads: int) -> dict[str, Any]:
         """The JSON ``config``: every axis, threads resolved."""
@@ -76,6 +81,24 @@ class VariantConfig:
 
 
 _DEFAULTS = {"precision": "fp32", "compile": None, "quant": None, "layout": None, "runtime": "torch"}
+_CHOICES: dict[str, tuple[Any, ...]] = {
+    "precision": ("fp32", "bf16-autocast", "fp16-autocast", "bf16-weights"),
+    "compile": (None, "default", "max-autotune", "reduce-overhead"),
+    "quant": (None, "int8-dynamic"),
+    "layout": (None, "channels_last"),
+    "runtime": ("torch", "onnxruntime"),
+}
+
+
+def _part(axis: str, value: Any) -> str:
+    """A name part: ``compile`` for the default mode, ``compile-max-autotune``, else the value."""
+    if axis == "compile":
+        return "compile" if value == "default" else f"compile-{value}"
+    return str(value)
+
+
+# name part -> (axis, value), for every non-default choice
+_PARTS = {_part(a, v): (a, v) for a, vs in _CHOICES.items() for v in vs if v != _DEFAULTS[a]}
 
 BASELINE = VariantConfig("train", "grad")  # the naive baseline: train mode, autograd on
 REFERENCE = VariantConfig("eval", "no_grad")  # the fp32 eager eval output fidelity is checked against
@@ -88,18 +111,23 @@ GRAD_MODES: tuple[VariantConfig, ...] = (
 
 
 def parse_variant(name: str) -> VariantConfig:
-    """A config from a name such as ``eval+no_grad`` or ``eval+inference_mode+threads1``."""
+    """A config from a name such as ``eval+no_grad`` or ``eval+inference_mode+bf16-autocast+compile``."""
     parts = [p.strip() for p in name.split("+") if p.strip()]
     if len(parts) < 2 or parts[0] not in ("train", "eval") or parts[1] not in _GRAD_CONTEXTS:
         valid = ", ".join(v.name for v in GRAD_MODES)
         raise UsageError(f"--variants: cannot read {name!r}; expected MODE+GRAD such as {valid}")
-    threads = None
+    axes: dict[str, Any] = {}
     for extra in parts[2:]:
         if extra.startswith("threads") and extra[7:].isdigit() and int(extra[7:]) > 0:
-            threads = int(extra[7:])
+            axis, value = "threads", int(extra[7:])
+        elif extra in _PARTS:
+            axis, value = _PARTS[extra]
         else:
-            raise UsageError(f"--variants: unknown part {extra!r} in {name!r} (this release knows threadsN)")
-    return VariantConfig(parts[0], parts[1], threads=threads)  # type: ignore[arg-type]
+            raise UsageError(f"--variants: unknown part {extra!r} in {name!r}; known: {', '.join(_PARTS)}, threadsN")
+        if axis in axes:
+            raise UsageError(f"--variants: {name!r} sets {axis} twice")
+        axes[axis] = value
+    return VariantConfig(parts[0], parts[1], **axes)  # type: ignore[arg-type]
 
 
 def with_threads(config: VariantConfig, threads: int) -> VariantConfig:
@@ -108,7 +136,8 @@ def with_threads(config: VariantConfig, threads: int) -> VariantConfig:
 
 
 def prepare(config: VariantConfig, module: nn.Module, inputs: Inputs) -> Callable[[], Any]:
-    """Apply a config to a module: returns a zero-argument callable that runs one forward."""
+    """A zero-argument callable running one eager forward in the config's mode and grad mode
+    (technique axes are ignored: they are applied by ``techniques.apply``)."""
     module.train(config.mode == "train")
     grad_context = _GRAD_CONTEXTS[config.grad]
     args, kwargs = inputs.args, inputs.kwargs

@@ -6,8 +6,12 @@
 
 from __future__ import annotations
 
+import copy
 import sys
+import tempfile
+import time
 import traceback
+from pathlib import Path
 
 try:
     import resource
@@ -18,8 +22,9 @@ from typing import Any
 import torch
 
 from pitstop.errors import last_line
-from pitstop.measure.fidelity import compare, detached
+from pitstop.measure.fidelity import compare, detached, is_logits
 from pitstop.measure.memory import activation_bytes, peak_bytes
+from pitstop.measure.techniques import Target, apply
 from pitstop.measure.timer import CallTimer, TimingPolicy
 from pitstop.measure.variants import REFERENCE, VariantConfig, prepare
 from pitstop.models.inputs import Inputs
@@ -58,8 +63,9 @@ class VariantSession:
     """One variant of one model at one batch size: set up, then measured on request."""
 
     def setup(self, payload_path: str, config: dict[str, Any], threads: int, device: str,
-              policy: dict[str, Any], module: torch.nn.Module | None = None) -> dict[str, Any]:
-        """Load model and inputs, compute the fp32 eval reference, apply the variant.
+              policy: dict[str, Any], module: torch.nn.Module | None = None,
+              target: dict[str, Any] | None = None, workdir: str | None = None) -> dict[str, Any]:
+        """Load model and inputs and compute the fp32 eval reference (``prepare`` applies the variant).
 
         ``module`` (inline runs only) is used instead of rebuilding one from the payload."""
         torch.set_num_threads(threads)
@@ -69,13 +75,30 @@ class VariantSession:
             module = load_module(payload["source"], payload.get("state_dict"), payload["batch_size"])
         self.module = module.to(self.device)
         self.inputs = Inputs(tuple(payload["args"]), dict(payload["kwargs"])).map(lambda t: t.to(self.device))
-        self.reference = detached(prepare(REFERENCE, self.module, self.inputs)())
+        output = prepare(REFERENCE, self.module, self.inputs)()
+        self.logits = is_logits(output)
+        self.reference = detached(output)
         self.config = VariantConfig.from_dict(config)
-        self.fn = prepare(self.config, self.module, self.inputs)
+        self.threads = threads
+        self.target = Target.from_dict(target) if target else Target(device=self.device.type)
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="pitstop-variant-"))
         self.policy = TimingPolicy(**policy)
+        return {"threads": torch.get_num_threads()}
+
+    def prepare(self) -> dict[str, Any]:
+        """Apply the variant (its recipe) and make the first call; both timed together, since
+        compilation and export happen there. Plain grad-mode variants run the module itself."""
+        start = time.perf_counter()
+        module = self.module if self.config.plain else copy.deepcopy(self.module)
+        fast, details = apply(self.config, self.target, self.threads, module, self.inputs, self.workdir)
+        args, kwargs = self.inputs.args, self.inputs.kwargs
+        self.fn = lambda: fast(*args, **kwargs)
+        del module
+        self.fn()
+        _sync(self.device)
         cuda = self.device.type == "cuda"
         self.timer = CudaEventTimer(self.fn, sync=torch.cuda.synchronize) if cuda else CallTimer(self.fn)
-        return {"threads": torch.get_num_threads()}
+        return {"first_call_s": time.perf_counter() - start, "details": details}
 
     def memory(self) -> dict[str, Any]:
         """Peak memory of one call and the activation bytes it keeps for backward."""
@@ -86,7 +109,16 @@ class VariantSession:
 
     def fidelity(self) -> dict[str, Any]:
         """The variant's outputs compared with the reference."""
-        return compare(detached(self.fn()), self.reference)
+        return compare(detached(self.fn()), self.reference, self.logits)
+
+    def fidelity64(self) -> dict[str, Any]:
+        """Both the variant and the fp32 eager reference compared with an fp64 eager run: a
+        compiled or exported graph may be closer to the truth than eager fp32 is."""
+        module = copy.deepcopy(self.module).double()
+        inputs = self.inputs.map(lambda t: t.double() if t.is_floating_point() else t)
+        truth = detached(prepare(REFERENCE, module, inputs)())
+        return {"rel_err_fp64": compare(detached(self.fn()), truth, False)["rel_err"],
+                "eager_rel_err_fp64": compare(self.reference, truth, False)["rel_err"]}
 
     def warmup(self) -> dict[str, Any]:
         """Warm up until timings settle."""
@@ -106,6 +138,11 @@ class VariantSession:
 
         timer = tb.Timer(stmt="fn()", globals={"fn": self.fn}, num_threads=torch.get_num_threads())
         return list(timer.blocked_autorange(min_run_time=seconds).times)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def _faults() -> int:

@@ -44,6 +44,10 @@ def row_document(result: BenchResult, row: Measurement) -> dict[str, Any]:
         "peak_memory_bytes": row.peak_memory_bytes, "activation_bytes": row.activation_bytes,
         "fidelity": row.fidelity, "warmup": row.warmup, "page_faults_per_call": row.page_faults_per_call,
     }
+    if row.compile_s is not None:
+        doc["compile_s"] = row.compile_s
+    if row.details:
+        doc["details"] = row.details
     if row.reason:
         doc["reason"] = row.reason
     if row.note:
@@ -146,6 +150,7 @@ BENCH_SCHEMA: dict[str, Any] = {
                 "peak_memory_bytes": {"type": ["integer", "null"]},
                 "activation_bytes": {"type": ["integer", "null"]},
                 "fidelity": {"type": ["object", "null"]},
+                "compile_s": {"type": "number", "minimum": 0},
                 "speedup": {"type": "object", "required": ["vs", "median", "ci95", "verdict"],
                             "properties": {"verdict": {"enum": ["faster", "slower", "within noise"]}}},
             },
