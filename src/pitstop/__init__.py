@@ -11,9 +11,12 @@ __version__ = "0.1.0"
 __all__ = [
     "BenchResult",
     "Inputs",
+    "OptimizeReport",
+    "OptimizedModel",
     "PitstopError",
     "__version__",
     "bench",
+    "optimize",
     "parse_input_spec",
     "parse_model_spec",
 ]
@@ -22,6 +25,9 @@ _LAZY = {
     "bench": ("pitstop.measure.api", "bench"),
     "BenchResult": ("pitstop.measure.measurement", "BenchResult"),
     "Inputs": ("pitstop.models.inputs", "Inputs"),
+    "optimize": ("pitstop.measure.optimize_api", "optimize"),
+    "OptimizedModel": ("pitstop.measure.optimized", "OptimizedModel"),
+    "OptimizeReport": ("pitstop.measure.optimized", "OptimizeReport"),
     "parse_input_spec": ("pitstop.models.inputs", "parse_input_spec"),
     "parse_model_spec": ("pitstop.models.spec", "parse_model_spec"),
     "PitstopError": ("pitstop.errors", "PitstopError"),
@@ -31,6 +37,8 @@ if TYPE_CHECKING:
     from pitstop.errors import PitstopError
     from pitstop.measure.api import bench
     from pitstop.measure.measurement import BenchResult
+    from pitstop.measure.optimize_api import optimize
+    from pitstop.measure.optimized import OptimizedModel, OptimizeReport
     from pitstop.models.inputs import Inputs, parse_input_spec
     from pitstop.models.spec import parse_model_spec
 

@@ -9,6 +9,7 @@ differ is ``rejected``, and the others go on."""
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,9 +78,12 @@ class GroupRunner:
         return Path(self._workdir.name)
 
     def run(self, batch_size: int, configs: list[VariantConfig], out: list[Measurement], *,
-            policy: TimingPolicy | None = None, replicas: int | None = None, first: bool = False) -> None:
+            policy: TimingPolicy | None = None, replicas: int | None = None, first: bool = False,
+            deadline: float | None = None, memory: bool = True) -> None:
         """Measure ``configs`` at ``batch_size``, appending each finished row to ``out`` (also on
-        Ctrl-C, which is re-raised). A model that cannot run at all raises on the ``first`` group."""
+        Ctrl-C, which is re-raised). A model that cannot run at all raises on the ``first`` group.
+        Past ``deadline`` (``time.monotonic()``), timing rounds stop with what they have; without
+        ``memory``, peak and activation memory are not measured (saves two calls per replica)."""
         policy, replicas = policy or self.settings.policy, replicas or self.settings.replicas
         self._groups += 1
         workdir = self.workdir / f"g{self._groups}"
@@ -96,12 +100,12 @@ class GroupRunner:
         self.inputs[batch_size] = inputs.describe()
         if self.target is None:
             self.target = Target.detect(self.settings.device, module, [t.dim() for t in inputs.tensors()])
-        live = self._start(module, inputs, batch_size, workdir, configs, replicas, self.target)
+        live = self._start(module, inputs, batch_size, workdir, configs, replicas, self.target, policy)
         interrupted = False
         try:
             for v in live:
-                self._profile(v)
-            self._rounds(live, policy)
+                self._profile(v, memory)
+            self._rounds(live, policy, deadline)
         except KeyboardInterrupt:
             interrupted = True
             raise
@@ -113,7 +117,7 @@ class GroupRunner:
         return Measurement(config.name, config.to_dict(self.settings.threads), batch_size, status, reason)
 
     def _start(self, module: torch.nn.Module, inputs: Any, batch_size: int, workdir: Path,
-               configs: list[VariantConfig], replicas: int, target: Target) -> list[_Live]:
+               configs: list[VariantConfig], replicas: int, target: Target, policy: TimingPolicy) -> list[_Live]:
         source, inline_reason = self.source.worker_source(module, workdir)
         if not self.settings.isolate:
             inline_reason = "isolation turned off (--inline)"
@@ -130,10 +134,12 @@ class GroupRunner:
         for k, (v, worker) in enumerate(workers):  # all workers load in parallel
             worker.send("setup", payload_path=str(payload), config=v.row.config,
                         threads=v.config.threads or self.settings.threads, device=self.settings.device,
-                        policy=self.settings.policy.to_dict(), target=target.to_dict(), workdir=str(workdir / f"w{k}"))
+                        policy=policy.to_dict(), target=target.to_dict(), workdir=str(workdir / f"w{k}"))
+        started = time.monotonic()
         for v in live:
             for worker in v.workers:
                 self._receive(v, worker)
+            v.row.phases_s["start"] = time.monotonic() - started  # process start, imports, model load
         return live
 
     def _spawn(self, config: VariantConfig, batch_size: int, workdir: Path, inline: torch.nn.Module | None,
@@ -153,28 +159,31 @@ class GroupRunner:
         workers: list[Worker] = [ProcessWorker(workdir / f"{first + i}.log", threads, env) for i in range(replicas)]
         return _Live(config, row, workers)
 
-    def _profile(self, v: _Live) -> None:
+    def _profile(self, v: _Live, memory: bool = True) -> None:
         """Preparation (compile, export), memory, fidelity and warm-up of one variant's replicas,
-        while the others wait."""
+        while the others wait. Each phase's seconds are kept in ``row.phases_s``."""
         if not v.alive:
             return
-        self.on_event("phase", {"text": f"b={v.row.batch_size} {v.row.variant}: prepare, memory, fidelity, warm-up"})
+        self.on_event("phase", {"text": f"b={v.row.batch_size} {v.row.variant}: prepare, fidelity, warm-up"})
         peaks = []
         for i, worker in enumerate(v.workers):
-            prepared = self._call(v, worker, "prepare")
-            memory = prepared and self._call(v, worker, "memory")
-            if memory is None:
+            prepared = self._timed(v, worker, "prepare")
+            if prepared is None:
                 return
+            if memory:
+                measured = self._timed(v, worker, "memory")
+                if measured is None:
+                    return
+                peaks.append(measured["peak_memory_bytes"])
+                v.row.activation_bytes = measured["activation_bytes"]  # exact: the same in every replica
             if i == 0:
                 v.row.details = prepared["details"]
-                if not v.config.plain:  # compile / export cost: the first replica's (cold cache)
+                if v.config.compile or v.config.quant or v.config.runtime != "torch":  # first replica: cold cache
                     v.row.compile_s = prepared["first_call_s"]
-                v.row.fidelity = self._call(v, worker, "fidelity")  # same weights and inputs everywhere
+                v.row.fidelity = self._timed(v, worker, "fidelity")  # same weights and inputs everywhere
                 if v.row.fidelity is not None:
                     self._gate(v, worker)
-            peaks.append(memory["peak_memory_bytes"])
-            v.row.activation_bytes = memory["activation_bytes"]  # exact: the same in every replica
-            warmup = self._call(v, worker, "warmup")
+            warmup = self._timed(v, worker, "warmup")
             if warmup is None:
                 return
             v.row.warmup = v.row.warmup or warmup
@@ -182,6 +191,13 @@ class GroupRunner:
             v.row.replica_samples_s.append([])
         known = sorted(p for p in peaks if p is not None)
         v.row.peak_memory_bytes = known[len(known) // 2] if known else None
+
+    def _timed(self, v: _Live, worker: Worker, method: str) -> Any:
+        start = time.monotonic()
+        try:
+            return self._call(v, worker, method)
+        finally:
+            v.row.phases_s[method] = v.row.phases_s.get(method, 0.0) + time.monotonic() - start
 
     def _gate(self, v: _Live, worker: Worker) -> None:
         """A wrong answer is rejected; train mode's different answers are noted, not rejected.
@@ -208,9 +224,9 @@ class GroupRunner:
         else:
             v.row.status, v.row.reason = "rejected", f"outputs differ from the fp32 eval reference: {detail}"
 
-    def _rounds(self, live: list[_Live], policy: TimingPolicy) -> None:
+    def _rounds(self, live: list[_Live], policy: TimingPolicy, deadline: float | None) -> None:
         round_no = 0
-        while True:
+        while deadline is None or round_no == 0 or time.monotonic() < deadline:
             alive = [v for v in live if v.alive and v.per_call_s]
             active = [v for v in alive if v.spent_s < policy.budget_s]
             if not active or all(precise_enough(v.row.replica_samples_s, policy) for v in alive):
@@ -230,7 +246,9 @@ class GroupRunner:
         per_call, replicas = v.per_call_s[i], len(v.per_call_s)
         left = (policy.budget_s - v.spent_s) / replicas
         n = min(chunk_size(per_call, policy, replicas), max(1, int(left / max(per_call, 1e-9))))
+        start = time.monotonic()
         chunk = self._call(v, v.workers[i], "run", n=n)
+        v.row.phases_s["timing"] = v.row.phases_s.get("timing", 0.0) + time.monotonic() - start
         if chunk:
             v.row.replica_samples_s[i].extend(chunk["times"])
             v.row.page_faults += chunk["page_faults"]

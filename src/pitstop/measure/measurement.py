@@ -32,6 +32,7 @@ class Measurement:
     page_faults: int = 0  # over all timed calls (the allocator's cost shows up here)
     compile_s: float | None = None  # applying the technique + first call (compile, export), cold cache
     details: dict[str, Any] = field(default_factory=dict)  # what ran, e.g. {"quant_api": ...}
+    phases_s: dict[str, float] = field(default_factory=dict)  # wall seconds per phase (start, prepare, ...)
     _summary: tuple[int, Summary] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -149,7 +150,7 @@ class BenchResult:
             [[t / 1e3 for t in g] for g in r.get("samples_by_replica_ms") or [r["samples_ms"]]],
             r.get("peak_memory_bytes"), r.get("activation_bytes"), r.get("fidelity"), r.get("warmup"),
             r.get("note"), round((r.get("page_faults_per_call") or 0) * len(r["samples_ms"])),
-            r.get("compile_s"), r.get("details") or {},
+            r.get("compile_s"), r.get("details") or {}, r.get("phases_s") or {},
         ) for r in doc["results"]]
         return cls(doc["model"], {int(k): v for k, v in doc.get("inputs", {}).items()}, doc["settings"],
                    doc["environment"], doc["baseline"], rows, doc["complete"], doc["interrupted"],

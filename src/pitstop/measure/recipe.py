@@ -32,15 +32,24 @@ ONNX_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "model.onnx
 
 
 def export_onnx(model, args, kwargs, path):
-    """Export with the dynamo exporter; fall back to the TorchScript one where it fails."""
+    """Export with the dynamo exporter (batch dimension dynamic where the model allows it, else
+    static); fall back to the TorchScript exporter where dynamo fails."""
     model = copy.deepcopy(model).eval()  # the TorchScript exporter may switch a model to train mode
-    with contextlib.redirect_stdout(io.StringIO()):
+    batch = torch.export.Dim("batch", min=1, max=4096)
+    dynamic = None if kwargs else tuple({{0: batch}} if isinstance(a, torch.Tensor) else None for a in args)
+    attempts = [("dynamo, dynamic batch", dict(dynamo=True, dynamic_shapes=dynamic))] if dynamic else []
+    attempts += [("dynamo, static shapes", dict(dynamo=True)), ("torchscript, static shapes", dict(dynamo=False))]
+    errors = []
+    for name, options in attempts:
         try:
-            torch.onnx.export(model, tuple(args), path, kwargs=kwargs, dynamo=True, verbose=False)
-            DETAILS["onnx_exporter"] = "dynamo"
+            with contextlib.redirect_stdout(io.StringIO()):
+                torch.onnx.export(model, tuple(args), path, kwargs=kwargs, **options)
+            DETAILS["onnx_exporter"] = name + "".join(f" ({{e}})" for e in errors[:1])
+            return
         except Exception as exc:
-            DETAILS["onnx_exporter"] = f"torchscript (dynamo failed: {{str(exc).splitlines()[0][:120]}})"
-            torch.onnx.export(model, tuple(args), path, kwargs=kwargs, dynamo=False)
+            if name.startswith("torchscript"):
+                raise
+            errors.append(f"{{name}} failed: {{str(exc).splitlines()[0][:100]}}")
 
 
 class Optimized(torch.nn.Module):

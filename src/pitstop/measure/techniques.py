@@ -151,7 +151,13 @@ class Compile(Technique):
         if not config.compile:
             return Code()
         mode = "" if config.compile == "default" else f", mode={config.compile!r}"
-        return Code(setup=[f"model = torch.compile(model{mode})"])
+        setup = [f"model = torch.compile(model{mode})"]
+        if target.device == "cpu" and config.mode == "eval" and config.grad != "grad":
+            # inference on CPU: fold weights into the graph as constants (process-wide setting)
+            return Code(imports=["import torch._inductor.config"],
+                        setup=["torch._inductor.config.freezing = True", *setup],
+                        details={"inductor_freezing": True})
+        return Code(setup=setup)
 
 
 class Quant(Technique):

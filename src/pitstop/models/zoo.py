@@ -1,4 +1,8 @@
-"""Built-in models (``zoo:NAME``): small, pure-torch, random weights, never downloaded."""
+"""Built-in models (``zoo:NAME``): random weights, never downloaded.
+
+``mlp``, ``cnn`` and ``transformer`` are pure torch; ``bert-base``, ``resnet50`` and ``gpt2`` are
+built from transformers configs (the ``zoo`` extra). Each entry also carries the source of a
+``build()`` that a recipe can embed, so the recipe rebuilds the model without pitstop."""
 
 from __future__ import annotations
 
@@ -18,6 +22,36 @@ class ZooEntry:
     build: Callable[[], nn.Module]
     input_spec: str
     batch_sizes: tuple[int, ...]
+    recipe_build: Callable[[], str] | None = None  # source of `def build():` for recipes
+
+
+def _source_of(*objects: object, call: str) -> Callable[[], str]:
+    """A recipe ``build()`` that embeds these definitions (pure torch) and returns ``call``."""
+
+    def source() -> str:
+        import inspect
+
+        defs = "\n\n".join(inspect.getsource(o) for o in objects)  # type: ignore[arg-type]
+        return f"from torch import nn\n\n\n{defs}\n\ndef build():\n    return {call}\n"
+
+    return source
+
+
+def _hf(config: str, model: str, **kwargs: int) -> tuple[Callable[[], nn.Module], Callable[[], str]]:
+    """A transformers model built from its default config with random weights (no download)."""
+    args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
+
+    def build() -> nn.Module:
+        from pitstop._optional import require
+
+        transformers = require("transformers", f"zoo model {model}")
+        return getattr(transformers, model)(getattr(transformers, config)(**kwargs))
+
+    def source() -> str:
+        return (f"def build():\n    from transformers import {config}, {model}\n\n"
+                f"    return {model}({config}({args}))  # random weights, nothing downloaded\n")
+
+    return build, source
 
 
 def mlp() -> nn.Module:
@@ -92,14 +126,25 @@ class SmallTransformer(nn.Module):
         return self.head(self.norm(x).mean(dim=1))  # (B, classes)
 
 
+_BERT = _hf("BertConfig", "BertModel")
+_RESNET = _hf("ResNetConfig", "ResNetForImageClassification")  # the default config is ResNet-50
+_GPT2 = _hf("GPT2Config", "GPT2LMHeadModel")
+
 ZOO: dict[str, ZooEntry] = {
     e.name: e
     for e in (
         ZooEntry("mlp", "the published MLP benchmark, Linear 1024-2048-2048-1024-10 with ReLU",
-                 mlp, "float32[B,1024]", (1, 16, 256)),
+                 mlp, "float32[B,1024]", (1, 16, 256), _source_of(mlp, call="mlp()")),
         ZooEntry("cnn", "a small ResNet-style CNN (BatchNorm, dropout) on 3x64x64 images",
-                 SmallCNN, "float32[B,3,64,64]", (1, 16)),
+                 SmallCNN, "float32[B,3,64,64]", (1, 16), _source_of(_ResBlock, SmallCNN, call="SmallCNN()")),
         ZooEntry("transformer", "a 4-layer d256 pre-norm encoder classifier over 128 tokens",
-                 SmallTransformer, "int64[B,128]{0,1000}", (1, 8)),
+                 SmallTransformer, "int64[B,128]{0,1000}", (1, 8),
+                 _source_of(SmallTransformer, call="SmallTransformer()")),
+        ZooEntry("bert-base", "BERT-base encoder (12 layers, d768), hidden states, seq 128 [zoo extra]",
+                 _BERT[0], "int64[B,128]{0,30522}", (1, 8), _BERT[1]),
+        ZooEntry("resnet50", "ResNet-50 image classifier, 224x224, 1000 logits [zoo extra]",
+                 _RESNET[0], "float32[B,3,224,224]", (1, 8), _RESNET[1]),
+        ZooEntry("gpt2", "GPT-2 small language model (12 layers, d768), logits, seq 128 [zoo extra]",
+                 _GPT2[0], "int64[B,128]{0,50257}", (1, 8), _GPT2[1]),
     )
 }

@@ -48,6 +48,8 @@ def row_document(result: BenchResult, row: Measurement) -> dict[str, Any]:
         doc["compile_s"] = row.compile_s
     if row.details:
         doc["details"] = row.details
+    if row.phases_s:
+        doc["phases_s"] = row.phases_s
     if row.reason:
         doc["reason"] = row.reason
     if row.note:

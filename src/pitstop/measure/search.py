@@ -1,0 +1,285 @@
+"""The optimize search: probe each technique alone, prune, combine the survivors, measure the
+finalists fully and interleaved, then (for throughput) sweep batch sizes with the winner.
+
+Every stage is one interleaved group (``group.py``) that re-measures the start point
+(``eval+inference_mode``), so each speed-up is a ratio measured side by side in one run. The
+search spends at most about ``time_budget_s``; when the budget runs out it reports the best so far."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from pitstop.errors import UsageError
+from pitstop.measure.group import GroupRunner, OnEvent, Source
+from pitstop.measure.measurement import BenchResult, Measurement
+from pitstop.measure.runner import BenchSettings
+from pitstop.measure.timer import TimingPolicy
+from pitstop.measure.variants import BASELINE, VariantConfig, parse_variant
+
+Objective = Literal["latency", "throughput"]
+START = VariantConfig("eval", "inference_mode")  # where the search starts, and what must be beaten
+NO_GRAD = VariantConfig("eval", "no_grad")
+EVAL_GRAD = VariantConfig("eval", "grad")  # measured once, so the published no_grad claims can be checked
+AXES = ("precision", "compile", "quant", "layout", "threads", "runtime")
+MEANINGFUL = 1.02  # a single technique must be at least 2% faster (median) to be combined
+_OPTIONS: dict[str, tuple[Any, ...]] = {
+    "precision": ("bf16-autocast", "bf16-weights", "fp16-autocast"),
+    "compile": ("default", "max-autotune", "reduce-overhead"),
+    "quant": ("int8-dynamic",),
+    "layout": ("channels_last",),
+    "runtime": ("onnxruntime",),
+}
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """What optimize searches for, and within what time."""
+
+    bench: BenchSettings  # threads, device, tolerances, replicas of the finals, ...
+    batch_size: int
+    objective: Objective = "latency"
+    latency_budget_ms: float | None = None
+    time_budget_s: float = 300.0
+    axes: tuple[str, ...] = AXES
+    finalists: int = 3
+    sweep: tuple[int, ...] = ()  # batch sizes for the latency-vs-throughput table
+
+    def __post_init__(self) -> None:
+        if self.objective not in ("latency", "throughput"):
+            raise UsageError(f"--objective must be latency or throughput, got {self.objective!r}")
+        if self.time_budget_s < 10:
+            raise UsageError(f"--time-budget-s must be at least 10 s, got {self.time_budget_s:g}")
+        if self.latency_budget_ms is not None and self.latency_budget_ms <= 0:
+            raise UsageError(f"--latency-budget-ms must be positive, got {self.latency_budget_ms:g}")
+        unknown = set(self.axes) - set(AXES)
+        if unknown:
+            raise UsageError(f"--techniques: unknown {', '.join(sorted(unknown))}; choose from {', '.join(AXES)}")
+        if self.batch_size < 1:
+            raise UsageError(f"--batch-size must be positive, got {self.batch_size}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return {"batch_size": self.batch_size, "objective": self.objective,
+                "latency_budget_ms": self.latency_budget_ms, "time_budget_s": self.time_budget_s,
+                "techniques": list(self.axes), "finalists": self.finalists, "sweep": list(self.sweep)}
+
+
+@dataclass
+class Stage:
+    """One interleaved group of the search: its rows compare with the start point measured alongside."""
+
+    name: str  # probe | combine | final | sweep
+    result: BenchResult
+    elapsed_s: float = 0.0  # wall time of the stage: start-up, compilation, profiling and timing
+
+    @property
+    def rows(self) -> list[Measurement]:
+        return self.result.rows
+
+
+@dataclass
+class SearchOutcome:
+    """The stages, the winner (None = the start point stays) and why."""
+
+    stages: list[Stage] = field(default_factory=list)
+    winner: Measurement | None = None
+    winner_stage: Stage | None = None
+    verdict: str = ""
+    elapsed_s: float = 0.0
+    complete: bool = False
+    interrupted: bool = False
+
+    @property
+    def winner_config(self) -> VariantConfig:
+        """The chosen config (the start point when nothing beat it)."""
+        return parse_variant(self.winner.variant) if self.winner else START
+
+
+class Search:
+    """Runs the stages; ``on_stage(outcome)`` is called after each (to persist partial results)."""
+
+    def __init__(self, source: Source, settings: SearchSettings, env: dict[str, Any], *,
+                 on_event: OnEvent | None = None, on_stage: Callable[[SearchOutcome], None] | None = None) -> None:
+        self.source, self.settings, self.env = source, settings, env
+        self.group = GroupRunner(source, settings.bench, on_event)
+        self.on_stage = on_stage or (lambda outcome: None)
+        self.outcome = SearchOutcome()
+        self.t0 = time.monotonic()
+        sweeps = any(size != settings.batch_size for size in settings.sweep)
+        self.limit_s = settings.time_budget_s * (0.75 if sweeps else 1.0)
+
+    # -- budget ---------------------------------------------------------------------------
+
+    def left_s(self) -> float:
+        """Seconds of the current limit still unspent (the batch-size sweep keeps a quarter)."""
+        return self.limit_s - (time.monotonic() - self.t0)
+
+    def _policy(self, variants: int, share: float, target: float) -> TimingPolicy:
+        """Timed seconds per variant: ``share`` of the time left, split between the variants
+        (each also pays start-up, warm-up and compilation, hence the factor 2)."""
+        per_variant = max(0.3, min(30.0, share * self.left_s() / max(variants, 1) / 2))
+        return TimingPolicy(target=target, budget_s=per_variant, min_samples=5, warmup_min_calls=2,
+                            warmup_max_s=max(0.3, 0.2 * per_variant))
+
+    # -- stages ---------------------------------------------------------------------------
+
+    def run(self) -> SearchOutcome:
+        """All stages; on Ctrl-C, the best so far (marked interrupted)."""
+        try:
+            self._stages()
+            self.outcome.complete = True
+        except KeyboardInterrupt:
+            self.outcome.interrupted = True
+        finally:
+            self._decide()
+            self.outcome.elapsed_s = time.monotonic() - self.t0
+            self.group.close()
+            self.on_stage(self.outcome)
+        return self.outcome
+
+    def _stages(self) -> None:
+        b = self.settings.batch_size
+        singles = self.singles()
+        self._stage("probe", b, [START, BASELINE, EVAL_GRAD, NO_GRAD, *singles], share=0.25, target=0.05,
+                    first=True)
+        combos = self.combinations(self._survivors())
+        if combos and self.left_s() > 0.35 * self.limit_s:
+            self._stage("combine", b, [START, *combos], share=0.3, target=0.05)
+        finalists = self._finalists()
+        if finalists and self.left_s() > 0.15 * self.limit_s:
+            self._stage("final", b, [START, *finalists, NO_GRAD, BASELINE], share=0.7,
+                        target=self.settings.bench.policy.target, replicas=self.settings.bench.replicas,
+                        memory=True)
+        self._decide()
+        sweep = [s for s in self.settings.sweep if s != b]
+        self.limit_s = self.settings.time_budget_s
+        if sweep and self.left_s() > 0:
+            configs = [START] + ([self.outcome.winner_config] if self.outcome.winner is not None else [])
+            for size in sweep:
+                if self.left_s() <= 0:
+                    break
+                self._stage("sweep", size, configs, share=0.5 / len(sweep), target=0.05)
+
+    def _stage(self, name: str, batch_size: int, configs: list[VariantConfig], *, share: float, target: float,
+               replicas: int = 1, first: bool = False, memory: bool = False) -> Stage:
+        policy = self._policy(len(configs), share, target)
+        result = BenchResult(model=self.source.name, inputs={}, settings={}, environment=self.env,
+                             baseline=START.name)
+        stage = Stage(name, result)
+        self.outcome.stages.append(stage)
+        started = time.monotonic()
+        try:
+            self.group.run(batch_size, configs, result.rows, policy=policy, replicas=replicas, first=first,
+                           deadline=self.t0 + self.limit_s, memory=memory)
+        finally:
+            result.inputs = dict(self.group.inputs)
+            stage.elapsed_s = time.monotonic() - started
+            self.outcome.elapsed_s = time.monotonic() - self.t0
+            self.on_stage(self.outcome)
+        return stage
+
+    def singles(self) -> list[VariantConfig]:
+        """Each technique alone on top of the start point (gated ones become ``skipped`` rows)."""
+        configs = [replace(START, **{axis: option}) for axis in self.settings.axes if axis in _OPTIONS
+                   for option in _OPTIONS[axis]]
+        if "threads" in self.settings.axes:
+            configs += [replace(START, threads=n) for n in _thread_counts(self.settings.bench.threads)]
+        return configs
+
+    def _survivors(self) -> dict[str, tuple[VariantConfig, float]]:
+        """Per axis, the best single technique at least ``MEANINGFUL`` faster than the start point."""
+        probe = self.outcome.stages[0]
+        best: dict[str, tuple[VariantConfig, float]] = {}
+        for row in probe.rows:
+            config = parse_variant(row.variant)
+            comparison = probe.result.comparison(row.variant, row.batch_size)
+            if row.status != "ok" or (config.plain and config.threads is None) or comparison is None:
+                continue
+            axis = _axis_of(config)
+            speedup = comparison.ratio.median
+            if speedup >= MEANINGFUL and (axis not in best or speedup > best[axis][1]):
+                best[axis] = (config, speedup)
+        return best
+
+    def combinations(self, survivors: dict[str, tuple[VariantConfig, float]]) -> list[VariantConfig]:
+        """Combinations of two or more surviving axes (ONNX Runtime combines with nothing), the
+        most promising first by the product of their single speed-ups; at most four."""
+        axes = sorted((a for a in survivors if a != "runtime"), key=lambda a: -survivors[a][1])[:4]
+        scored = []
+        for r in range(2, len(axes) + 1):
+            for subset in itertools.combinations(axes, r):
+                config = START
+                for axis in subset:
+                    config = replace(config, **{axis: getattr(survivors[axis][0], axis)})
+                predicted = 1.0
+                for axis in subset:
+                    predicted *= survivors[axis][1]
+                scored.append((predicted, config))
+        scored.sort(key=lambda p: -p[0])
+        return [c for _, c in scored[:4]]
+
+    def _finalists(self) -> list[VariantConfig]:
+        """The fastest ``finalists`` fidelity-passing candidates so far (speed-up over the start
+        point measured alongside it), never the start point itself."""
+        ranked: dict[str, tuple[float, VariantConfig]] = {}
+        for stage in self.outcome.stages:
+            for row in stage.rows:
+                comparison = stage.result.comparison(row.variant, row.batch_size)
+                config = parse_variant(row.variant)
+                if row.status == "ok" and comparison and config not in (START, BASELINE, EVAL_GRAD, NO_GRAD) \
+                        and comparison.ratio.median >= MEANINGFUL:
+                    ranked[row.variant] = (comparison.ratio.median, config)
+        best = sorted(ranked.values(), key=lambda p: -p[0])[: self.settings.finalists]
+        return [c for _, c in best]
+
+    # -- the winner -----------------------------------------------------------------------
+
+    def _decide(self) -> None:
+        """The winner: in the last stage at the search batch size, the fastest candidate whose
+        speed-up interval over the start point excludes 1; a simpler candidate within noise of it
+        is preferred. None of them: the start point stays."""
+        stages = [s for s in self.outcome.stages if s.name != "sweep" and s.rows]
+        if not stages:
+            return
+        stage = stages[-1]
+        faster = []
+        for row in stage.rows:
+            c = stage.result.comparison(row.variant, row.batch_size)
+            if row.status == "ok" and row.variant != START.name and c and c.ratio.ci95[0] > 1.0:
+                faster.append((c.ratio.median, row))
+        self.outcome.winner_stage = stage
+        if not faster:
+            self.outcome.winner = None
+            self.outcome.verdict = (f"no candidate was faster than {START.name} beyond noise "
+                                    f"in the {stage.name} stage; the start point stays")
+            return
+        faster.sort(key=lambda p: -p[0])
+        winner = faster[0][1]
+        for _, row in faster[1:]:
+            simpler = len(parse_variant(row.variant).parts) < len(parse_variant(winner.variant).parts)
+            vs = stage.result.comparison(winner.variant, winner.batch_size, baseline=row.variant)
+            if simpler and vs and vs.ratio.ci95[0] <= 1.0:
+                winner = row  # as fast within noise, and simpler
+                break
+        self.outcome.winner = winner
+        self.outcome.verdict = f"fastest beyond noise in the {stage.name} stage"
+
+
+def _axis_of(config: VariantConfig) -> str:
+    """The one technique axis a single-technique config sets."""
+    if config.threads is not None:
+        return "threads"
+    return next(a for a in AXES if a != "threads" and getattr(config, a) != getattr(START, a))
+
+
+def _thread_counts(default: int) -> list[int]:
+    """Thread counts to try besides the default: 1, half and all physical cores."""
+    from pitstop._env import physical_cores
+
+    cores = physical_cores()
+    return sorted({n for n in (1, max(1, cores // 2), cores) if n != default})
+

@@ -1,0 +1,99 @@
+"""The search's decisions, on measurements whose raw samples are given (the rules, not the clock)."""
+
+import numpy as np
+import pytest
+
+from pitstop.measure.measurement import BenchResult, Measurement
+from pitstop.measure.runner import BenchSettings
+from pitstop.measure.search import START, Search, SearchSettings, Stage
+from pitstop.measure.source import SpecSource
+from pitstop.measure.variants import parse_variant
+from pitstop.models.spec import parse_model_spec
+
+
+def samples(ms, n=60, spread=0.01, seed=0):
+    """Three replicas of ``n`` calls around ``ms`` milliseconds (multiplicative noise ``spread``)."""
+    rng = np.random.default_rng(seed)
+    return [list(ms / 1e3 * (1 + spread * rng.standard_normal(n))) for _ in range(3)]
+
+
+def stage(name, medians):
+    result = BenchResult("m", {}, {}, {}, START.name)
+    for i, (variant, ms) in enumerate(medians.items()):
+        config = parse_variant(variant).to_dict(2)
+        result.rows.append(Measurement(variant, config, 8, replica_samples_s=samples(ms, seed=i)))
+    return Stage(name, result)
+
+
+@pytest.fixture
+def search(models_py):
+    source = SpecSource(parse_model_spec(f"{models_py}:tiny"), None)
+    settings = SearchSettings(BenchSettings(batch_sizes=(8,), threads=2), batch_size=8, time_budget_s=60)
+    return Search(source, settings, {})
+
+
+def decide(search, medians):
+    search.outcome.stages = [stage("final", medians)]
+    search._decide()
+    return search.outcome
+
+
+def test_the_fastest_clear_winner_is_chosen(search):
+    outcome = decide(search, {START.name: 10.0, "eval+inference_mode+bf16-autocast": 5.0,
+                              "eval+inference_mode+bf16-autocast+compile": 4.0})
+    assert outcome.winner.variant == "eval+inference_mode+bf16-autocast+compile"
+    assert outcome.winner_config == parse_variant("eval+inference_mode+bf16-autocast+compile")
+
+
+def test_a_simpler_candidate_within_noise_of_the_fastest_stays(search):
+    outcome = decide(search, {START.name: 10.0, "eval+inference_mode+bf16-autocast": 5.0,
+                              "eval+inference_mode+bf16-autocast+compile": 4.995})
+    assert outcome.winner.variant == "eval+inference_mode+bf16-autocast"
+
+
+def test_no_winner_when_no_interval_excludes_one(search):
+    outcome = decide(search, {START.name: 10.0, "eval+inference_mode+compile": 10.01})
+    assert outcome.winner is None and outcome.winner_config == START
+    assert "start point stays" in outcome.verdict
+
+
+def test_rejected_and_failed_candidates_never_win(search):
+    search.outcome.stages = [stage("final", {START.name: 10.0, "eval+inference_mode+int8-dynamic": 3.0,
+                                             "eval+inference_mode+bf16-weights": 6.0})]
+    search.outcome.stages[0].rows[1].status = "rejected"
+    search._decide()
+    assert search.outcome.winner.variant == "eval+inference_mode+bf16-weights"
+
+
+def test_survivors_are_combined_most_promising_first_without_onnxruntime(search):
+    search.outcome.stages = [stage("probe", {
+        START.name: 10.0, "eval+inference_mode+bf16-autocast": 5.0, "eval+inference_mode+bf16-weights": 6.0,
+        "eval+inference_mode+compile": 8.0, "eval+inference_mode+channels_last": 9.0,
+        "eval+inference_mode+onnxruntime": 4.0, "eval+inference_mode+int8-dynamic": 12.0,  # slower: pruned
+        "eval+inference_mode+threads1": 15.0})]
+    survivors = search._survivors()
+    assert set(survivors) == {"precision", "compile", "layout", "runtime"}
+    assert survivors["precision"][0].precision == "bf16-autocast"  # the better of the two bf16 options
+    combos = [c.name for c in search.combinations(survivors)]
+    assert combos[0] == "eval+inference_mode+bf16-autocast+compile+channels_last"
+    assert all("onnxruntime" not in c and "int8" not in c for c in combos) and len(combos) == 4
+
+
+def test_singles_cover_every_axis_and_thread_count(search):
+    names = {c.name for c in search.singles()}
+    assert {"eval+inference_mode+bf16-autocast", "eval+inference_mode+fp16-autocast",
+            "eval+inference_mode+bf16-weights", "eval+inference_mode+compile",
+            "eval+inference_mode+compile-max-autotune", "eval+inference_mode+compile-reduce-overhead",
+            "eval+inference_mode+int8-dynamic", "eval+inference_mode+channels_last",
+            "eval+inference_mode+onnxruntime"} <= names
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"objective": "speed"}, "--objective"), ({"time_budget_s": 5}, "--time-budget-s"),
+    ({"latency_budget_ms": -1.0}, "--latency-budget-ms"), ({"axes": ("precision", "magic")}, "--techniques"),
+])
+def test_bad_settings_are_usage_errors(change, message):
+    from pitstop.errors import UsageError
+
+    with pytest.raises(UsageError, match=message):
+        SearchSettings(BenchSettings(batch_sizes=(1,), threads=1), batch_size=1, **change)
