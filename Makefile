@@ -12,11 +12,12 @@ STAMP := $(VENV)/.pitstop-installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install -e ".[dev]"
+	$(BIN)/python -m pip install -e ".[dev,onnx,zoo,quant]"
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/pitstop bench zoo:mlp
+	$(BIN)/pitstop optimize zoo:cnn --batch-size 16 --time-budget-s 120
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -33,6 +34,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/grad_modes.py
 	$(BIN)/python benchmarks/harness_overhead.py
+	$(BIN)/python benchmarks/optimize_zoo.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache

@@ -25,7 +25,7 @@ def pitstop(*args, **kwargs):
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["zoo:resnet9"], "unknown zoo model 'resnet9'; valid: cnn, mlp, transformer"),
+        (["zoo:resnet9"], "unknown zoo model 'resnet9'; valid: bert-base, cnn, gpt2, mlp, resnet50, transformer"),
         (["missing.py:build"], "file 'missing.py' does not exist"),
         ([f"{M}:nope"], "has no attribute 'nope'"),
         ([f"{M}:factory_raises"], "the factory raised ValueError: bad hyper-parameter: depth=-1"),
@@ -139,3 +139,36 @@ def test_no_progress_bar_in_a_pipe():
 
     with _progress(Console(file=io.StringIO())) as on_event:
         assert on_event is None
+
+
+OPT_FAST = ["--threads", "1", "--replicas", "1", "--time-budget-s", "15"]
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["zoo:mlp", "--objective", "fast"], "argument --objective: invalid choice: 'fast'"),
+    (["zoo:mlp", "--techniques", "precision,magic"], "--techniques: unknown magic"),
+    (["zoo:mlp", "--time-budget-s", "3"], "--time-budget-s must be at least 10 s"),
+    (["zoo:mlp", "--save", M], f"--save: '{M}' is a file"),
+    (["zoo:nope"], "unknown zoo model 'nope'"),
+])
+def test_optimize_bad_input_is_one_line_exit_2(args, needle):
+    proc = pitstop("optimize", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_optimize_help_teaches_the_search_and_the_gate():
+    out = pitstop("optimize", "--help").stdout
+    for needle in ("--objective", "--latency-budget-ms", "--save DIR", "argmax agreement", "interval excludes 1"):
+        assert needle in out
+
+
+def test_optimize_end_to_end_json_to_stdout_and_report_to_stderr(tmp_path):
+    proc = pitstop("optimize", f"{M}:tiny", "--input", "float32[B,16]", "--techniques", "precision,threads",
+                   "--json", "-", "--save", str(tmp_path / "out"), *OPT_FAST)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    jsonschema.validate(doc, BENCH_SCHEMA)
+    assert doc["kind"] == "optimize" and doc["results"] and doc["winner"]["recipe"].startswith('"""pitstop recipe')
+    assert "Winner:" in proc.stderr and "fp16 autocast needs CUDA" in proc.stderr
+    assert (tmp_path / "out" / "recipe.py").read_text() == doc["winner"]["recipe"]

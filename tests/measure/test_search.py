@@ -77,6 +77,8 @@ def test_survivors_are_combined_most_promising_first_without_onnxruntime(search)
     combos = [c.name for c in search.combinations(survivors)]
     assert combos[0] == "eval+inference_mode+bf16-autocast+compile+channels_last"
     assert all("onnxruntime" not in c and "int8" not in c for c in combos) and len(combos) == 4
+    finalists = [c.name for c in search.finalists()]  # three combinations and the best two singles
+    assert finalists == [*combos[:3], "eval+inference_mode+onnxruntime", "eval+inference_mode+bf16-autocast"]
 
 
 def test_singles_cover_every_axis_and_thread_count(search):

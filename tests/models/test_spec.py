@@ -3,6 +3,7 @@ import torch
 from torch import nn
 
 from pitstop.errors import ModelLoadError, ModelSpecError
+from pitstop.measure.fidelity import flatten, is_logits
 from pitstop.models.spec import parse_model_spec
 from pitstop.models.zoo import ZOO
 
@@ -13,8 +14,21 @@ def test_every_zoo_model_builds_and_runs_on_its_input_spec(name):
     model, inputs = spec.build(batch_size=2)
     assert inputs is None
     x = spec.default_input_spec().make(2)
-    out = model.eval()(*x.args)
+    with torch.no_grad():
+        out = flatten(model.eval()(*x.args))[0]
     assert out.shape[0] == 2
+
+
+@pytest.mark.parametrize(("name", "params_m", "first_output"), [
+    ("resnet50", 25.6, (2, 1000)), ("bert-base", 109.5, (2, 128, 768)), ("gpt2", 124.4, (2, 128, 50257)),
+])
+def test_zoo_extra_models_are_the_published_architectures(name, params_m, first_output):
+    model, _ = parse_model_spec(f"zoo:{name}").build(2)
+    assert sum(p.numel() for p in model.parameters()) / 1e6 == pytest.approx(params_m, abs=0.1)
+    with torch.no_grad():
+        out = model.eval()(*parse_model_spec(f"zoo:{name}").default_input_spec().make(2).args)
+    assert tuple(flatten(out)[0].shape) == first_output
+    assert is_logits(out) == (name != "bert-base")  # BERT returns hidden states, not logits
 
 
 def test_zoo_mlp_is_the_published_architecture():
@@ -30,7 +44,8 @@ def test_same_seed_builds_identical_weights():
 
 
 def test_unknown_zoo_name_lists_valid_names():
-    with pytest.raises(ModelSpecError, match="unknown zoo model 'resnet9'; valid: cnn, mlp, transformer"):
+    valid = "bert-base, cnn, gpt2, mlp, resnet50, transformer"
+    with pytest.raises(ModelSpecError, match=f"unknown zoo model 'resnet9'; valid: {valid}"):
         parse_model_spec("zoo:resnet9")
 
 

@@ -79,11 +79,12 @@ class GroupRunner:
 
     def run(self, batch_size: int, configs: list[VariantConfig], out: list[Measurement], *,
             policy: TimingPolicy | None = None, replicas: int | None = None, first: bool = False,
-            deadline: float | None = None, memory: bool = True) -> None:
+            deadline: float | None = None, memory: bool = True, single: list[VariantConfig] | None = None) -> None:
         """Measure ``configs`` at ``batch_size``, appending each finished row to ``out`` (also on
         Ctrl-C, which is re-raised). A model that cannot run at all raises on the ``first`` group.
         Past ``deadline`` (``time.monotonic()``), timing rounds stop with what they have; without
-        ``memory``, peak and activation memory are not measured (saves two calls per replica)."""
+        ``memory``, peak and activation memory are not measured (saves two calls per replica).
+        Configs in ``single`` run in one process whatever ``replicas`` says."""
         policy, replicas = policy or self.settings.policy, replicas or self.settings.replicas
         self._groups += 1
         workdir = self.workdir / f"g{self._groups}"
@@ -100,7 +101,8 @@ class GroupRunner:
         self.inputs[batch_size] = inputs.describe()
         if self.target is None:
             self.target = Target.detect(self.settings.device, module, [t.dim() for t in inputs.tensors()])
-        live = self._start(module, inputs, batch_size, workdir, configs, replicas, self.target, policy)
+        counts = {c: 1 if c in (single or []) else replicas for c in configs}
+        live = self._start(module, inputs, batch_size, workdir, counts, self.target, policy)
         interrupted = False
         try:
             for v in live:
@@ -117,7 +119,7 @@ class GroupRunner:
         return Measurement(config.name, config.to_dict(self.settings.threads), batch_size, status, reason)
 
     def _start(self, module: torch.nn.Module, inputs: Any, batch_size: int, workdir: Path,
-               configs: list[VariantConfig], replicas: int, target: Target, policy: TimingPolicy) -> list[_Live]:
+               counts: dict[VariantConfig, int], target: Target, policy: TimingPolicy) -> list[_Live]:
         source, inline_reason = self.source.worker_source(module, workdir)
         if not self.settings.isolate:
             inline_reason = "isolation turned off (--inline)"
@@ -127,9 +129,8 @@ class GroupRunner:
         payload = workdir / "payload.pt"
         write_payload(payload, source or {}, module, inputs, batch_size,
                       send_weights=source is not None and source["kind"] == "spec")
-        replicas = replicas if inline_reason is None else 1
-        live = [self._spawn(c, batch_size, workdir, None if inline_reason is None else module, replicas, target)
-                for c in configs]
+        live = [self._spawn(c, batch_size, workdir, None if inline_reason is None else module,
+                            n if inline_reason is None else 1, target) for c, n in counts.items()]
         workers = [(v, w) for v in live for w in v.workers]
         for k, (v, worker) in enumerate(workers):  # all workers load in parallel
             worker.send("setup", payload_path=str(payload), config=v.row.config,

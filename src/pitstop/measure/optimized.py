@@ -12,7 +12,7 @@ from typing import Any
 
 from torch import nn
 
-from pitstop.measure.measurement import Measurement
+from pitstop.measure.measurement import BenchResult, Measurement
 from pitstop.measure.search import START, SearchOutcome, Stage
 from pitstop.measure.stats import Ratio
 from pitstop.measure.variants import VariantConfig
@@ -60,6 +60,11 @@ class OptimizeReport:
             return None
         comparison = stage.result.comparison(winner.variant, winner.batch_size, baseline=baseline)
         return comparison.ratio if comparison else None
+
+    def reference_stage(self) -> BenchResult | None:
+        """The stage that measured the grad-mode references (where published claims are checked)."""
+        return next((s.result for s in self.stages if s.result.row("eval+grad", self.settings["batch_size"])),
+                    None)
 
     def candidates(self) -> list[tuple[Stage, Measurement]]:
         """Each variant once at the search batch size: its row from the last stage that ran it."""

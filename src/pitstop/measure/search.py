@@ -1,5 +1,7 @@
-"""The optimize search: probe each technique alone, prune, combine the survivors, measure the
-finalists fully and interleaved, then (for throughput) sweep batch sizes with the winner.
+"""The optimize search: probe each technique alone (one process each, briefly), prune, then
+measure the combinations of the survivors and the best singles fully, interleaved, in several
+processes each, next to the references (train+grad, eval+grad, eval+no_grad); then (for
+throughput) sweep batch sizes with the winner.
 
 Every stage is one interleaved group (``group.py``) that re-measures the start point
 (``eval+inference_mode``), so each speed-up is a ratio measured side by side in one run. The
@@ -143,29 +145,31 @@ class Search:
 
     def _stages(self) -> None:
         b = self.settings.batch_size
-        singles = self.singles()
-        self._stage("probe", b, [START, BASELINE, EVAL_GRAD, NO_GRAD, *singles], share=0.25, target=0.05,
-                    first=True)
-        combos = self.combinations(self._survivors())
-        if combos and self.left_s() > 0.35 * self.limit_s:
-            self._stage("combine", b, [START, *combos], share=0.3, target=0.05)
-        finalists = self._finalists()
-        if finalists and self.left_s() > 0.15 * self.limit_s:
-            self._stage("final", b, [START, *finalists, NO_GRAD, BASELINE], share=0.7,
-                        target=self.settings.bench.policy.target, replicas=self.settings.bench.replicas,
-                        memory=True)
+        self._stage("probe", b, [START, *self.singles()], share=0.15, target=0.05, first=True)
+        finalists = self.finalists()
+        # the references run once each, for the ratios users ask about; candidates in replicas
+        references = [NO_GRAD, EVAL_GRAD, BASELINE]
+        self._stage("final", b, [START, *finalists, *references], share=0.7, target=self.settings.bench.policy.target,
+                    replicas=self.settings.bench.replicas, single=references, memory=True)
         self._decide()
         sweep = [s for s in self.settings.sweep if s != b]
         self.limit_s = self.settings.time_budget_s
-        if sweep and self.left_s() > 0:
-            configs = [START] + ([self.outcome.winner_config] if self.outcome.winner is not None else [])
-            for size in sweep:
-                if self.left_s() <= 0:
-                    break
-                self._stage("sweep", size, configs, share=0.5 / len(sweep), target=0.05)
+        configs = [START] + ([self.outcome.winner_config] if self.outcome.winner is not None else [])
+        for size in sweep:  # the objective needs them: each gets at least one round, even past the budget
+            self._stage("sweep", size, configs, share=0.5 / len(sweep), target=0.05)
+
+    def finalists(self) -> list[VariantConfig]:
+        """The combinations of the surviving techniques (most promising three) and the best two
+        single techniques; the best three singles when nothing combines."""
+        survivors = self._survivors()
+        ranked = sorted(survivors.values(), key=lambda p: -p[1])
+        combos = self.combinations(survivors)[:3]
+        singles = [config for config, _ in ranked][: 3 - min(len(combos), 1)]
+        return list(dict.fromkeys([*combos, *singles]))[: self.settings.finalists + 2]
 
     def _stage(self, name: str, batch_size: int, configs: list[VariantConfig], *, share: float, target: float,
-               replicas: int = 1, first: bool = False, memory: bool = False) -> Stage:
+               replicas: int = 1, first: bool = False, memory: bool = False,
+               single: list[VariantConfig] | None = None) -> Stage:
         policy = self._policy(len(configs), share, target)
         result = BenchResult(model=self.source.name, inputs={}, settings={}, environment=self.env,
                              baseline=START.name)
@@ -174,7 +178,7 @@ class Search:
         started = time.monotonic()
         try:
             self.group.run(batch_size, configs, result.rows, policy=policy, replicas=replicas, first=first,
-                           deadline=self.t0 + self.limit_s, memory=memory)
+                           deadline=self.t0 + self.limit_s, memory=memory, single=single)
         finally:
             result.inputs = dict(self.group.inputs)
             stage.elapsed_s = time.monotonic() - started
@@ -221,20 +225,6 @@ class Search:
                 scored.append((predicted, config))
         scored.sort(key=lambda p: -p[0])
         return [c for _, c in scored[:4]]
-
-    def _finalists(self) -> list[VariantConfig]:
-        """The fastest ``finalists`` fidelity-passing candidates so far (speed-up over the start
-        point measured alongside it), never the start point itself."""
-        ranked: dict[str, tuple[float, VariantConfig]] = {}
-        for stage in self.outcome.stages:
-            for row in stage.rows:
-                comparison = stage.result.comparison(row.variant, row.batch_size)
-                config = parse_variant(row.variant)
-                if row.status == "ok" and comparison and config not in (START, BASELINE, EVAL_GRAD, NO_GRAD) \
-                        and comparison.ratio.median >= MEANINGFUL:
-                    ranked[row.variant] = (comparison.ratio.median, config)
-        best = sorted(ranked.values(), key=lambda p: -p[0])[: self.settings.finalists]
-        return [c for _, c in best]
 
     # -- the winner -----------------------------------------------------------------------
 

@@ -67,7 +67,8 @@ class ModelSpec:
         module = _import_file(self) if self.kind == "file" else _import_module(self)
         fn = getattr(module, self.factory or "", None)
         if fn is None:
-            names = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
+            names = sorted((n for n, v in vars(module).items() if callable(v) and not n.startswith("_")),
+                           key=lambda n: (n[0].isupper(), n))  # factories (functions) before classes
             raise ModelSpecError(
                 f"model {self.text}: {self.target} has no attribute {self.factory!r}"
                 f" (callables there: {', '.join(names[:12]) or 'none'})"

@@ -127,7 +127,7 @@ class SmallTransformer(nn.Module):
 
 
 _BERT = _hf("BertConfig", "BertModel")
-_RESNET = _hf("ResNetConfig", "ResNetForImageClassification")  # the default config is ResNet-50
+_RESNET = _hf("ResNetConfig", "ResNetForImageClassification", num_labels=1000)  # defaults: ResNet-50 layers
 _GPT2 = _hf("GPT2Config", "GPT2LMHeadModel")
 
 ZOO: dict[str, ZooEntry] = {

@@ -116,7 +116,7 @@ def renderables(report: OptimizeReport, with_recipe: bool = True) -> list[Render
     if sweep is not None:
         items.append(sweep)
     items += [Text(line) for line in reasons(report)]
-    probe = report.stages[0].result if report.stages else None
+    probe = report.reference_stage()
     if probe is not None and report.claims_key:
         probe.claims_key = report.claims_key
         claims = claims_table(probe)
@@ -147,7 +147,7 @@ def optimize_document(report: OptimizeReport) -> dict[str, Any]:
             results.append({**row_document(stage.result, row), "stage": stage.name})
     winner, ratio = report.outcome.winner, report.speedup
     choice = report.choice()
-    probe = report.stages[0].result if report.stages else None
+    probe = report.reference_stage()
     claims = []
     if probe is not None and report.claims_key:
         probe.claims_key = report.claims_key
