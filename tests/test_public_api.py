@@ -14,10 +14,10 @@ def test_import_is_cheap_and_never_touches_cuda_or_extras():
     code = (
         "import sys, pitstop\n"
         "assert 'torch' not in sys.modules, 'import pitstop imported torch'\n"
-        "pitstop.bench\n"
+        "pitstop.bench, pitstop.optimize, pitstop.OptimizedModel\n"
         "import torch\n"
         "assert not torch.cuda.is_initialized()\n"
-        "for extra in ('onnxruntime', 'onnx', 'transformers', 'lightning', 'matplotlib'):\n"
+        "for extra in ('onnxruntime', 'onnx', 'transformers', 'torchao', 'lightning', 'matplotlib'):\n"
         "    assert extra not in sys.modules, extra\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

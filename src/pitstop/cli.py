@@ -92,7 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
                        "the factory's example inputs or the zoo model's)")
     bench.add_argument("--batch-sizes", type=_int_list, metavar="N,N", help="batch sizes (default: the zoo "
                        "model's, else the example inputs' own)")
-    bench.add_argument("--variants", metavar="A,B", help="variants to measure (default: all four grad modes)")
+    bench.add_argument("--variants", metavar="A,B",
+                       help="variants to measure (default: the four grad modes); any technique combines, e.g. "
+                            "eval+inference_mode+bf16-autocast+compile (parts: bf16-autocast, fp16-autocast, "
+                            "bf16-weights, compile, compile-max-autotune, compile-reduce-overhead, int8-dynamic, "
+                            "channels_last, onnxruntime, threadsN)")
     bench.add_argument("--threads", type=_positive(int), help="intra-op threads (default: physical cores)")
     bench.add_argument("--budget-s", type=_positive(float), default=5.0,
                        help="timed seconds per variant and batch size at most (default: 5)")

@@ -40,3 +40,31 @@ def test_zoo_cnn_on_cuda_matches_cpu_reference_closely():
     result = pitstop.bench("zoo:cnn", batch_sizes=[16], device="cuda", budget_s=0.5, replicas=1,
                            variants=["eval+no_grad", "eval+inference_mode"])
     assert all(r.status == "ok" for r in result.rows)
+
+
+def test_fp16_autocast_and_cuda_graphs_run_on_cuda(tmp_path):
+    from pitstop.measure.techniques import Target, apply, gate
+    from pitstop.measure.variants import parse_variant
+    from pitstop.models.inputs import Inputs
+
+    target = Target.detect("cuda", torch.nn.Linear(8, 8), [2])
+    assert gate(parse_variant("eval+inference_mode+fp16-autocast"), target) is None
+    assert "CPU only" in gate(parse_variant("eval+inference_mode+int8-dynamic"), target)
+    x = torch.randn(4, 64, device="cuda")
+    model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU()).cuda()
+    fast, _ = apply(parse_variant("eval+inference_mode+fp16-autocast"), target, 1, model, Inputs((x,)), tmp_path)
+    assert fast(x).dtype == torch.float16
+    fast, _ = apply(parse_variant("eval+no_grad+compile-reduce-overhead"), target, 1, model, Inputs((x,)),
+                    tmp_path / "g")
+    for _ in range(3):
+        y = fast(x)
+    assert torch.allclose(y.float(), model(x).float(), atol=1e-3)
+
+
+def test_optimize_on_cuda_in_workers(models_py):
+    fast = pitstop.optimize(f"{models_py}:tiny_conv", device="cuda", techniques=("precision", "compile"),
+                            time_budget_s=60, replicas=1)
+    rows = {r.variant: r for _, r in fast.report.candidates()}
+    assert rows["eval+inference_mode+fp16-autocast"].status in ("ok", "rejected")
+    assert rows["eval+inference_mode+compile-reduce-overhead"].status != "skipped"
+    assert fast.report.environment["device"] == "cuda"

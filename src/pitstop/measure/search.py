@@ -27,7 +27,8 @@ START = VariantConfig("eval", "inference_mode")  # where the search starts, and 
 NO_GRAD = VariantConfig("eval", "no_grad")
 EVAL_GRAD = VariantConfig("eval", "grad")  # measured once, so the published no_grad claims can be checked
 AXES = ("precision", "compile", "quant", "layout", "threads", "runtime")
-MEANINGFUL = 1.02  # a single technique must be at least 2% faster (median) to be combined
+MEANINGFUL = 1.05  # a single technique combines when faster beyond noise, or by 5% (median)
+TIE = 1.03  # options of one axis within 3% of each other: the simpler one is combined
 _OPTIONS: dict[str, tuple[Any, ...]] = {
     "precision": ("bf16-autocast", "bf16-weights", "fp16-autocast"),
     "compile": ("default", "max-autotune", "reduce-overhead"),
@@ -159,13 +160,13 @@ class Search:
             self._stage("sweep", size, configs, share=0.5 / len(sweep), target=0.05)
 
     def finalists(self) -> list[VariantConfig]:
-        """The combinations of the surviving techniques (most promising three) and the best two
-        single techniques; the best three singles when nothing combines."""
+        """The two most promising combinations of the surviving techniques and the best two single
+        techniques (at most ``finalists + 1``)."""
         survivors = self._survivors()
         ranked = sorted(survivors.values(), key=lambda p: -p[1])
-        combos = self.combinations(survivors)[:3]
-        singles = [config for config, _ in ranked][: 3 - min(len(combos), 1)]
-        return list(dict.fromkeys([*combos, *singles]))[: self.settings.finalists + 2]
+        combos = self.combinations(survivors)[:2]
+        singles = [config for config, _ in ranked][:2]
+        return list(dict.fromkeys([*combos, *singles]))[: self.settings.finalists + 1]
 
     def _stage(self, name: str, batch_size: int, configs: list[VariantConfig], *, share: float, target: float,
                replicas: int = 1, first: bool = False, memory: bool = False,
@@ -195,36 +196,47 @@ class Search:
         return configs
 
     def _survivors(self) -> dict[str, tuple[VariantConfig, float]]:
-        """Per axis, the best single technique at least ``MEANINGFUL`` faster than the start point."""
+        """Per axis, the technique to combine: among those faster than the start point beyond noise
+        or by at least ``MEANINGFUL`` (median), the simplest (earliest option) within ``TIE`` of the
+        axis's fastest; a one-process probe cannot tell 3% apart, and simpler recipes are better."""
         probe = self.outcome.stages[0]
-        best: dict[str, tuple[VariantConfig, float]] = {}
+        faster: dict[str, list[tuple[VariantConfig, float]]] = {}
         for row in probe.rows:
             config = parse_variant(row.variant)
             comparison = probe.result.comparison(row.variant, row.batch_size)
             if row.status != "ok" or (config.plain and config.threads is None) or comparison is None:
                 continue
-            axis = _axis_of(config)
-            speedup = comparison.ratio.median
-            if speedup >= MEANINGFUL and (axis not in best or speedup > best[axis][1]):
-                best[axis] = (config, speedup)
+            ratio = comparison.ratio
+            if ratio.ci95[0] > 1.0 or ratio.median >= MEANINGFUL:
+                faster.setdefault(_axis_of(config), []).append((config, ratio.median))
+        best = {}
+        for axis, options in faster.items():  # options are in probe order: simplest first
+            top = max(speedup for _, speedup in options)
+            best[axis] = next((c, sp) for c, sp in options if sp >= top / TIE)
         return best
 
     def combinations(self, survivors: dict[str, tuple[VariantConfig, float]]) -> list[VariantConfig]:
-        """Combinations of two or more surviving axes (ONNX Runtime combines with nothing), the
-        most promising first by the product of their single speed-ups; at most four."""
+        """Combinations of two or more surviving axes (ONNX Runtime combines with nothing): the
+        two strongest axes together, all of them together, then the rest by the product of their
+        single speed-ups; at most four."""
         axes = sorted((a for a in survivors if a != "runtime"), key=lambda a: -survivors[a][1])[:4]
+
+        def combine(subset: tuple[str, ...]) -> VariantConfig:
+            config = START
+            for axis in subset:
+                config = replace(config, **{axis: getattr(survivors[axis][0], axis)})
+            return config
+
         scored = []
         for r in range(2, len(axes) + 1):
             for subset in itertools.combinations(axes, r):
-                config = START
-                for axis in subset:
-                    config = replace(config, **{axis: getattr(survivors[axis][0], axis)})
                 predicted = 1.0
                 for axis in subset:
                     predicted *= survivors[axis][1]
-                scored.append((predicted, config))
+                scored.append((predicted, combine(subset)))
         scored.sort(key=lambda p: -p[0])
-        return [c for _, c in scored[:4]]
+        first = [combine(tuple(axes[:2])), combine(tuple(axes))] if len(axes) >= 2 else []
+        return list(dict.fromkeys([*first, *(c for _, c in scored)]))[:4]
 
     # -- the winner -----------------------------------------------------------------------
 
