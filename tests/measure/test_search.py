@@ -1,5 +1,7 @@
 """The search's decisions, on measurements whose raw samples are given (the rules, not the clock)."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -108,3 +110,21 @@ def test_bad_settings_are_usage_errors(change, message):
 
     with pytest.raises(UsageError, match=message):
         SearchSettings(BenchSettings(batch_sizes=(1,), threads=1), batch_size=1, **change)
+
+
+def test_the_final_shrinks_to_fit_the_time_left(search):
+    probe = stage("probe", {START.name: 10.0, "eval+inference_mode+compile": 8.0,
+                            "eval+inference_mode+bf16-autocast": 5.0, "eval+inference_mode+channels_last": 9.0})
+    for row in probe.rows:  # as the probe measured: 4 workers started in 8 s, 1 s of profiling each
+        row.phases_s = {"start": 8.0, "prepare": 0.4, "fidelity": 0.3, "warmup": 0.3}
+    probe.rows[1].compile_s = 20.0
+    search.outcome.stages = [probe]
+    finalists = search.finalists()
+    refs = [parse_variant("eval+no_grad"), parse_variant("train+grad")]
+    search.limit_s = 1e6
+    assert search._plan(finalists, refs) == (finalists, search.settings.bench.replicas)
+    cost_one = search._fixed_cost(finalists, refs, 1)
+    search.limit_s = (cost_one / 0.8 + 1) + (time.monotonic() - search.t0)  # room for one replica only
+    assert search._plan(finalists, refs) == (finalists, 1)
+    search.limit_s = time.monotonic() - search.t0 + 1.0  # almost nothing left: one finalist remains
+    assert search._plan(finalists, refs) == (finalists[:1], 1)

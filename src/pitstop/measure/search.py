@@ -147,17 +147,49 @@ class Search:
     def _stages(self) -> None:
         b = self.settings.batch_size
         self._stage("probe", b, [START, *self.singles()], share=0.15, target=0.05, first=True)
-        finalists = self.finalists()
         # the references run once each, for the ratios users ask about; candidates in replicas
         references = [NO_GRAD, EVAL_GRAD, BASELINE]
+        finalists, replicas = self._plan(self.finalists(), references)
         self._stage("final", b, [START, *finalists, *references], share=0.7, target=self.settings.bench.policy.target,
-                    replicas=self.settings.bench.replicas, single=references, memory=True)
+                    replicas=replicas, single=references, memory=True)
         self._decide()
         sweep = [s for s in self.settings.sweep if s != b]
         self.limit_s = self.settings.time_budget_s
         configs = [START] + ([self.outcome.winner_config] if self.outcome.winner is not None else [])
         for size in sweep:  # the objective needs them: each gets at least one round, even past the budget
             self._stage("sweep", size, configs, share=0.5 / len(sweep), target=0.05)
+
+    def _plan(self, finalists: list[VariantConfig], references: list[VariantConfig]
+              ) -> tuple[list[VariantConfig], int]:
+        """Fewer replicas, then fewer finalists, until the final's fixed costs (worker start-up,
+        compilation, preparation and warm-up, estimated from the probe) fit in 80% of the time left."""
+        replicas = self.settings.bench.replicas
+        while self._fixed_cost(finalists, references, replicas) > 0.8 * self.left_s():
+            if replicas > 1:
+                replicas -= 1
+            elif len(finalists) > 1:
+                finalists = finalists[:-1]
+            else:
+                break
+        return finalists, replicas
+
+    def _fixed_cost(self, finalists: list[VariantConfig], references: list[VariantConfig], replicas: int) -> float:
+        """Seconds the final spends before timing, estimated from what the probe measured."""
+        probe = self.outcome.stages[0].rows
+        workers = sum(1 for r in probe if r.status != "skipped")
+        start = max((r.phases_s.get("start", 0.0) for r in probe), default=0.0) / max(workers, 1)
+        profile = [sum(v for k, v in r.phases_s.items() if k in ("prepare", "fidelity", "warmup"))
+                   for r in probe if r.status == "ok"]
+        per_variant = sorted(profile)[len(profile) // 2] if profile else 0.0
+        cold = {r.variant: r.compile_s or 0.0 for r in probe}
+        cost = start * (replicas * (1 + len(finalists)) + len(references))
+        cost += per_variant * (replicas * (1 + len(finalists)) + len(references))
+        for config in finalists:  # a new combination compiles cold once, then warm (about a third)
+            compile_s = max((cold.get(replace(START, **{a: getattr(config, a)}).name, 0.0)
+                             for a in ("compile", "quant", "runtime") if getattr(config, a) != getattr(START, a)),
+                            default=0.0)
+            cost += compile_s * (1 + (replicas - 1) / 3)
+        return cost
 
     def finalists(self) -> list[VariantConfig]:
         """The two most promising combinations of the surviving techniques and the best two single
