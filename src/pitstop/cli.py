@@ -157,15 +157,11 @@ def _add_optimize(sub: Any) -> None:
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from pitstop.measure.optimize_api import apply_report, run_search
     from pitstop.report.optimize import renderables
 
     to_stdout = args.json == "-"
-    console = Console(stderr=to_stdout, highlight=False)
-    if not console.is_terminal:
-        console.width = max(console.width, 200)
+    console = _console(to_stdout)
     if args.save:
         _check_dir(args.save)
     techniques = tuple(t.strip() for t in args.techniques.split(",") if t.strip())
@@ -175,17 +171,33 @@ def _optimize(args: argparse.Namespace) -> int:
             batch_sizes=args.batch_sizes, latency_budget_ms=args.latency_budget_ms,
             time_budget_s=args.time_budget_s, techniques=techniques, tolerance=args.tolerance,
             threads=args.threads, device=args.device, seed=args.seed, replicas=args.replicas, isolate=True,
+            timeout_s=args.timeout_s,
             json_path=None if to_stdout else args.json, worker_env=_env_pairs(args.worker_env), on_event=on_event)
         if args.save and not report.outcome.interrupted:
             on_event and on_event("phase", {"text": f"writing the recipe to {args.save}"})
             apply_report(source, report, args.save, sink)
-    for item in renderables(report):
-        console.print(item)
-    if to_stdout:
-        print(report.to_json())
-    elif args.json:
-        console.print(f"JSON written to {args.json}", style="dim")
+    _print(console, renderables(report), report.to_json, args.json)
     return 130 if report.outcome.interrupted else 0
+
+
+def _console(to_stdout: bool) -> Any:
+    """The report's console: stderr when the JSON goes to stdout; wide in pipes and CI."""
+    from rich.console import Console
+
+    console = Console(stderr=to_stdout, highlight=False)
+    if not console.is_terminal:
+        console.width = max(console.width, 200)  # pipes and CI: wide, so the tables stay readable
+    return console
+
+
+def _print(console: Any, items: list[Any], to_json: Any, json_arg: str | None) -> None:
+    """The report, then the JSON on stdout (``--json -``) or a note of where it was written."""
+    for item in items:
+        console.print(item)
+    if json_arg == "-":
+        print(to_json())
+    elif json_arg:
+        console.print(f"JSON written to {json_arg}", style="dim")
 
 
 def _check_dir(path: str) -> None:
@@ -202,15 +214,11 @@ def _check_dir(path: str) -> None:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from pitstop.measure.api import bench
     from pitstop.report.table import renderables
 
     to_stdout = args.json == "-"
-    console = Console(stderr=to_stdout, highlight=False)
-    if not console.is_terminal:
-        console.width = max(console.width, 200)  # pipes and CI: wide, so the tables stay readable
+    console = _console(to_stdout)
     variants = [v for v in (args.variants or "").split(",") if v.strip()] or None
     with _progress(console) as on_event:
         result = bench(
@@ -220,12 +228,7 @@ def _bench(args: argparse.Namespace) -> int:
             worker_env=_env_pairs(args.worker_env),
             json_path=None if to_stdout else args.json, on_event=on_event,
         )
-    for item in renderables(result):
-        console.print(item)
-    if to_stdout:
-        print(result.to_json())
-    elif args.json:
-        console.print(f"JSON written to {args.json}", style="dim")
+    _print(console, renderables(result), result.to_json, args.json)
     return 130 if result.interrupted else 0
 
 

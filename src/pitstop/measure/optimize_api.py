@@ -37,6 +37,7 @@ def optimize(
     seed: int = 0,
     replicas: int = 2,
     isolate: bool = True,
+    timeout_s: float = 300.0,
     save: str | Path | None = None,
     json_path: str | None = None,
     worker_env: dict[str, str] | None = None,
@@ -55,7 +56,7 @@ def optimize(
         model, example_inputs, objective=objective, batch_size=batch_size, batch_sizes=batch_sizes,
         latency_budget_ms=latency_budget_ms, time_budget_s=time_budget_s, techniques=techniques,
         tolerance=tolerance, threads=threads, device=device, seed=seed, replicas=replicas, isolate=isolate,
-        json_path=json_path, worker_env=worker_env, on_event=on_event)
+        timeout_s=timeout_s, json_path=json_path, worker_env=worker_env, on_event=on_event)
     if report.outcome.interrupted:
         raise KeyboardInterrupt  # the partial report is in json_path
     return apply_report(source, report, save, sink)
@@ -64,13 +65,15 @@ def optimize(
 def run_search(model: nn.Module | str, example_inputs: Any, *, objective: Objective, batch_size: int | None,
                batch_sizes: Sequence[int] | None, latency_budget_ms: float | None, time_budget_s: float,
                techniques: Sequence[str], tolerance: float | None, threads: int | None, device: str, seed: int,
-               replicas: int, isolate: bool, json_path: str | None, worker_env: dict[str, str] | None,
+               replicas: int, isolate: bool, timeout_s: float, json_path: str | None,
+               worker_env: dict[str, str] | None,
                on_event: Callable[[str, dict[str, Any]], None] | None,
                ) -> tuple[Source, OptimizeReport, Callable[[OptimizeReport], None] | None]:
     """The search alone (the CLI prints its report even when interrupted)."""
     source = _source(model, example_inputs, seed)
     settings = _settings(source, objective, batch_size, batch_sizes, latency_budget_ms, time_budget_s,
-                         techniques, tolerance, threads, _device(device), seed, replicas, isolate, worker_env)
+                         techniques, tolerance, threads, _device(device), seed, replicas, isolate, worker_env,
+                         timeout_s)
     sink = _json_sink(json_path)
     env = environment(settings.bench.threads, seed)
     env["device"] = settings.bench.device
@@ -88,13 +91,13 @@ def run_search(model: nn.Module | str, example_inputs: Any, *, objective: Object
 def _settings(source: Source, objective: Objective, batch_size: int | None, batch_sizes: Sequence[int] | None,
               latency_budget_ms: float | None, time_budget_s: float, techniques: Sequence[str],
               tolerance: float | None, threads: int | None, device: str, seed: int, replicas: int,
-              isolate: bool, worker_env: dict[str, str] | None) -> SearchSettings:
+              isolate: bool, worker_env: dict[str, str] | None, timeout_s: float) -> SearchSettings:
     defaults = tuple(batch_sizes or source.default_batch_sizes())
     wants_sweep = objective == "throughput" or latency_budget_ms is not None
     search_batch = batch_size or (max(defaults) if wants_sweep else min(defaults))
     bench = BenchSettings(
         batch_sizes=(search_batch,), threads=threads or physical_cores(), variants=(START,),
-        policy=TimingPolicy(), device=device, seed=seed, isolate=isolate, replicas=replicas,
+        policy=TimingPolicy(), device=device, seed=seed, isolate=isolate, replicas=replicas, timeout_s=timeout_s,
         rel_tol=tolerance if tolerance is not None else 1e-4,
         reduced_tol=tolerance if tolerance is not None else 2e-2,
         worker_env=tuple(sorted((worker_env or {}).items())),
