@@ -131,11 +131,11 @@ class GroupRunner:
                       send_weights=source is not None and source["kind"] == "spec")
         live = [self._spawn(c, batch_size, workdir, None if inline_reason is None else module,
                             n if inline_reason is None else 1, target) for c, n in counts.items()]
-        workers = [(v, w) for v in live for w in v.workers]
-        for k, (v, worker) in enumerate(workers):  # all workers load in parallel
-            worker.send("setup", payload_path=str(payload), config=v.row.config,
-                        threads=v.config.threads or self.settings.threads, device=self.settings.device,
-                        policy=policy.to_dict(), target=target.to_dict(), workdir=str(workdir / f"w{k}"))
+        for k, v in enumerate(live):  # all workers load in parallel
+            for worker in v.workers:  # replicas share a directory: the second reuses the exported graph
+                worker.send("setup", payload_path=str(payload), config=v.row.config,
+                            threads=v.config.threads or self.settings.threads, device=self.settings.device,
+                            policy=policy.to_dict(), target=target.to_dict(), workdir=str(workdir / f"v{k}"))
         started = time.monotonic()
         for v in live:
             for worker in v.workers:

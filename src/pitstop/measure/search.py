@@ -174,22 +174,24 @@ class Search:
         return finalists, replicas
 
     def _fixed_cost(self, finalists: list[VariantConfig], references: list[VariantConfig], replicas: int) -> float:
-        """Seconds the final spends before timing, estimated from what the probe measured."""
+        """Seconds the final spends before timing, estimated from what the probe measured: worker
+        start-up, preparation, fidelity, warm-up, two calls for memory, and compilation, which
+        repeats in every replica (inductor's frozen graphs are not cached; an exported ONNX graph
+        is reused). Padded by a third: start-up contention grows with the number of processes."""
         probe = self.outcome.stages[0].rows
         workers = sum(1 for r in probe if r.status != "skipped")
         start = max((r.phases_s.get("start", 0.0) for r in probe), default=0.0) / max(workers, 1)
         profile = [sum(v for k, v in r.phases_s.items() if k in ("prepare", "fidelity", "warmup"))
-                   for r in probe if r.status == "ok"]
-        per_variant = sorted(profile)[len(profile) // 2] if profile else 0.0
+                   + 2 * (r.warmup or {}).get("per_call_s", 0.0) for r in probe if r.status == "ok"]
+        per_process = start + (sorted(profile)[len(profile) // 2] if profile else 0.0)
+        cost = per_process * (replicas * (1 + len(finalists)) + len(references))
         cold = {r.variant: r.compile_s or 0.0 for r in probe}
-        cost = start * (replicas * (1 + len(finalists)) + len(references))
-        cost += per_variant * (replicas * (1 + len(finalists)) + len(references))
-        for config in finalists:  # a new combination compiles cold once, then warm (about a third)
-            compile_s = max((cold.get(replace(START, **{a: getattr(config, a)}).name, 0.0)
-                             for a in ("compile", "quant", "runtime") if getattr(config, a) != getattr(START, a)),
-                            default=0.0)
-            cost += compile_s * (1 + (replicas - 1) / 3)
-        return cost
+        for config in finalists:
+            if config.compile:
+                cost += cold.get(replace(START, compile=config.compile).name, 0.0) * replicas
+            if config.runtime != "torch":
+                cost += cold.get(replace(START, runtime=config.runtime).name, 0.0)
+        return cost * 4 / 3
 
     def finalists(self) -> list[VariantConfig]:
         """The two most promising combinations of the surviving techniques and the best two single
