@@ -172,3 +172,13 @@ def test_optimize_end_to_end_json_to_stdout_and_report_to_stderr(tmp_path):
     assert doc["kind"] == "optimize" and doc["results"] and doc["winner"]["recipe"].startswith('"""pitstop recipe')
     assert "Winner:" in proc.stderr and "fp16 autocast needs CUDA" in proc.stderr
     assert (tmp_path / "out" / "recipe.py").read_text() == doc["winner"]["recipe"]
+
+
+def test_zoo_extra_missing_names_the_pip_command():
+    code = ("import sys; sys.modules['transformers'] = None\n"
+            "from pitstop.cli import main\n"
+            "sys.exit(main(['optimize', 'zoo:bert-base', '--time-budget-s', '10']))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert 'zoo:bert-base' in proc.stderr and 'pip install "pitstop[zoo]"' in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

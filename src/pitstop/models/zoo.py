@@ -37,14 +37,14 @@ def _source_of(*objects: object, call: str) -> Callable[[], str]:
     return source
 
 
-def _hf(config: str, model: str, **kwargs: int) -> tuple[Callable[[], nn.Module], Callable[[], str]]:
+def _hf(name: str, config: str, model: str, **kwargs: int) -> tuple[Callable[[], nn.Module], Callable[[], str]]:
     """A transformers model built from its default config with random weights (no download)."""
     args = ", ".join(f"{k}={v}" for k, v in kwargs.items())
 
     def build() -> nn.Module:
         from pitstop._optional import require
 
-        transformers = require("transformers", f"zoo model {model}")
+        transformers = require("transformers", f"zoo:{name}")
         return getattr(transformers, model)(getattr(transformers, config)(**kwargs))
 
     def source() -> str:
@@ -126,9 +126,9 @@ class SmallTransformer(nn.Module):
         return self.head(self.norm(x).mean(dim=1))  # (B, classes)
 
 
-_BERT = _hf("BertConfig", "BertModel")
-_RESNET = _hf("ResNetConfig", "ResNetForImageClassification", num_labels=1000)  # defaults: ResNet-50 layers
-_GPT2 = _hf("GPT2Config", "GPT2LMHeadModel")
+_BERT = _hf("bert-base", "BertConfig", "BertModel")
+_RESNET = _hf("resnet50", "ResNetConfig", "ResNetForImageClassification", num_labels=1000)  # defaults: ResNet-50 layers
+_GPT2 = _hf("gpt2", "GPT2Config", "GPT2LMHeadModel")
 
 ZOO: dict[str, ZooEntry] = {
     e.name: e
