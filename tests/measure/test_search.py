@@ -124,7 +124,7 @@ def test_the_final_shrinks_to_fit_the_time_left(search):
     search.limit_s = 1e6
     assert search._plan(finalists, refs) == (finalists, search.settings.bench.replicas)
     cost_one = search._fixed_cost(finalists, refs, 1)
-    search.limit_s = (cost_one / 0.8 + 1) + (time.monotonic() - search.t0)  # room for one replica only
+    search.limit_s = (cost_one / 0.65 + 1) + (time.monotonic() - search.t0)  # room for one replica only
     assert search._plan(finalists, refs) == (finalists, 1)
     search.limit_s = time.monotonic() - search.t0 + 1.0  # almost nothing left: one finalist remains
     assert search._plan(finalists, refs) == (finalists[:1], 1)

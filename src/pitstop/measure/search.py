@@ -162,9 +162,9 @@ class Search:
     def _plan(self, finalists: list[VariantConfig], references: list[VariantConfig]
               ) -> tuple[list[VariantConfig], int]:
         """Fewer replicas, then fewer finalists, until the final's fixed costs (worker start-up,
-        compilation, preparation and warm-up, estimated from the probe) fit in 80% of the time left."""
+        compilation, preparation and warm-up, estimated from the probe) fit in 65% of the time left."""
         replicas = self.settings.bench.replicas
-        while self._fixed_cost(finalists, references, replicas) > 0.8 * self.left_s():
+        while self._fixed_cost(finalists, references, replicas) > 0.65 * self.left_s():
             if replicas > 1:
                 replicas -= 1
             elif len(finalists) > 1:
