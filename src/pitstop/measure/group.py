@@ -226,11 +226,16 @@ class GroupRunner:
             v.row.status, v.row.reason = "rejected", f"outputs differ from the fp32 eval reference: {detail}"
 
     def _rounds(self, live: list[_Live], policy: TimingPolicy, deadline: float | None) -> None:
+        """Interleaved rounds until precise enough or out of budget. Past ``deadline`` rounds stop
+        too, but only once every variant has ``min_samples`` calls: an interval needs samples."""
         round_no = 0
-        while deadline is None or round_no == 0 or time.monotonic() < deadline:
+        while True:
             alive = [v for v in live if v.alive and v.per_call_s]
             active = [v for v in alive if v.spent_s < policy.budget_s]
             if not active or all(precise_enough(v.row.replica_samples_s, policy) for v in alive):
+                return
+            if deadline is not None and time.monotonic() >= deadline \
+                    and all(len(v.row.samples_s) >= policy.min_samples for v in active):
                 return
             turns = [(v, i) for i in range(max(len(v.per_call_s) for v in active)) for v in active
                      if i < len(v.per_call_s)]
