@@ -4,7 +4,6 @@ files ``--save`` writes: recipe.py, recipe.json and, for ONNX Runtime, model.onn
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,7 +86,7 @@ def _example_code(spec: InputSpec, batch_size: int) -> str:
             f"    return ({', '.join(tensors)},)\n")
 
 
-def write_recipe_files(report: OptimizeReport, directory: Path, onnx_from: Path | None = None) -> list[str]:
+def write_recipe_files(report: OptimizeReport, directory: Path) -> list[str]:
     """recipe.py, recipe.json and (ONNX Runtime) model.onnx; returns the paths written."""
     directory.mkdir(parents=True, exist_ok=True)
     recipe = directory / "recipe.py"
@@ -97,8 +96,6 @@ def write_recipe_files(report: OptimizeReport, directory: Path, onnx_from: Path 
                             "choice": doc["choice"], "environment": report.environment}
     (directory / "recipe.json").write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     written = [str(recipe), str(directory / "recipe.json")]
-    if onnx_from is not None and onnx_from.exists():
-        shutil.copyfile(onnx_from, directory / "model.onnx")
     written += sorted(str(p) for p in directory.glob("model.onnx*"))  # the graph and its external data
     return written
 
