@@ -10,20 +10,28 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BenchResult",
+    "Doctor",
+    "DoctorReport",
     "Inputs",
     "OptimizeReport",
     "OptimizedModel",
     "PitstopError",
     "__version__",
     "bench",
+    "doctor",
+    "integrations",
     "optimize",
     "parse_input_spec",
     "parse_model_spec",
 ]
 
-_LAZY = {
+_LAZY: dict[str, tuple[str, str | None]] = {
     "bench": ("pitstop.measure.api", "bench"),
     "BenchResult": ("pitstop.measure.measurement", "BenchResult"),
+    "doctor": ("pitstop.diagnose", "doctor"),
+    "Doctor": ("pitstop.diagnose", "Doctor"),
+    "DoctorReport": ("pitstop.diagnose", "DoctorReport"),
+    "integrations": ("pitstop.integrations", None),
     "Inputs": ("pitstop.models.inputs", "Inputs"),
     "optimize": ("pitstop.measure.optimize_api", "optimize"),
     "OptimizedModel": ("pitstop.measure.optimized", "OptimizedModel"),
@@ -34,6 +42,8 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from pitstop import integrations
+    from pitstop.diagnose import Doctor, DoctorReport, doctor
     from pitstop.errors import PitstopError
     from pitstop.measure.api import bench
     from pitstop.measure.measurement import BenchResult
@@ -48,7 +58,7 @@ def __getattr__(name: str) -> Any:
         import importlib
 
         module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
+        value = importlib.import_module(module) if attr is None else getattr(importlib.import_module(module), attr)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'pitstop' has no attribute {name!r}")

@@ -54,6 +54,12 @@ def test_replicas_each_time_the_variant_and_are_kept_apart(models_py, tmp_path):
     assert doc["settings"]["replicas"] == 2
 
 
+def test_every_variant_gets_its_minimum_of_calls_even_past_the_budget(models_py):
+    result = pitstop.bench(f"{models_py}:slow", variants=["eval+no_grad", "eval+inference_mode"], budget_s=0.05,
+                           threads=1, replicas=1)  # one 50 ms call would use the whole budget
+    assert all(r.status == "ok" and len(r.samples_s) >= 10 for r in result.rows)
+
+
 def test_activation_bytes_grow_with_batch(models_py):
     result = pitstop.bench(f"{models_py}:tiny", "float32[B,16]", batch_sizes=[2, 8],
                            variants=["eval+grad"], **FAST)

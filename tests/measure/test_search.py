@@ -80,8 +80,9 @@ def test_survivors_are_combined_most_promising_first_without_onnxruntime(search)
     assert combos == ["eval+inference_mode+bf16-autocast+compile",  # the two strongest
                       "eval+inference_mode+bf16-autocast+compile+channels_last",  # all that survived
                       "eval+inference_mode+bf16-autocast+channels_last", "eval+inference_mode+compile+channels_last"]
-    finalists = [c.name for c in search.finalists()]  # two combinations and the best two singles
-    assert finalists == [*combos[:2], "eval+inference_mode+onnxruntime", "eval+inference_mode+bf16-autocast"]
+    finalists = [c.name for c in search.finalists()]  # two combinations, the best two singles, a refinement
+    assert finalists == [*combos[:2], "eval+inference_mode+onnxruntime", "eval+inference_mode+bf16-autocast",
+                         "eval+inference_mode+bf16-autocast+compile-max-autotune"]  # on CPU: not probed alone
 
 
 def test_the_simpler_option_of_an_axis_is_combined_when_within_3_percent(search):
@@ -96,9 +97,18 @@ def test_singles_cover_every_axis_and_thread_count(search):
     names = {c.name for c in search.singles()}
     assert {"eval+inference_mode+bf16-autocast", "eval+inference_mode+fp16-autocast",
             "eval+inference_mode+bf16-weights", "eval+inference_mode+compile",
-            "eval+inference_mode+compile-max-autotune", "eval+inference_mode+compile-reduce-overhead",
+            "eval+inference_mode+compile-reduce-overhead",
             "eval+inference_mode+int8-dynamic", "eval+inference_mode+channels_last",
             "eval+inference_mode+onnxruntime"} <= names
+    assert "eval+inference_mode+compile-max-autotune" not in names  # on CPU a refinement of compile
+    on_cuda = Search(search.source, SearchSettings(BenchSettings(batch_sizes=(8,), threads=2, device="cuda"),
+                                                   batch_size=8), {})
+    assert "eval+inference_mode+compile-max-autotune" in {c.name for c in on_cuda.singles()}
+
+
+def test_a_refinement_is_tried_only_on_a_compiled_finalist(search):
+    search.outcome.stages = [stage("probe", {START.name: 10.0, "eval+inference_mode+bf16-autocast": 5.0})]
+    assert [c.name for c in search.finalists()] == ["eval+inference_mode+bf16-autocast"]
 
 
 @pytest.mark.parametrize("change, message", [

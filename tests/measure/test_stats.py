@@ -59,3 +59,11 @@ def test_speedup_of_a_huge_sample_set_against_a_small_one():
 
     ratio = speedup([2e-3] * 20_000, [1e-3] * 50)  # the huge side gets fewer resamples: still comparable
     assert ratio.median == 2.0 and ratio.verdict == "faster"
+
+
+def test_one_or_two_calls_a_side_never_give_a_verdict():
+    from pitstop.measure.stats import speedup
+
+    assert speedup([2.0], [1.0]).verdict == "within noise"  # a bootstrap of one call is a point, not proof
+    assert speedup([2.0, 2.1], [1.0, 1.0, 1.1, 1.0]).ci95[0] <= 1.0
+    assert speedup([2.0, 2.1, 2.0], [1.0, 1.0, 1.1]).verdict == "faster"

@@ -231,7 +231,7 @@ class GroupRunner:
         round_no = 0
         while True:
             alive = [v for v in live if v.alive and v.per_call_s]
-            active = [v for v in alive if v.spent_s < policy.budget_s]
+            active = [v for v in alive if v.spent_s < policy.budget_s or len(v.row.samples_s) < policy.min_samples]
             if not active or all(precise_enough(v.row.replica_samples_s, policy) for v in alive):
                 return
             if deadline is not None and time.monotonic() >= deadline \

@@ -29,6 +29,7 @@ EVAL_GRAD = VariantConfig("eval", "grad")  # measured once, so the published no_
 AXES = ("precision", "compile", "quant", "layout", "threads", "runtime")
 MEANINGFUL = 1.05  # a single technique combines when faster beyond noise, or by 5% (median)
 TIE = 1.03  # options of one axis within 3% of each other: the simpler one is combined
+PROBE_CALLS, FINAL_CALLS = 3, 5  # timed calls every variant gets at least, whatever the budget
 _OPTIONS: dict[str, tuple[Any, ...]] = {
     "precision": ("bf16-autocast", "bf16-weights", "fp16-autocast"),
     "compile": ("default", "max-autotune", "reduce-overhead"),
@@ -121,11 +122,12 @@ class Search:
         """Seconds of the current limit still unspent (the batch-size sweep keeps a quarter)."""
         return self.limit_s - (time.monotonic() - self.t0)
 
-    def _policy(self, variants: int, share: float, target: float) -> TimingPolicy:
+    def _policy(self, variants: int, share: float, target: float, min_samples: int) -> TimingPolicy:
         """Timed seconds per variant: ``share`` of the time left, split between the variants
-        (each also pays start-up, warm-up and compilation, hence the factor 2)."""
+        (each also pays start-up, warm-up and compilation, hence the factor 2). Every variant gets
+        ``min_samples`` timed calls whatever the budget says: an interval needs them."""
         per_variant = max(0.3, min(30.0, share * self.left_s() / max(variants, 1) / 2))
-        return TimingPolicy(target=target, budget_s=per_variant, min_samples=5, warmup_min_calls=2,
+        return TimingPolicy(target=target, budget_s=per_variant, min_samples=min_samples, warmup_min_calls=2,
                             warmup_max_s=max(0.3, 0.2 * per_variant))
 
     # -- stages ---------------------------------------------------------------------------
@@ -146,7 +148,7 @@ class Search:
 
     def _stages(self) -> None:
         b = self.settings.batch_size
-        self._stage("probe", b, [START, *self.singles()], share=0.15, target=0.05, first=True)
+        self._stage("probe", b, [START, *self.singles()], share=0.15, target=0.05, first=True, min_samples=PROBE_CALLS)
         # the references run once each, for the ratios users ask about; candidates in replicas
         references = [NO_GRAD, EVAL_GRAD, BASELINE]
         finalists, replicas = self._plan(self.finalists(), references)
@@ -177,7 +179,8 @@ class Search:
         """Seconds the final spends before timing, estimated from what the probe measured: worker
         start-up, preparation, fidelity, warm-up, two calls for memory, and compilation, which
         repeats in every replica (inductor's frozen graphs are not cached; an exported ONNX graph
-        is reused). Padded by a third: start-up contention grows with the number of processes."""
+        is reused), and the minimum of timed calls. Padded by a third: start-up contention grows
+        with the number of processes."""
         probe = self.outcome.stages[0].rows
         workers = sum(1 for r in probe if r.status != "skipped")
         start = max((r.phases_s.get("start", 0.0) for r in probe), default=0.0) / max(workers, 1)
@@ -185,27 +188,41 @@ class Search:
                    + 2 * (r.warmup or {}).get("per_call_s", 0.0) for r in probe if r.status == "ok"]
         per_process = start + (sorted(profile)[len(profile) // 2] if profile else 0.0)
         cost = per_process * (replicas * (1 + len(finalists)) + len(references))
+        per_call = next((r.warmup or {}).get("per_call_s", 0.0) for r in probe if r.variant == START.name)
+        cost += FINAL_CALLS * per_call * (replicas * (1 + len(finalists)) + 1.5 * len(references))  # train: slower
         cold = {r.variant: r.compile_s or 0.0 for r in probe}
+        default = cold.get(replace(START, compile="default").name, 0.0)
         for config in finalists:
-            if config.compile:
-                cost += cold.get(replace(START, compile=config.compile).name, 0.0) * replicas
+            if config.compile:  # a refinement was not probed: as costly as the default compile
+                cost += cold.get(replace(START, compile=config.compile).name, default) * replicas
             if config.runtime != "torch":
                 cost += cold.get(replace(START, runtime=config.runtime).name, 0.0)
         return cost * 4 / 3
 
     def finalists(self) -> list[VariantConfig]:
         """The two most promising combinations of the surviving techniques and the best two single
-        techniques (at most ``finalists + 1``)."""
+        techniques (at most ``finalists + 1``), then refinements (see ``_refined``)."""
         survivors = self._survivors()
         ranked = sorted(survivors.values(), key=lambda p: -p[1])
         combos = self.combinations(survivors)[:2]
         singles = [config for config, _ in ranked][:2]
-        return list(dict.fromkeys([*combos, *singles]))[: self.settings.finalists + 1]
+        finalists = list(dict.fromkeys([*combos, *singles]))[: self.settings.finalists + 1]
+        compiled = next((c for c in finalists if c.compile == "default"), None)
+        if compiled is not None and self._refined("compile", "max-autotune"):
+            finalists.append(replace(compiled, compile="max-autotune"))  # last: the first dropped when short
+        return finalists
+
+    def _refined(self, axis: str, option: Any) -> bool:
+        """Options tried as a refinement of a finalist rather than probed alone: on CPU,
+        max-autotune tunes the GEMM kernels of the graph the default compile builds (a second
+        cold compile of 30 s or more on a large model), so it is tried on the best compiled
+        finalist, when time allows."""
+        return (axis, option) == ("compile", "max-autotune") and self.settings.bench.device == "cpu"
 
     def _stage(self, name: str, batch_size: int, configs: list[VariantConfig], *, share: float, target: float,
                replicas: int = 1, first: bool = False, memory: bool = False,
-               single: list[VariantConfig] | None = None) -> Stage:
-        policy = self._policy(len(configs), share, target)
+               single: list[VariantConfig] | None = None, min_samples: int = FINAL_CALLS) -> Stage:
+        policy = self._policy(len(configs), share, target, min_samples)
         result = BenchResult(model=self.source.name, inputs={}, settings={}, environment=self.env,
                              baseline=START.name)
         stage = Stage(name, result)
@@ -224,7 +241,7 @@ class Search:
     def singles(self) -> list[VariantConfig]:
         """Each technique alone on top of the start point (gated ones become ``skipped`` rows)."""
         configs = [replace(START, **{axis: option}) for axis in self.settings.axes if axis in _OPTIONS
-                   for option in _OPTIONS[axis]]
+                   for option in _OPTIONS[axis] if not self._refined(axis, option)]
         if "threads" in self.settings.axes:
             configs += [replace(START, threads=n) for n in _thread_counts(self.settings.bench.threads)]
         return configs

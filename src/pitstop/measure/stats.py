@@ -17,6 +17,7 @@ import numpy as np
 
 Verdict = Literal["faster", "slower", "within noise"]
 _Z95 = 1.959964
+MIN_CALLS = 3  # fewer timed calls on a side: no verdict but "within noise"
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,8 @@ def speedup_groups(baseline: Groups, candidate: Groups, *, resamples: int = 1000
     """Speed-up of ``candidate`` over ``baseline`` (ratio of pooled medians, >1 = faster).
 
     The interval bootstraps both sides independently (hierarchically when they have several
-    groups); "within noise" when it contains 1."""
+    groups); "within noise" when it contains 1. Fewer than ``MIN_CALLS`` calls on a side cannot
+    tell a difference from noise: the interval is widened to include 1."""
     a = [np.asarray(g, dtype=float) for g in baseline if len(g)]
     b = [np.asarray(g, dtype=float) for g in candidate if len(g)]
     if not a or not b:
@@ -117,6 +119,8 @@ def speedup_groups(baseline: Groups, candidate: Groups, *, resamples: int = 1000
     lo, hi = np.percentile(ratios, [2.5, 97.5])
     ratio = float(np.median(np.concatenate(a)) / np.median(np.concatenate(b)))
     lo, hi = min(float(lo), ratio), max(float(hi), ratio)
+    if min(sum(map(len, a)), sum(map(len, b))) < MIN_CALLS:
+        lo, hi = min(lo, 1.0), max(hi, 1.0)
     verdict: Verdict = "within noise" if lo <= 1.0 <= hi else ("faster" if lo > 1.0 else "slower")
     return Ratio(ratio, (lo, hi), verdict)
 

@@ -1,0 +1,7 @@
+"""``python -m pitstop`` (e.g. under ``torchrun -m pitstop doctor train.py``)."""
+
+import sys
+
+from pitstop.cli import main
+
+sys.exit(main())
