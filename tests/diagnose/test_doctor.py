@@ -79,6 +79,21 @@ def test_zero_grad_without_set_to_none_is_a_clear():
     assert codes(dr) == set()
 
 
+def test_lbfgs_closures_are_clean():
+    model = mlp()
+    opt = torch.optim.LBFGS(model.parameters(), lr=0.1, max_iter=3)
+    with pitstop.doctor() as dr:
+        for x, y in batches(4):
+            def closure(x=x, y=y):
+                opt.zero_grad()
+                loss = nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                return loss
+
+            opt.step(closure)
+    assert codes(dr) == set() and dr.report().steps == 4
+
+
 def test_pit102_losses_kept_in_a_list_or_a_running_total():
     model = mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -150,7 +150,9 @@ class Doctor:
     """Watches a training run: ``Doctor(model, optimizer).attach()`` or ``with pitstop.doctor():``.
 
     ``model``/``optimizer`` are optional: roots and optimizers are found as they run. ``guard``
-    skips optimizer steps whose gradients are non-finite (reading them every step).
+    skips optimizer steps whose gradients are non-finite (reading them every step; a step given a
+    closure, as LBFGS and Lightning do, computes its gradients inside ``step()`` and cannot be
+    skipped, only reported).
     ``sync_every``: steps between reads of device-side values (default 1 on CPU, 50 with CUDA)."""
 
     def __init__(self, model: nn.Module | None = None, optimizer: torch.optim.Optimizer | None = None, *,
@@ -169,6 +171,7 @@ class Doctor:
         self.step = 1  # the current step (1-based): optimizer steps completed by the busiest optimizer, + 1
         self.opt_steps: dict[int, int] = {}  # optimizer id -> steps completed
         self._events = 0
+        self._closure = False  # the step in progress runs a closure (forward and backward inside step())
         self._last_event: dict[int, int] = {}
         self.optimizers: list[weakref.ref[torch.optim.Optimizer]] = []
         self.roots: list[weakref.ref[nn.Module]] = []
@@ -400,10 +403,16 @@ class Doctor:
     def _pre_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         self._guarded(self._add_optimizer, optimizer)
         self._set_step(self.opt_steps[id(optimizer)] + 1)  # this optimizer's step
-        self._emit("on_step", optimizer)
-        self._guarded(self._norms, optimizer)
+        rest = [a for a in args if a is not optimizer]  # the hook's args start with the optimizer itself
+        self._closure = callable(kwargs.get("closure", rest[0] if rest else None))
+        if not self._closure:
+            self._emit("on_step", optimizer)
+            self._guarded(self._norms, optimizer)
 
     def _post_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if self._closure:  # LBFGS, Lightning: forward and backward ran inside step(); now the gradients are known
+            self._emit("on_step", optimizer)
+            self._guarded(self._norms, optimizer)
         self.opt_steps[id(optimizer)] += 1
         self._events += 1
         self._last_event[id(optimizer)] = self._events

@@ -161,3 +161,40 @@ BENCH_SCHEMA: dict[str, Any] = {
         "advice": {"type": ["string", "null"]},
     },
 }
+
+FINDING_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["code", "name", "severity", "message", "where"],
+    "properties": {
+        "code": {"type": "string", "pattern": "^PIT[0-9]{3}$"},
+        "name": {"type": "string"},
+        "severity": {"enum": ["error", "warning", "info"]},
+        "message": {"type": "string"},
+        "where": {"type": "string"},
+        "fix": {"type": "string"},
+        "step": {"type": ["integer", "null"]},  # doctor
+        "count": {"type": "integer", "minimum": 1},  # doctor
+        "ranks": {"type": "array", "items": {"type": "integer"}},
+        "path": {"type": "string"}, "line": {"type": "integer"}, "col": {"type": "integer"},  # lint
+    },
+}
+
+DOCTOR_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "pitstop doctor report",
+    "type": "object",
+    "required": ["pitstop", "schema", "kind", "environment", "steps", "exit", "findings"],
+    "properties": {
+        "pitstop": {"type": "string"},
+        "schema": {"const": SCHEMA_VERSION},
+        "kind": {"const": "doctor"},
+        "environment": {"type": "object", "required": ["torch", "cpu", "pitstop"]},
+        "steps": {"type": "integer", "minimum": 0},
+        "exit": {"type": "object", "required": ["status"],
+                 "properties": {"status": {"enum": ["ok", "crashed", "exited", "interrupted"]}}},
+        "findings": {"type": "array", "items": FINDING_SCHEMA},
+        "guard": {"type": "object", "properties": {"skipped_steps": {"type": "array", "items": {"type": "integer"}}}},
+        "data_wait_share": {"type": ["number", "null"]},
+        "ranks": {"type": "integer", "minimum": 1},
+    },
+}
