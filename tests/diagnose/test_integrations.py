@@ -13,7 +13,7 @@ from torch import nn
 
 
 def test_lightning_callback_reports_a_bug_in_a_lightning_module(tmp_path):
-    L = pytest.importorskip("lightning", reason="the lightning extra is part of dev")  # noqa: N806
+    L = pytest.importorskip("lightning", reason="the lightning extra is part of dev")
     from pitstop.integrations.lightning import DoctorCallback
 
     class Module(L.LightningModule):
