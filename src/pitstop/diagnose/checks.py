@@ -464,7 +464,7 @@ class GradNormAnomaly(Check):
 
 class DeadActivations(Check):
     """PIT108: a ReLU-family module that outputs zero for >= 99% of elements over many sampled
-    training steps (every step for the first 20, then every 10th)."""
+    training steps (every step for the first 10, then every 10th; one count_nonzero each)."""
 
     code = "PIT108"
     KINDS = (nn.ReLU, nn.ReLU6, nn.Hardtanh, nn.Threshold)
@@ -479,11 +479,11 @@ class DeadActivations(Check):
         if not isinstance(module, self.KINDS) or not torch.is_grad_enabled() or not module.training:
             return
         step = self.doctor.step
-        if step > 20 and step % 10:
+        if step > 10 and step % 10:
             return
         if isinstance(output, torch.Tensor) and output.numel():
             self.modules[id(module)] = weakref.ref(module)
-            self.pending.setdefault(id(module), []).append((output == 0).float().mean())
+            self.pending.setdefault(id(module), []).append(1.0 - torch.count_nonzero(output) / output.numel())
 
     def on_sync(self) -> None:
         for key, values in self.pending.items():

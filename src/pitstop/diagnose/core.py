@@ -161,7 +161,8 @@ class Doctor:
         from pitstop.diagnose.checks import default_checks
 
         self.guard = guard
-        self.sync_every = sync_every or (50 if torch.cuda.is_available() and torch.cuda.is_initialized() else 1)
+        self._sync_given = sync_every
+        self.sync_every = sync_every or 1  # becomes 50 (unless given) once values live on a GPU
         chosen = list(checks) if checks is not None else default_checks()
         self.select, self.ignore = [s.upper() for s in select], [s.upper() for s in ignore]
         self.checks = [c for c in chosen if any(self.wanted(code) for code in c.codes or (c.code,))]
@@ -189,7 +190,8 @@ class Doctor:
         self.crash: dict[str, str] | None = None
         self._model, self._optimizer = model, optimizer
         self._handles: list[Any] = []
-        self._hooked: set[int] = set()
+        self._hooked: set[int] = set()  # parameters with a grad hook
+        self._hooked_roots: set[int] = set()
         self._depth = 0
         self._pending_norms: list[tuple[int, Any, list[torch.Tensor], torch.Tensor]] = []
         self._pending_losses: list[tuple[int, torch.Tensor, str]] = []
@@ -244,6 +246,9 @@ class Doctor:
         torch.autograd.backward = self._orig_backward  # type: ignore[assignment]
         _dataloader._BaseDataLoaderIter.__next__ = self._orig_next  # type: ignore[method-assign]
         self.last_inputs.clear()
+        self._hooked.clear()  # attach() again hooks the roots and parameters afresh
+        self._hooked_roots.clear()
+        self.roots.clear()
         self._attached = False
 
     def __enter__(self) -> Doctor:
@@ -334,9 +339,9 @@ class Doctor:
                 self._emit("on_root_forward", module, output, torch.is_grad_enabled())
 
     def _add_root(self, module: nn.Module, name: str | None) -> None:
-        if id(module) in self._hooked:
+        if id(module) in self._hooked_roots:
             return
-        self._hooked.add(id(module))
+        self._hooked_roots.add(id(module))
         self.roots.append(weakref.ref(module))
         names = {self.root_names.get(id(r)) for r in self.roots_alive()}
         base = name or ("model" if "model" not in names else type(module).__name__)
@@ -388,6 +393,8 @@ class Doctor:
                 if t.numel() == 1 and t.is_floating_point():
                     self._pending_losses.append((self.step, t.detach().reshape(()), site))
         self._emit("on_backward", ts, gs, retain, site)
+        if self._sync_given is None and any(t.is_cuda for _, t, _ in self._pending_losses):
+            self.sync_every = 50
         if self.sync_every == 1 or self.guard:
             self._flush_losses()
 
@@ -446,6 +453,8 @@ class Doctor:
                 for p in params:
                     p.grad = None  # the optimizer skips parameters without a gradient: weights stay clean
                 self.skipped_steps.append(self.step)
+        if self._sync_given is None and norms.is_cuda:
+            self.sync_every = 50
         self._pending_norms.append((self.step, weakref.ref(optimizer), params, norms))
         if self.guard or self.step % self.sync_every == 0:
             self._flush()

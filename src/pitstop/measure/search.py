@@ -114,7 +114,9 @@ class Search:
         self.outcome = SearchOutcome()
         self.t0 = time.monotonic()
         sweeps = any(size != settings.batch_size for size in settings.sweep)
-        self.limit_s = settings.time_budget_s * (0.75 if sweeps else 1.0)
+        # the stages' deadline; what is left covers calls past it (every variant gets its minimum
+        # of calls) and closing the workers, or the batch-size sweep
+        self.limit_s = settings.time_budget_s * (0.75 if sweeps else 0.92)
 
     # -- budget ---------------------------------------------------------------------------
 
