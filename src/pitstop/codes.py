@@ -28,6 +28,9 @@ class Code:
 
 
 CODES: dict[str, Code] = {c.code: c for c in (
+    Code("PIT001", "invalid-file", "error", "S",  # pitstop's own: not in design/CODES.md's tables
+         "the file could not be linted: a syntax error, or bytes that do not decode in its declared encoding",
+         "fix the syntax or the encoding; the other files are linted regardless"),
     Code("PIT101", "stale-gradients", "error", "SR",
          "gradients left from an earlier optimizer step are accumulated into the next one: no zero_grad() "
          "(or p.grad = None) between two step() calls",

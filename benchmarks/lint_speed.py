@@ -1,0 +1,80 @@
+"""How fast is `pitstop lint`? Files/s and lines/s on the installed torch package's source, next to
+TorchFix (`pip install torchfix`) on the same tree in the same run, both pinned to one core.
+
+Each tool runs as its own command (`pitstop lint --select ALL`, `torchfix -j 1 --select ALL`),
+timed wall-clock, alternating, `--repeats` times; the median is reported. TorchFix parses with
+libcst and is slow, so by default the shared tree is torch/nn + torch/optim; pitstop alone also
+runs on the whole package. Target: >= 20,000 lines/s on one core and faster than TorchFix.
+
+    python benchmarks/lint_speed.py [--repeats 3] [--full]     # --full: TorchFix on the whole package too
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+TORCH = Path(torch.__file__).parent
+
+
+def size(paths: list[Path]) -> tuple[int, int]:
+    files = [f for p in paths for f in ([p] if p.is_file() else p.rglob("*.py"))]
+    return len(files), sum(f.read_bytes().count(b"\n") + 1 for f in files)
+
+
+def one_core() -> None:
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
+def timed(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, preexec_fn=one_core)
+    elapsed = time.perf_counter() - start
+    if out.returncode not in (0, 1):
+        raise SystemExit(f"{cmd[0]} failed ({out.returncode}): {out.stderr.strip()[-500:]}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--full", action="store_true", help="run TorchFix on the whole package too (slow)")
+    args = parser.parse_args()
+    torchfix = shutil.which("torchfix")
+    if torchfix is None:
+        raise SystemExit("torchfix is not installed: pip install torchfix (the comparison needs it)")
+    pitstop = [sys.executable, "-m", "pitstop", "lint", "--select", "ALL", "--fail-on", "never"]
+    shared = [TORCH / "nn", TORCH / "optim"]
+    trees = {"torch/nn + torch/optim": shared, "torch (whole package)": [TORCH]}
+    print(f"torch {torch.__version__} source at {TORCH}; one core; median of {args.repeats} runs; wall clock "
+          f"including each tool's start-up")
+    for label, paths in trees.items():
+        files, lines = size(paths)
+        tools = {"pitstop lint": pitstop + [str(p) for p in paths]}
+        if label.startswith("torch/nn") or args.full:
+            tools["torchfix -j 1"] = [torchfix, "-j", "1", "--select", "ALL", *map(str, paths)]
+        times: dict[str, list[float]] = {t: [] for t in tools}
+        for _ in range(args.repeats):
+            for tool, cmd in tools.items():  # alternating, in one run
+                times[tool].append(timed(cmd))
+        print(f"\n{label}: {files} files, {lines:,} lines")
+        medians = {t: statistics.median(v) for t, v in times.items()}
+        for tool, s in medians.items():
+            print(f"  {tool:<14} {s:7.2f} s  {files / s:8.0f} files/s  {lines / s:9,.0f} lines/s  "
+                  f"(runs: {', '.join(f'{x:.2f}' for x in times[tool])} s)")
+        if len(medians) == 2:
+            print(f"  pitstop lint is {medians['torchfix -j 1'] / medians['pitstop lint']:.1f}x faster than TorchFix "
+                  f"here (target: faster; >= 20,000 lines/s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,331 @@
+"""What the rules know about a file: import aliases, scopes, loops, and which names hold
+graph-attached tensors inside a loop. One parse, a few linear walks; no type inference."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode",
+           "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"}
+DETACHING = {"item", "detach", "detach_", "tolist", "numpy", "__float__", "__int__"}
+NUMBER_FUNCS = {"float", "int", "bool", "str", "len", "print", "round", "abs", "repr", "format"}
+SAFE_ATTRS = {"data", "shape", "dtype", "device", "requires_grad", "ndim", "is_cuda", "grad_fn", "size"}
+MODEL_NAME = re.compile(r"(model|net|criterion|crit|loss|encoder|decoder|generator|discriminator|head|classifier|"
+                        r"backbone|module|policy|critic|actor|^g$|^d$)", re.I)
+EVAL_NAME = re.compile(r"^(eval|evaluate|validate|validation|valid|val|test|predict|infer|inference)(_|$)|"
+                       r"(_eval|_evaluate|_validate|_validation|_val|_test|_predict|_inference)$", re.I)
+EVAL_LOADER = re.compile(r"(val|valid|test|eval|dev)", re.I)
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain (``self.opt``), else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def names_in(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def target_names(target: ast.AST) -> list[str]:
+    """Names bound by an assignment target (tuples unpacked; attributes and subscripts skipped)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [n for elt in target.elts for n in target_names(elt)]
+    if isinstance(target, ast.Starred):
+        return target_names(target.value)
+    return []
+
+
+def walk_local(node: ast.AST, into_defs: bool = False) -> Iterator[ast.AST]:
+    """``ast.walk`` that does not enter nested function/class definitions (unless ``into_defs``)
+    or lambdas."""
+    stack = list(ast.iter_child_nodes(node))
+    while stack:
+        n = stack.pop()
+        yield n
+        if not into_defs and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+
+
+@dataclass
+class Module:
+    """A parsed file with its import aliases and local definitions."""
+
+    tree: ast.Module
+    source: str
+    aliases: dict[str, str] = field(default_factory=dict)  # local name -> qualified name
+    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    parents: dict[int, ast.AST] = field(default_factory=dict)
+    optimizers: set[str] = field(default_factory=set)  # dotted names bound to torch.optim.X(...)
+    trains: bool = False  # the file calls backward() somewhere
+
+    calls: list[ast.Call] = field(default_factory=list)  # every call, in one walk
+    loop_nodes: list[ast.AST] = field(default_factory=list)
+    withs: list[ast.AST] = field(default_factory=list)
+    defs: list[ast.AST] = field(default_factory=list)  # every function definition
+    backwards: list[ast.Call] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, tree: ast.Module, source: str) -> Module:
+        """One walk over the tree collects everything the rules look up."""
+        m = cls(tree, source)
+        local_defs: set[str] = set()
+        parents = m.parents
+        stack: list[ast.AST] = [tree]
+        while stack:
+            node = stack.pop()
+            children = list(ast.iter_child_nodes(node))
+            for child in children:
+                parents[id(child)] = node
+            stack.extend(children)
+            t = type(node)
+            if t is ast.Call:
+                m.calls.append(node)  # type: ignore[arg-type]
+                if is_backward(node):
+                    m.backwards.append(node)  # type: ignore[arg-type]
+                    m.trains = True
+            elif t in (ast.For, ast.AsyncFor, ast.While):
+                m.loop_nodes.append(node)
+            elif t in (ast.With, ast.AsyncWith):
+                m.withs.append(node)
+            elif t is ast.Import:
+                for a in node.names:  # type: ignore[attr-defined]
+                    if a.asname:
+                        m.aliases[a.asname] = a.name
+                    else:
+                        m.aliases[a.name.split(".")[0]] = a.name.split(".")[0]
+            elif t is ast.ImportFrom and node.module and node.level == 0:  # type: ignore[attr-defined]
+                for a in node.names:  # type: ignore[attr-defined]
+                    if a.name != "*":
+                        m.aliases[a.asname or a.name] = f"{node.module}.{a.name}"  # type: ignore[attr-defined]
+            elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
+                m.defs.append(node)
+                m.functions.setdefault(node.name, node)  # type: ignore[attr-defined, arg-type]
+                if parents.get(id(node)) is tree:
+                    local_defs.add(node.name)  # type: ignore[attr-defined]
+            elif t is ast.ClassDef and parents.get(id(node)) is tree:
+                local_defs.add(node.name)  # type: ignore[attr-defined]
+        for name in local_defs:  # a module-level def shadows an import of the same name
+            m.aliases.pop(name, None)
+        m.calls.sort(key=lambda c: (c.lineno, c.col_offset))
+        for node in m.calls:
+            parent = parents.get(id(node))
+            if isinstance(parent, ast.Assign) and parent.value is node:
+                q = m.qualname(node.func) or ""
+                if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
+                    m.optimizers.update(d for t in parent.targets if (d := dotted(t)))
+        return m
+
+    def enclosing_loops(self, node: ast.AST) -> list[ast.AST]:
+        """Loops around ``node`` inside its own function, innermost first."""
+        found = []
+        cur = self.parents.get(id(node))
+        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                                       ast.Lambda)):
+            if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)):
+                found.append(cur)
+            cur = self.parents.get(id(cur))
+        return found
+
+    def qualname(self, node: ast.AST) -> str | None:
+        """The qualified name an expression refers to through the imports (``cp.checkpoint`` ->
+        ``torch.utils.checkpoint.checkpoint``), or None when it is not an imported name."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.aliases:
+            return None
+        return ".".join([self.aliases[node.id], *reversed(parts)])
+
+    def is_no_grad(self, expr: ast.AST) -> bool:
+        """``torch.no_grad()``, ``torch.inference_mode()`` (called or not) or ``set_grad_enabled(False)``."""
+        call = expr if isinstance(expr, ast.Call) else None
+        q = self.qualname(call.func if call else expr) or ""
+        if q in NO_GRAD:
+            return not (call and call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value is False)
+        if q in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled") and call and call.args:
+            return isinstance(call.args[0], ast.Constant) and call.args[0].value is False
+        return False
+
+    def under_no_grad(self, node: ast.AST, stop: ast.AST | None = None) -> ast.AST | None:
+        """The enclosing ``with no_grad()`` statement or no_grad-decorated function, if any."""
+        cur: ast.AST | None = node
+        while cur is not None and cur is not stop:
+            parent = self.parents.get(id(cur))
+            if isinstance(parent, (ast.With, ast.AsyncWith)) and cur in parent.body \
+                    and any(self.is_no_grad(item.context_expr) for item in parent.items):
+                return parent
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for dec in parent.decorator_list:
+                    if self.is_no_grad(dec):
+                        return dec
+                return None
+            cur = parent
+        return None
+
+    def enclosing_function(self, node: ast.AST) -> ast.AST:
+        cur = self.parents.get(id(node))
+        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            cur = self.parents.get(id(cur))
+        return cur or self.tree
+
+
+def method_calls(scope: ast.AST, attr: str, into_defs: bool = False) -> list[ast.Call]:
+    """Calls ``X.attr(...)`` under ``scope``."""
+    return [n for n in walk_local(scope, into_defs) if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute) and n.func.attr == attr]
+
+
+def backward_targets(call: ast.Call, mod: Module) -> list[ast.AST]:
+    """What a backward call differentiates: ``loss.backward()`` -> loss;
+    ``scaler.scale(loss).backward()`` -> loss; ``torch.autograd.backward(loss)``,
+    ``accelerator.backward(loss)``, ``self.manual_backward(loss)`` -> loss."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in ("backward", "manual_backward"):
+        return list(call.args[:1]) if isinstance(func, ast.Name) and func.id == "manual_backward" else []
+    base = func.value
+    if isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and base.func.attr == "scale" and base.args:
+        return [base.args[0]]
+    owner = (dotted(base) or "").rsplit(".", 1)[-1]
+    if func.attr == "manual_backward" or mod.qualname(base) == "torch.autograd" \
+            or owner in ("accelerator", "fabric", "engine", "trainer", "model_engine"):
+        return list(call.args[:1])
+    return [base]
+
+
+def is_backward(call: ast.AST) -> bool:
+    return isinstance(call, ast.Call) and (
+        (isinstance(call.func, ast.Attribute) and call.func.attr in ("backward", "manual_backward"))
+        or (isinstance(call.func, ast.Name) and call.func.id == "manual_backward"))
+
+
+def is_step(call: ast.AST, mod: Module) -> bool:
+    """An optimizer step: ``opt.step()`` on a name bound to torch.optim.X(...) or named like an
+    optimizer (not a scheduler), or ``scaler.step(opt)``."""
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "step"):
+        return False
+    recv = dotted(call.func.value) or ""
+    if recv in mod.optimizers:
+        return True
+    last = recv.rsplit(".", 1)[-1].lower()
+    if "sched" in last or last.startswith("lr") or "warmup" in last:
+        return False
+    return "opt" in last or "scaler" in last
+
+
+def clears_grads(scope: ast.AST, mod: Module, seen: set[str] | None = None) -> bool:
+    """``zero_grad()``, ``p.grad = None``, ``p.grad.zero_()`` (or ``.data.zero_()``) under scope,
+    closures included, or in a local function it calls or passes (an LBFGS closure)."""
+    seen = seen if seen is not None else set()
+    for n in walk_local(scope, into_defs=True):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            if n.func.attr == "zero_grad" or (n.func.attr in ("zero_", "detach_", "fill_")
+                                              and "grad" in (dotted(n.func.value) or "").split(".")):
+                return True
+        if isinstance(n, (ast.Assign, ast.AnnAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
+                return True
+        if isinstance(n, ast.Call):
+            callees = [n.func, *n.args]
+            for c in callees:
+                name = c.id if isinstance(c, ast.Name) else None
+                if name and name in mod.functions and name not in seen:
+                    seen.add(name)
+                    if clears_grads(mod.functions[name], mod, seen):
+                        return True
+    return False
+
+
+class GraphNames:
+    """Names that hold graph-attached tensors inside one loop: what backward runs on, results of
+    model / criterion / torch.nn.functional calls, and anything computed from them without
+    ``.item()``, ``.detach()``, ``float()`` and the like."""
+
+    def __init__(self, loop: ast.AST, mod: Module) -> None:
+        self.mod = mod
+        self.names: set[str] = set()
+        self.scalar: set[str] = set()  # backward() without arguments ran on them: one element
+        for call in method_calls(loop, "backward"):
+            for t in backward_targets(call, mod):
+                if isinstance(t, ast.Name):
+                    self.names.add(t.id)
+                    if not call.args and not any(k.arg in ("gradient", "grad_tensors") for k in call.keywords):
+                        self.scalar.add(t.id)
+        assigns = [n for n in walk_local(loop) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
+        for _ in range(3):  # to a fixed point (assignments may come in any order)
+            before = len(self.names)
+            for a in assigns:
+                value = a.value
+                if value is None:
+                    continue
+                targets = a.targets if isinstance(a, ast.Assign) else [a.target]
+                if self.carries(value) or self.model_call(value):
+                    for t in targets:
+                        self.names.update(target_names(t))
+            if len(self.names) == before:
+                break
+
+    def model_call(self, value: ast.AST) -> bool:
+        """A call of something named like a model or criterion, or of torch.nn.functional."""
+        if not isinstance(value, ast.Call):
+            return False
+        q = self.mod.qualname(value.func) or ""
+        if q.startswith("torch.nn.functional."):
+            return True
+        name = dotted(value.func) or ""
+        if name in self.mod.functions:
+            return False  # a local helper, not a model
+        last = name.rsplit(".", 1)[-1]
+        return bool(last) and bool(MODEL_NAME.search(last)) and not q.startswith("torch.") \
+            and last not in ("load_state_dict", "state_dict", "named_parameters", "parameters")
+
+    def carries(self, expr: ast.AST) -> bool:
+        """Whether ``expr`` evaluates to something still attached to a graph name."""
+        if isinstance(expr, ast.Name):
+            return expr.id in self.names
+        if isinstance(expr, ast.Call):
+            f = expr.func
+            if isinstance(f, ast.Attribute) and f.attr in DETACHING:
+                return False
+            if isinstance(f, ast.Name) and f.id in NUMBER_FUNCS:
+                return False
+            return self.carries(f.value) if isinstance(f, ast.Attribute) else \
+                any(self.carries(a) for a in [*expr.args, *(k.value for k in expr.keywords)])
+        if isinstance(expr, ast.Attribute):
+            return expr.attr not in SAFE_ATTRS and self.carries(expr.value)
+        if isinstance(expr, (ast.Compare, ast.Constant, ast.JoinedStr, ast.Lambda)):
+            return False
+        if isinstance(expr, ast.Subscript):
+            return self.carries(expr.value)
+        return any(self.carries(c) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr))
+
+    def culprit(self, expr: ast.AST) -> ast.Name | None:
+        """The graph name ``expr`` is (for a fix), when it is exactly one."""
+        return expr if isinstance(expr, ast.Name) and expr.id in self.names else None
+
+
+def loops(scope: ast.AST) -> list[ast.AST]:
+    return [n for n in walk_local(scope) if isinstance(n, (ast.For, ast.AsyncFor, ast.While))]
+
+
+def assigned_in(loop: ast.AST, name: str) -> bool:
+    """Whether ``name`` is (re)bound by a plain assignment inside the loop body (a list built and
+    consumed in one iteration)."""
+    for n in walk_local(loop):
+        if isinstance(n, ast.Assign) and any(name in target_names(t) for t in n.targets):
+            return True
+    return False

@@ -1,0 +1,143 @@
+"""Lint output formats: concise (default), full (with the source line), json (PRODUCT.md),
+sarif (2.1.0) and github (workflow annotations)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pitstop.codes import CODES, Code
+from pitstop.lint.rules import Diagnostic
+
+FORMATS = ("concise", "full", "json", "sarif", "github")
+_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+_GITHUB = {"error": "error", "warning": "warning", "info": "notice"}
+_COLOUR = {"error": "\033[31m", "warning": "\033[33m", "info": "\033[36m"}
+_RESET, _BOLD, _DIM = "\033[0m", "\033[1m", "\033[2m"
+
+
+def marker(d: Diagnostic, unsafe: bool) -> str:
+    """``[*]`` when ``--fix`` would fix it, ``[-]`` when only ``--unsafe-fixes`` would."""
+    if d.fix is None:
+        return ""
+    return " [*]" if d.fix.safe or unsafe else " [-]"
+
+
+def concise(findings: list[Diagnostic], colour: bool, unsafe: bool = False) -> list[str]:
+    out = []
+    for d in findings:
+        sev = CODES[d.code].severity
+        code = f"{_COLOUR[sev]}{_BOLD}{d.code}{_RESET}" if colour else d.code
+        where = f"{_BOLD}{d.path}{_RESET}:{d.line}:{d.col}:" if colour else f"{d.path}:{d.line}:{d.col}:"
+        out.append(f"{where} {code}{marker(d, unsafe)} {d.message}")
+    return out
+
+
+def full(findings: list[Diagnostic], sources: dict[str, str], colour: bool, unsafe: bool = False) -> list[str]:
+    out = []
+    for d in findings:
+        c = CODES[d.code]
+        out += concise([d], colour, unsafe)
+        lines = (sources.get(d.path) or "").splitlines()
+        if 0 < d.line <= len(lines):
+            text = lines[d.line - 1].rstrip()
+            width = max(1, (d.end_col - d.col) if d.end_line == d.line else len(text) - d.col + 1)
+            out += [f"   {d.line:>4} | {text}", f"        | {' ' * (d.col - 1)}{'^' * width}"]
+        fix = f"{d.fix.description} ({'safe' if d.fix.safe else 'unsafe'} fix)" if d.fix else c.fix
+        out += [f"        = {c.name} ({c.severity}): {fix}", ""]
+    return out
+
+
+def summary(findings: list[Diagnostic], files: int, unsafe: bool = False) -> str:
+    if not findings:
+        return f"All checks passed ({files} file{'s' if files != 1 else ''})."
+    safe = sum(1 for d in findings if d.fix and d.fix.safe)
+    risky = sum(1 for d in findings if d.fix and not d.fix.safe)
+    plural = "s" if files != 1 else ""
+    text = f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} in {files} file{plural}."
+    if safe or risky:
+        text += f" {safe} fixable with --fix"
+        if risky:
+            text += f" ({risky} more with --unsafe-fixes)" if not unsafe else f", {risky} with --unsafe-fixes"
+        text += "."
+    return text
+
+
+def finding_dict(d: Diagnostic) -> dict[str, Any]:
+    c = CODES[d.code]
+    return {"code": d.code, "name": c.name, "severity": c.severity, "message": d.message,
+            "where": f"{d.path}:{d.line}:{d.col}", "fix": d.fix.description if d.fix else c.fix,
+            "fixable": None if d.fix is None else ("safe" if d.fix.safe else "unsafe"),
+            "path": d.path, "line": d.line, "col": d.col, "end_line": d.end_line, "end_col": d.end_col}
+
+
+def json_document(findings: list[Diagnostic], files: int, lines: int, environment: dict[str, Any]) -> dict[str, Any]:
+    from pitstop import __version__
+
+    return {"pitstop": __version__, "schema": 1, "kind": "lint", "environment": environment,
+            "files": files, "lines": lines, "findings": [finding_dict(d) for d in findings]}
+
+
+def _rule(c: Code) -> dict[str, Any]:
+    return {"id": c.code, "name": c.name,
+            "shortDescription": {"text": f"{c.name}: {c.summary[:200]}"},
+            "fullDescription": {"text": c.summary},
+            "help": {"text": f"{c.fix}. Run `pitstop explain {c.code}`."},
+            "defaultConfiguration": {"level": _LEVEL[c.severity]},
+            "properties": {"kinds": c.kinds, "severity": c.severity}}
+
+
+def sarif(findings: list[Diagnostic], root: Path | None = None) -> dict[str, Any]:
+    """A SARIF 2.1.0 log: one run, every code as a rule, fixes as SARIF fixes."""
+    from pitstop import __version__
+
+    codes = sorted(CODES)
+    index = {c: i for i, c in enumerate(codes)}
+    results = []
+    for d in findings:
+        region = {"startLine": d.line, "startColumn": d.col, "endLine": d.end_line, "endColumn": max(d.end_col, 1)}
+        result: dict[str, Any] = {
+            "ruleId": d.code, "ruleIndex": index[d.code], "level": _LEVEL[CODES[d.code].severity],
+            "message": {"text": d.message},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(d.path, root)}, "region": region}}],
+        }
+        if d.fix is not None:
+            result["properties"] = {"fixable": "safe" if d.fix.safe else "unsafe"}
+        results.append(result)
+    return {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "pitstop", "version": __version__, "semanticVersion": __version__,
+                                "rules": [_rule(CODES[c]) for c in codes]}},
+            "results": results,
+            "columnKind": "unicodeCodePoints",
+        }],
+    }
+
+
+def _uri(path: str, root: Path | None) -> str:
+    p = Path(path)
+    if root is not None:
+        try:
+            p = p.resolve().relative_to(root.resolve())
+        except ValueError:
+            return p.resolve().as_uri()
+    return p.as_posix()
+
+
+def github(findings: list[Diagnostic]) -> list[str]:
+    """``::error file=...,line=...::message`` lines that GitHub Actions turns into annotations."""
+    out = []
+    for d in findings:
+        c = CODES[d.code]
+        msg = d.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        path = d.path.replace(",", "%2C")
+        out.append(f"::{_GITHUB[c.severity]} title={d.code} {c.name},file={path},line={d.line},col={d.col},"
+                   f"endLine={d.end_line},endColumn={d.end_col}::{d.code} {msg}")
+    return out
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2)

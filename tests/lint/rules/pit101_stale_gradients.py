@@ -1,0 +1,75 @@
+import torch
+
+
+def no_zero_grad(model, loader, opt, crit):
+    for x, y in loader:
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()  # error: PIT101
+
+
+def zero_grad_before_the_loop_only(model, loader, crit):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    optimizer.zero_grad()
+    for x, y in loader:
+        crit(model(x), y).backward()
+        optimizer.step()  # error: PIT101
+
+
+def correct(model, loader, opt, crit):
+    for x, y in loader:
+        opt.zero_grad()
+        crit(model(x), y).backward()
+        opt.step()
+
+
+def accumulation_with_step_under_a_condition(model, loader, opt, crit, k=4):
+    for i, (x, y) in enumerate(loader):
+        (crit(model(x), y) / k).backward()
+        if (i + 1) % k == 0:
+            opt.step()
+            opt.zero_grad()
+
+
+def set_to_none_by_hand(model, loader, opt, crit):
+    for x, y in loader:
+        crit(model(x), y).backward()
+        opt.step()
+        for p in model.parameters():
+            p.grad = None
+
+
+def lbfgs_closure(model, loader, crit):
+    opt = torch.optim.LBFGS(model.parameters())
+    for x, y in loader:
+        def closure():
+            opt.zero_grad()
+            loss = crit(model(x), y)
+            loss.backward()
+            return loss
+        opt.step(closure)
+
+
+def helper_clears(model, loader, opt, crit):
+    for x, y in loader:
+        reset(opt)
+        crit(model(x), y).backward()
+        opt.step()
+
+
+def reset(optimizer):
+    optimizer.zero_grad(set_to_none=True)
+
+
+def scheduler_step_is_not_an_optimizer(model, loader, opt, sched, crit):
+    for x, y in loader:
+        opt.zero_grad()
+        crit(model(x), y).backward()
+        opt.step()
+        sched.step()
+
+
+def suppressed(model, loader, opt, crit):
+    for x, y in loader:
+        crit(model(x), y).backward()
+        opt.step()  # noqa: stale-gradients

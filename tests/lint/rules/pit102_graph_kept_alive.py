@@ -1,0 +1,58 @@
+import torch
+
+
+class Trainer:
+    def fit(self, model, loader, opt, crit):
+        losses = []
+        running = 0.0
+        for x, y in loader:
+            opt.zero_grad()
+            out = model(x)
+            loss = crit(out, y)
+            loss.backward()
+            opt.step()
+            losses.append(loss)  # error: PIT102
+            running += loss  # error: PIT102
+            self.last_output = out  # error: PIT102
+        return losses, running
+
+
+def correct(model, loader, opt, crit):
+    losses, running, preds = [], 0.0, []
+    for x, y in loader:
+        opt.zero_grad()
+        out = model(x)
+        loss = crit(out, y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        running += loss.item()
+        preds.append(out.detach().cpu())
+        batch_losses = []  # built and consumed in the same iteration
+        batch_losses.append(loss)
+        print(sum(batch_losses))
+        total = float(loss)
+        losses.append(total)
+    return losses
+
+
+def derived_values_also_count(model, loader, opt, crit):
+    history = []
+    for x, y in loader:
+        opt.zero_grad()
+        loss = crit(model(x), y)
+        scaled = loss * 2
+        scaled.backward()
+        opt.step()
+        history.append(scaled / 2)  # error: PIT102
+
+
+def evaluation_under_no_grad_is_fine(model, loader, opt, crit):
+    outs = []
+    for x, y in loader:
+        opt.zero_grad()
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+        with torch.no_grad():
+            outs.append(model(x))

@@ -1,0 +1,12 @@
+import torch
+import torch.nn.functional as F
+
+
+def scores(x):
+    a = torch.log(torch.exp(x).sum(dim=-1))  # error: PIT602
+    b = x.exp().sum(1, keepdim=True).log()  # error: PIT602
+    c = torch.log(torch.softmax(x, dim=-1))  # error: PIT602
+    d = torch.log(F.softmax(x, 1))  # error: PIT602
+    e = torch.logsumexp(x, dim=-1)
+    f = torch.log(x.sum(-1))
+    return a, b, c, d, e, f
