@@ -62,7 +62,8 @@ def test_json_and_sarif_and_github(project, capsys):
     for f in doc["findings"]:
         jsonschema.validate(f, FINDING_SCHEMA)
     assert doc["findings"][0]["fixable"] == "unsafe"
-    code, out, _ = run(capsys, str(RULES), "--output-format", "sarif")
+    shutil.copytree(RULES, project / "rules")  # away from this repository's own [tool.pitstop.lint]
+    code, out, _ = run(capsys, "rules", "--output-format", "sarif")
     sarif = json.loads(out)
     jsonschema.validate(sarif, SARIF)  # the SARIF 2.1.0 schema
     results = sarif["runs"][0]["results"]

@@ -13,10 +13,11 @@ NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "t
 DETACHING = {"item", "detach", "detach_", "tolist", "numpy", "__float__", "__int__"}
 NUMBER_FUNCS = {"float", "int", "bool", "str", "len", "print", "round", "abs", "repr", "format"}
 SAFE_ATTRS = {"data", "shape", "dtype", "device", "requires_grad", "ndim", "is_cuda", "grad_fn", "size"}
-MODEL_NAME = re.compile(r"(model|net|criterion|crit|loss|encoder|decoder|generator|discriminator|head|classifier|"
-                        r"backbone|module|policy|critic|actor|^g$|^d$)", re.I)
-EVAL_NAME = re.compile(r"^(eval|evaluate|validate|validation|valid|val|test|predict|infer|inference)(_|$)|"
-                       r"(_eval|_evaluate|_validate|_validation|_val|_test|_predict|_inference)$", re.I)
+# what a forward call looks like: the callee's last name (lower case: not a class) ends in one of these
+MODEL_NAME = re.compile(r"(^|_)(model|net|net_?[gd]|network|criterion|crit|encoder|decoder|generator|discriminator|"
+                        r"head|classifier|backbone|policy|critic|actor|rnn|lstm|gru|loss_?fn|loss_?func|[gd])\d*$")
+EVAL_NAME = re.compile(r"^(eval|evaluate|validate|validation|valid|val|predict|infer|inference)(_|$)|"
+                       r"(_eval|_evaluate|_validate|_validation|_val|_predict|_inference)$", re.I)
 EVAL_LOADER = re.compile(r"(val|valid|test|eval|dev)", re.I)
 
 
@@ -290,8 +291,7 @@ class GraphNames:
         if name in self.mod.functions:
             return False  # a local helper, not a model
         last = name.rsplit(".", 1)[-1]
-        return bool(last) and bool(MODEL_NAME.search(last)) and not q.startswith("torch.") \
-            and last not in ("load_state_dict", "state_dict", "named_parameters", "parameters")
+        return bool(last) and last == last.lower() and bool(MODEL_NAME.search(last)) and not q.startswith("torch.")
 
     def carries(self, expr: ast.AST) -> bool:
         """Whether ``expr`` evaluates to something still attached to a graph name."""

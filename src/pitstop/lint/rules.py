@@ -410,6 +410,15 @@ def graph_kept_alive(ctx: Context) -> None:
                     fix = _detach_fix(ctx, graph, n.value, scope, holder, numeric=True)
                     ctx.report("PIT102", n, f"`{holder} += {ctx.text(n.value)}` sums graphs across steps: the running "
                                f"total keeps every step's graph alive", fix)
+            elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                    and isinstance(n.value, ast.BinOp) and isinstance(n.value.op, ast.Add) \
+                    and dotted(n.value.left) == n.targets[0].id and graph.carries(n.value.right) \
+                    and mod.under_no_grad(n, loop) is None:
+                holder = n.targets[0].id  # total = total + loss
+                done.add(id(n))
+                fix = _detach_fix(ctx, graph, n.value.right, scope, holder, numeric=True)
+                ctx.report("PIT102", n, f"`{holder} = {holder} + {ctx.text(n.value.right)}` chains every step's graph "
+                           f"into the running total", fix)
             elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Attribute) \
                     and graph.carries(n.value) and mod.under_no_grad(n, loop) is None:
                 holder = dotted(n.targets[0]) or ctx.text(n.targets[0])

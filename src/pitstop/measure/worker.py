@@ -50,7 +50,7 @@ class CudaEventTimer(CallTimer):
 def load_module(source: dict[str, Any], state_dict: dict[str, Any] | None, batch_size: int) -> torch.nn.Module:
     """Rebuild the parent's module: from its spec (then its exact weights) or from a pickle."""
     if source["kind"] == "pickle":
-        return torch.load(source["path"], weights_only=False)  # our own file, written by the parent
+        return torch.load(source["path"], weights_only=False)  # noqa: PIT501 (our own file, written by the parent)
     from pitstop.models.spec import parse_model_spec
 
     module, _ = parse_model_spec(source["spec"]).build(batch_size, seed=source["seed"])
