@@ -20,6 +20,8 @@ __all__ = [
     "bench",
     "doctor",
     "integrations",
+    "memory",
+    "numerics",
     "optimize",
     "parse_input_spec",
     "parse_model_spec",
@@ -32,6 +34,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Doctor": ("pitstop.diagnose", "Doctor"),
     "DoctorReport": ("pitstop.diagnose", "DoctorReport"),
     "integrations": ("pitstop.integrations", None),
+    "memory": ("pitstop.memory", None),
+    "numerics": ("pitstop.numerics", None),
     "Inputs": ("pitstop.models.inputs", "Inputs"),
     "optimize": ("pitstop.measure.optimize_api", "optimize"),
     "OptimizedModel": ("pitstop.measure.optimized", "OptimizedModel"),
@@ -42,7 +46,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 }
 
 if TYPE_CHECKING:
-    from pitstop import integrations
+    from pitstop import integrations, memory, numerics
     from pitstop.diagnose import Doctor, DoctorReport, doctor
     from pitstop.errors import PitstopError
     from pitstop.measure.api import bench

@@ -61,6 +61,10 @@ class ModelSpec:
         """The zoo model's default batch sizes (None for user factories)."""
         return ZOO[self.target].batch_sizes if self.kind == "zoo" else None
 
+    def resolve(self) -> Any:
+        """The callable the spec names (a factory, or any function: ``pitstop gradcheck``)."""
+        return self._factory()
+
     def _factory(self) -> Any:
         if self.kind == "zoo":
             return ZOO[self.target].build

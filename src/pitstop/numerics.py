@@ -1,0 +1,188 @@
+"""Numerically stable autograd Functions, and a gradient check that says where it fails.
+
+    y = pitstop.numerics.logsumexp(x, dim=-1)
+    q = pitstop.numerics.straight_through_round(x, bits=8)
+    res = pitstop.numerics.verify_gradients(fn, x, w)     # res.ok, res.details
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+__all__ = ["GradientCheck", "InputCheck", "logsumexp", "straight_through_round", "verify_gradients"]
+
+
+class LogSumExp(torch.autograd.Function):
+    """log(sum(exp(x))) along ``dim``, shifted by the maximum so that exp never overflows; the
+    gradient is softmax(x), computed as exp(x - result) (finite wherever the result is)."""
+
+    @staticmethod
+    def forward(x: torch.Tensor, dim: int, keepdim: bool) -> torch.Tensor:
+        m = x.amax(dim=dim, keepdim=True)
+        m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))  # all -inf (or inf) rows: no shift
+        out = m + (x - m).exp().sum(dim=dim, keepdim=True).log()
+        return out if keepdim else out.squeeze(dim)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        x, dim, keepdim = inputs
+        ctx.dim, ctx.keepdim = dim, keepdim
+        ctx.save_for_backward(x, output)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, None, None]:
+        x, out = ctx.saved_tensors
+        if not ctx.keepdim:
+            out, grad = out.unsqueeze(ctx.dim), grad.unsqueeze(ctx.dim)
+        return grad * (x - out).exp(), None, None  # differentiable: gradgradcheck works
+
+
+def logsumexp(x: torch.Tensor, dim: int = -1, keepdim: bool = False) -> torch.Tensor:
+    """Stable ``log(sum(exp(x), dim))`` (equals ``torch.logsumexp`` where that is finite)."""
+    return LogSumExp.apply(x, dim, keepdim)
+
+
+class StraightThroughRound(torch.autograd.Function):
+    """Symmetric per-tensor fake quantization to ``bits`` bits (scale = max|x| / (2^(bits-1) - 1)),
+    with the straight-through gradient: identity (a deliberate approximation of a step function)."""
+
+    @staticmethod
+    def forward(x: torch.Tensor, bits: int) -> torch.Tensor:
+        levels = 2 ** (bits - 1) - 1
+        scale = x.detach().abs().amax() / levels
+        scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+        return torch.round(x / scale).clamp(-levels, levels) * scale
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        pass
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad, None
+
+
+def straight_through_round(x: torch.Tensor, bits: int = 8) -> torch.Tensor:
+    """Round ``x`` to a ``bits``-bit symmetric grid; gradients pass straight through."""
+    if not 2 <= int(bits) <= 62:
+        raise ValueError(f"bits must be between 2 and 62, got {bits}")
+    return StraightThroughRound.apply(x, int(bits))
+
+
+@dataclass
+class InputCheck:
+    """First-order check of one differentiable input: the worst Jacobian element."""
+
+    index: int
+    shape: tuple[int, ...]
+    ok: bool
+    max_abs_err: float
+    worst: tuple[int, int] | None  # (output element, input element), flat indices
+    analytical: float | None
+    numerical: float | None
+
+    def __str__(self) -> str:
+        state = "ok" if self.ok else "FAILED"
+        where = "" if self.worst is None else (f"; worst at output[{self.worst[0]}] / input[{self.worst[1]}]: "
+                                               f"analytical {self.analytical:.6g} vs numerical {self.numerical:.6g}")
+        return f"input {self.index} {list(self.shape)}: gradcheck {state} (max abs err {self.max_abs_err:.3g}{where})"
+
+
+@dataclass
+class GradientCheck:
+    """``gradcheck`` and ``gradgradcheck`` in float64, per input."""
+
+    ok: bool
+    gradcheck_ok: bool
+    gradgradcheck_ok: bool | None  # None: skipped (first order failed)
+    inputs: list[InputCheck] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+
+    @property
+    def details(self) -> list[str]:
+        return [str(i) for i in self.inputs] + self.messages
+
+    def __str__(self) -> str:
+        head = "gradients OK (gradcheck and gradgradcheck in float64)" if self.ok else "gradients WRONG"
+        return "\n".join([head, *("  " + d for d in self.details)])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": self.ok, "gradcheck": self.gradcheck_ok, "gradgradcheck": self.gradgradcheck_ok,
+                "inputs": [{"index": i.index, "shape": list(i.shape), "ok": i.ok, "max_abs_err": i.max_abs_err,
+                            "worst": list(i.worst) if i.worst else None, "analytical": i.analytical,
+                            "numerical": i.numerical} for i in self.inputs],
+                "messages": self.messages}
+
+
+def verify_gradients(fn: Callable[..., Any], *inputs: Any, eps: float = 1e-6, atol: float = 1e-5,
+                     rtol: float = 1e-3, second_order: bool = True) -> GradientCheck:
+    """Check ``fn``'s gradients on float64 copies of ``inputs`` (floating tensors get
+    requires_grad): ``torch.autograd.gradcheck`` and ``gradgradcheck``, plus, per input, the
+    worst element of analytical vs finite-difference Jacobians."""
+    args = tuple(a.detach().to(torch.float64).requires_grad_(True) if isinstance(a, torch.Tensor)
+                 and a.is_floating_point() else a for a in inputs)
+    diff = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
+    if not diff:
+        raise ValueError("verify_gradients needs at least one floating-point tensor input")
+    messages = []
+    try:
+        first = torch.autograd.gradcheck(fn, args, eps=eps, atol=atol, rtol=rtol, raise_exception=True)
+    except Exception as exc:  # GradcheckError, or fn failing in float64
+        first = False
+        messages.append(f"gradcheck: {str(exc).strip().splitlines()[0][:300]}")
+    try:
+        per_input = [_jacobians(fn, args, i, eps, atol, rtol) for i in diff]
+    except Exception as exc:  # fn itself fails in float64: reported, not raised
+        per_input = []
+        messages.append(f"the function raised {type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}")
+        first = False
+    second: bool | None = None
+    if second_order and first:
+        try:
+            second = torch.autograd.gradgradcheck(fn, args, eps=eps, atol=atol, rtol=rtol, raise_exception=True)
+        except Exception as exc:
+            second = False
+            messages.append(f"gradgradcheck: {str(exc).strip().splitlines()[0][:300]}")
+    ok = bool(first) and all(i.ok for i in per_input) and second is not False
+    return GradientCheck(ok, bool(first), second, per_input, messages)
+
+
+def _outputs(fn: Callable[..., Any], args: tuple[Any, ...]) -> torch.Tensor:
+    out = fn(*args)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return torch.cat([o.reshape(-1) for o in outs if isinstance(o, torch.Tensor) and o.is_floating_point()])
+
+
+def _jacobians(fn: Callable[..., Any], args: tuple[Any, ...], index: int, eps: float, atol: float, rtol: float
+               ) -> InputCheck:
+    x = args[index]
+    with torch.enable_grad():
+        out = _outputs(fn, args)
+        analytical = torch.zeros(out.numel(), x.numel(), dtype=torch.float64)
+        for row in range(out.numel()):
+            (g,) = torch.autograd.grad(out[row], x, retain_graph=True, allow_unused=True)
+            if g is not None:
+                analytical[row] = g.reshape(-1)
+    numerical = torch.zeros_like(analytical)
+    flat = x.detach().reshape(-1)
+    with torch.no_grad():
+        for col in range(flat.numel()):
+            saved = flat[col].item()
+            flat[col] = saved + eps
+            plus = _outputs(fn, args).detach().clone()
+            flat[col] = saved - eps
+            minus = _outputs(fn, args).detach()
+            flat[col] = saved
+            numerical[:, col] = (plus - minus) / (2 * eps)
+    err = (analytical - numerical).abs()
+    bad = err > atol + rtol * numerical.abs()
+    if err.numel() == 0:
+        return InputCheck(index, tuple(x.shape), True, 0.0, None, None, None)
+    worst_flat = int(err.argmax())
+    r, c = divmod(worst_flat, err.shape[1])
+    return InputCheck(index, tuple(x.shape), not bool(bad.any()), float(err.max()), (r, c),
+                      float(analytical[r, c]), float(numerical[r, c]))
