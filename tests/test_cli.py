@@ -182,3 +182,16 @@ def test_zoo_extra_missing_names_the_pip_command():
     assert proc.returncode == 2, proc.stderr
     assert 'zoo:bert-base' in proc.stderr and 'pip install "pitstop[zoo]"' in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_the_parser_knows_the_search_axes_without_importing_torch():
+    import subprocess
+    import sys
+
+    from pitstop.cli import SEARCH_AXES
+    from pitstop.measure.search import AXES
+
+    assert SEARCH_AXES == AXES
+    code = "import sys; from pitstop.cli import build_parser; build_parser(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr

@@ -53,6 +53,10 @@ Objectives: latency (at --batch-size), throughput (most samples/s over --batch-s
 ONNX Runtime, model.onnx. Exit codes: 0 ok, 2 usage or input error, 130 interrupted."""
 
 
+SEARCH_AXES = ("precision", "compile", "quant", "layout", "threads", "runtime")  # = search.AXES (tested);
+# spelled out here so building the parser (every command, `lint` included) never imports torch
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
@@ -430,7 +434,7 @@ def _doctor_document(report: Any) -> dict[str, Any]:
 
 
 def _add_optimize(sub: Any) -> None:
-    from pitstop.measure.search import AXES
+    AXES = SEARCH_AXES
 
     opt = sub.add_parser("optimize", help="find, prove and apply the fastest way to run a model here",
                          description="Measure every inference technique on your model, keep the fastest that "
