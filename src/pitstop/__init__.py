@@ -18,6 +18,7 @@ __all__ = [
     "PitstopError",
     "__version__",
     "bench",
+    "data",
     "doctor",
     "integrations",
     "memory",
@@ -33,6 +34,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "doctor": ("pitstop.diagnose", "doctor"),
     "Doctor": ("pitstop.diagnose", "Doctor"),
     "DoctorReport": ("pitstop.diagnose", "DoctorReport"),
+    "data": ("pitstop.data", None),
     "integrations": ("pitstop.integrations", None),
     "memory": ("pitstop.memory", None),
     "numerics": ("pitstop.numerics", None),
@@ -46,7 +48,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 }
 
 if TYPE_CHECKING:
-    from pitstop import integrations, memory, numerics
+    from pitstop import data, integrations, memory, numerics
     from pitstop.diagnose import Doctor, DoctorReport, doctor
     from pitstop.errors import PitstopError
     from pitstop.measure.api import bench

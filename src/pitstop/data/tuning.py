@@ -1,0 +1,231 @@
+"""DataLoader settings chosen by measurement: batches per second after the first batch, and the
+time to the first batch, over num_workers / persistent_workers / prefetch_factor (and
+pin_memory with CUDA), in interleaved trials; the foundation's statistics decide."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from pitstop.errors import UsageError, last_line
+from pitstop.measure.stats import Ratio, speedup
+
+DEFAULTS: dict[str, Any] = {"num_workers": 0}
+
+
+@dataclass
+class Trial:
+    """One loader configuration and what it measured."""
+
+    kwargs: dict[str, Any]
+    batch_s: list[float] = field(default_factory=list)  # seconds per batch, after each trial's first batch
+    first_s: list[float] = field(default_factory=list)  # time to the first batch of each trial
+    status: str = "ok"  # ok | failed | skipped
+    reason: str = ""
+    vs_default: Ratio | None = None
+    loader: Any = None
+    iterator: Any = None
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.kwargs.items()) or "defaults (num_workers=0)"
+
+    @property
+    def batches_per_s(self) -> float | None:
+        if not self.batch_s:
+            return None
+        s = sorted(self.batch_s)
+        return 1.0 / s[len(s) // 2] if s[len(s) // 2] > 0 else None
+
+    @property
+    def first_batch_ms(self) -> float | None:
+        if not self.first_s:
+            return None
+        s = sorted(self.first_s)
+        return s[len(s) // 2] * 1e3
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kwargs": self.kwargs, "status": self.status, "reason": self.reason or None,
+                "batches_per_s": self.batches_per_s, "first_batch_ms": self.first_batch_ms,
+                "samples_ms": [t * 1e3 for t in self.batch_s],
+                "speedup": None if self.vs_default is None else
+                {"median": self.vs_default.median, "ci95": list(self.vs_default.ci95),
+                 "verdict": self.vs_default.verdict}}
+
+
+@dataclass
+class LoaderChoice:
+    """The settings to use, their measured gain over the defaults, and every trial."""
+
+    kwargs: dict[str, Any]
+    gain: Ratio | None
+    trials: list[Trial]
+    verdict: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        from pitstop import __version__
+
+        return {"pitstop": __version__, "schema": 1, "kind": "data", "best": self.kwargs, "verdict": self.verdict,
+                "gain": None if self.gain is None else {"median": self.gain.median, "ci95": list(self.gain.ci95)},
+                "trials": [t.to_dict() for t in self.trials], "notes": self.notes}
+
+    def table(self) -> Any:
+        from rich.table import Table
+
+        table = Table(title="DataLoader settings, measured (speed-up in batches/s vs num_workers=0)",
+                      title_justify="left")
+        for col in ("settings", "status", "batches/s", "first batch ms", "speed-up [95% CI]", "verdict"):
+            table.add_column(col, justify="left" if col in ("settings", "status", "verdict") else "right")
+        for t in self.trials:
+            r = t.vs_default
+            table.add_row(t.label, t.status if not t.reason else f"{t.status}: {t.reason}",
+                          "-" if t.batches_per_s is None else f"{t.batches_per_s:.1f}",
+                          "-" if t.first_batch_ms is None else f"{t.first_batch_ms:.0f}",
+                          "-" if r is None else f"{r.median:.2f}x [{r.ci95[0]:.2f}-{r.ci95[1]:.2f}]",
+                          "" if r is None else r.verdict)
+        return table
+
+    def __str__(self) -> str:
+        return self.verdict
+
+
+def _grid(max_workers: int, cuda: bool) -> list[dict[str, Any]]:
+    counts = sorted({n for n in (1, 2, 4, 8, 16, 32) if n <= max_workers} | {max_workers})
+    grid: list[dict[str, Any]] = [dict(DEFAULTS)]
+    for n in counts:
+        grid.append({"num_workers": n, "persistent_workers": True})
+    best_guess = counts[-1] if counts else 0
+    if best_guess:
+        grid.append({"num_workers": best_guess, "persistent_workers": True, "prefetch_factor": 4})
+        grid.append({"num_workers": best_guess, "persistent_workers": False})
+    if cuda:
+        grid += [{**g, "pin_memory": True} for g in grid[:]]
+    return grid
+
+
+def tune_loader(dataset: Dataset, batch_size: int = 32, collate_fn: Callable[..., Any] | None = None, *,
+                time_budget_s: float = 60.0, max_workers: int | None = None, batches_per_trial: int = 20,
+                candidates: list[dict[str, Any]] | None = None, multiprocessing_context: str | None = None,
+                shuffle: bool = False, on_event: Callable[[str], None] | None = None) -> LoaderChoice:
+    """Measure loader settings on ``dataset`` and return the best, with its gain and interval;
+    "keep the defaults" when nothing is faster beyond noise."""
+    if batch_size < 1:
+        raise UsageError(f"batch_size must be positive, got {batch_size}")
+    if time_budget_s <= 0:
+        raise UsageError(f"time_budget_s must be positive, got {time_budget_s}")
+    cores = os.cpu_count() or 1
+    max_workers = max_workers if max_workers is not None else 2 * cores
+    cuda = torch.cuda.is_available()
+    grid = candidates if candidates is not None else _grid(max_workers, cuda)
+    if not grid or grid[0].get("num_workers", 0) != 0:
+        grid = [dict(DEFAULTS), *grid]
+    notes: list[str] = []
+    context = multiprocessing_context or multiprocessing.get_start_method(allow_none=True) or "fork"
+    unpicklable = _pickle_problem(dataset, collate_fn)
+    trials = [Trial(dict(kw)) for kw in grid]
+    for t in trials:
+        if t.kwargs.get("num_workers", 0) and unpicklable:
+            if context != "fork":
+                t.status, t.reason = "skipped", f"the dataset cannot be pickled for {context} workers: {unpicklable}"
+    if unpicklable:
+        notes.append(f"the dataset cannot be pickled ({unpicklable}): workers work only with the fork start method "
+                     f"(Linux); macOS, Windows and Python 3.14's forkserver default need a picklable dataset")
+    deadline = time.monotonic() + time_budget_s
+    rounds = 0
+    try:
+        while time.monotonic() < deadline or rounds < 2:
+            live = [t for t in trials if t.status == "ok"]
+            if not live:
+                break
+            order = live[rounds % len(live):] + live[: rounds % len(live)]
+            for t in order:
+                if on_event:
+                    on_event(f"round {rounds + 1}: {t.label}")
+                _trial(t, dataset, batch_size, collate_fn, batches_per_trial, multiprocessing_context, shuffle)
+            rounds += 1
+            if rounds >= 2 and time.monotonic() >= deadline:
+                break
+    finally:
+        for t in trials:
+            _close(t)
+    base = trials[0]
+    if base.status != "ok" or len(base.batch_s) < 3:
+        raise UsageError(f"the dataset could not be loaded with num_workers=0: {base.reason or 'too few batches'}")
+    for t in trials[1:]:
+        if t.status == "ok" and len(t.batch_s) >= 3:
+            t.vs_default = speedup(base.batch_s, t.batch_s)
+    faster = [t for t in trials[1:] if t.vs_default is not None and t.vs_default.ci95[0] > 1.0]
+    if not faster:
+        verdict = "keep the defaults: no setting was faster than num_workers=0 beyond noise"
+        return LoaderChoice(dict(DEFAULTS), None, trials, verdict, notes)
+    best = max(faster, key=lambda t: t.vs_default.median)  # type: ignore[union-attr]
+    simpler = [t for t in faster if t.kwargs.get("num_workers", 0) < best.kwargs.get("num_workers", 0)
+               and speedup(t.batch_s, best.batch_s).ci95[0] <= 1.0]
+    if simpler:
+        best = min(simpler, key=lambda t: t.kwargs.get("num_workers", 0))  # as fast within noise, fewer workers
+    r = best.vs_default
+    verdict = (f"use DataLoader(..., {', '.join(f'{k}={v!r}' for k, v in best.kwargs.items())}): "
+               f"{r.median:.2f}x [{r.ci95[0]:.2f}-{r.ci95[1]:.2f}] batches/s vs num_workers=0")  # type: ignore[union-attr]
+    return LoaderChoice(dict(best.kwargs), r, trials, verdict, notes)
+
+
+def _pickle_problem(dataset: Any, collate_fn: Any) -> str:
+    try:
+        pickle.dumps((dataset, collate_fn))
+        return ""
+    except Exception as exc:
+        return last_line(exc)
+
+
+def _trial(t: Trial, dataset: Dataset, batch_size: int, collate_fn: Any, n: int, context: str | None,
+           shuffle: bool) -> None:
+    """One pass of up to ``n`` batches with ``t``'s settings (the loader is kept between rounds, so
+    persistent workers stay up); failures mark the trial failed with the first line of the error."""
+    try:
+        if t.loader is None:
+            kwargs = dict(t.kwargs)
+            if kwargs.get("num_workers", 0) and context:
+                kwargs["multiprocessing_context"] = context
+            t.loader = DataLoader(dataset, batch_size=batch_size, collate_fn=collate_fn, shuffle=shuffle, **kwargs)
+        start = time.perf_counter()
+        it = iter(t.loader)
+        last = start
+        for i in range(n):
+            try:
+                next(it)
+            except StopIteration:
+                break
+            now = time.perf_counter()
+            if i == 0:
+                t.first_s.append(now - start)
+            else:
+                t.batch_s.append(now - last)
+            last = now
+        if getattr(t.loader, "persistent_workers", False):
+            t.iterator = it  # the workers stay up for the next round
+        else:
+            _shutdown(it)  # non-persistent workers go now, as at the end of an epoch
+    except Exception as exc:
+        t.status, t.reason = "failed", last_line(exc)
+        _close(t)
+
+
+def _shutdown(it: Any) -> None:
+    if it is not None and hasattr(it, "_shutdown_workers"):
+        it._shutdown_workers()
+
+
+def _close(t: Trial) -> None:
+    """Stop the trial's workers and drop its loader."""
+    _shutdown(t.iterator)
+    t.iterator = None
+    t.loader = None
