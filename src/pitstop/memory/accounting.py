@@ -19,6 +19,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from pitstop.errors import UsageError
+from pitstop.measure.memory import _storage_key
+from pitstop.report.table import fmt_bytes as mib
 
 LossFn = Callable[[Any], torch.Tensor]
 
@@ -39,14 +41,6 @@ def as_args(example_inputs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
 
     inputs = Inputs.coerce(example_inputs)
     return tuple(inputs.args), dict(inputs.kwargs)
-
-
-def _key(t: torch.Tensor) -> tuple[int, int] | None:
-    try:
-        s = t.untyped_storage()
-        return s.data_ptr(), s.nbytes()
-    except (RuntimeError, NotImplementedError):
-        return None
 
 
 @dataclass
@@ -119,10 +113,6 @@ class ActivationReport:
         return "\n".join(lines)
 
 
-def mib(n: int | None) -> str:
-    return "-" if n is None else f"{n / 2**20:.2f} MiB"
-
-
 def activation_report(model: nn.Module, example_inputs: Any, *, loss_fn: LossFn | None = None,
                       repeats: int = 5, peak: bool = True) -> ActivationReport:
     """Measure ``model`` on ``example_inputs``: one accounted forward + backward for the bytes,
@@ -134,15 +124,16 @@ def activation_report(model: nn.Module, example_inputs: Any, *, loss_fn: LossFn 
     rows = {id(m): ModuleRow(names[id(m)], type(m).__name__, depth[id(m)],
                              param_bytes=sum(p.numel() * p.element_size() for p in m.parameters(recurse=False)))
             for m in model.modules()}
-    excluded_params = {k[0] for t in [*model.parameters(), *model.buffers()] if (k := _key(t))}
-    excluded_inputs = {k[0] for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor) and (k := _key(t))}
+    excluded_params = {k[0] for t in [*model.parameters(), *model.buffers()] if (k := _storage_key(t))}
+    excluded_inputs = {k[0] for t in tree_leaves((args, kwargs))
+                       if isinstance(t, torch.Tensor) and (k := _storage_key(t))}
     stack: list[int] = []
     saved: dict[int, tuple[int, int]] = {}  # storage -> (bytes, module id)
     apart = {"param": 0, "input": 0}
     seen_apart: set[int] = set()
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        key = _key(t)
+        key = _storage_key(t)
         owner = stack[-1] if stack else id(model)
         if key is None:
             saved[id(t)] = (t.numel() * t.element_size(), owner)

@@ -1,6 +1,7 @@
 """Budget-driven gradient checkpointing: measure every candidate block, choose greedily by bytes
 saved per millisecond of recompute until the budget is met, wrap the chosen blocks in place with
-``torch.utils.checkpoint.checkpoint(..., use_reentrant=False)``, and measure the result.
+``torch.utils.checkpoint.checkpoint(..., use_reentrant=False)``, measure, give back the
+lowest-scoring blocks while the measured budget still holds, and time the result.
 
 A wrapped block keeps its parameters, names and state_dict keys: only its instance ``forward`` is
 replaced (``uncheckpoint`` restores it)."""
@@ -137,7 +138,20 @@ def checkpoint(model: nn.Module, example_inputs: Any, budget: float | int = 0.5,
         estimate -= c.saved_bytes
     for name in chosen:
         wrap(modules[name])
-    after = activation_report(model, example_inputs, loss_fn=loss_fn, repeats=1, peak=False)
+
+    def measured() -> ActivationReport:
+        return activation_report(model, example_inputs, loss_fn=loss_fn, repeats=1, peak=False)
+
+    after = measured()
+    while len(chosen) > 1 and after.total_bytes <= target:  # the estimate over-counts: give back blocks
+        last = chosen[-1]  # the lowest score chosen
+        unwrap(modules[last])
+        trial = measured()
+        if trial.total_bytes > target:
+            wrap(modules[last])
+            break
+        chosen.pop()
+        after = trial
     note = ""
     if after.total_bytes > target:
         note = (f"the budget cannot be met by checkpointing these candidates: {mib(after.total_bytes)} remain "
@@ -162,11 +176,16 @@ def wrap(module: nn.Module) -> None:
     module.forward = forward  # type: ignore[method-assign]
 
 
+def unwrap(module: nn.Module) -> None:
+    """Undo ``wrap`` for one module."""
+    if "forward" in vars(module) and getattr(module.forward, "__wrapped__", None) is not None:
+        del module.forward
+
+
 def uncheckpoint(model: nn.Module) -> None:
     """Undo ``checkpoint``: every wrapped block calls its own forward again."""
     for m in model.modules():
-        if "forward" in vars(m) and getattr(m.forward, "__wrapped__", None) is not None:
-            del m.forward
+        unwrap(m)
 
 
 def _interleaved_times(model: nn.Module, example_inputs: Any, loss_fn: LossFn, chosen: list[str], repeats: int
@@ -183,8 +202,8 @@ def _interleaved_times(model: nn.Module, example_inputs: Any, loss_fn: LossFn, c
                 m = modules[name]
                 if with_ckpt:
                     wrap(m)
-                elif "forward" in vars(m):
-                    del m.forward
+                else:
+                    unwrap(m)
             _step(model, args, kwargs, loss_fn)  # settle
             model.zero_grad(set_to_none=True)
             for _ in range(3):
