@@ -30,11 +30,16 @@ test-gpu: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/pitstop lint .
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/grad_modes.py
 	$(BIN)/python benchmarks/harness_overhead.py
 	$(BIN)/python benchmarks/optimize_zoo.py
+	$(BIN)/python benchmarks/doctor_overhead.py
+	$(BIN)/python benchmarks/lint_speed.py   # needs pip install torchfix
+	$(BIN)/python benchmarks/checkpointing.py
+	$(BIN)/python benchmarks/bucketing.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache
