@@ -120,13 +120,86 @@ def build_parser() -> argparse.ArgumentParser:
                             "(repeatable; recorded in the JSON)")
     bench.add_argument("--inline", action="store_true", help="run variants in this process (no isolation)")
     bench.add_argument("--json", metavar="FILE", help="write the JSON result, updated as results finish ('-' = stdout)")
+    bench.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with charts")
     bench.set_defaults(func=_bench)
     _add_optimize(sub)
     _add_doctor(sub)
     _add_lint(sub)
     _add_memory(sub)
     _add_data(sub)
+    _add_compare(sub)
+    _add_report(sub)
     return parser
+
+
+def _add_compare(sub: Any) -> None:
+    cmp = sub.add_parser("compare", help="compare two bench/optimize results: regression, improvement or noise",
+                         description="Match variants between two `--json` results and say, from the raw samples, "
+                                     "whether each got slower, faster or stayed within noise.",
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         epilog="example:\n  pitstop compare before.json after.json --threshold 0.05\n\n"
+                                "Exit codes: 0 no regression beyond --threshold, 1 a regression (slower beyond "
+                                "noise and by more than the threshold), 2 usage error.")
+    cmp.add_argument("before", help="the reference result (JSON from pitstop bench/optimize --json)")
+    cmp.add_argument("after", help="the result to check")
+    cmp.add_argument("--threshold", type=float, default=0.05,
+                     help="a regression must be slower by more than this fraction (default: 0.05)")
+    cmp.add_argument("--json", metavar="FILE", help="write the comparison as JSON ('-' = stdout)")
+    cmp.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with charts")
+    cmp.set_defaults(func=_compare)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from pitstop.report.compare import compare
+    from pitstop.report.json import check_writable, write_atomic
+
+    if args.json and args.json != "-":
+        check_writable(args.json)
+    result = compare(args.before, args.after, args.threshold)
+    if args.json == "-":
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(result)
+        if args.json:
+            write_atomic(args.json, result.to_dict())
+    _html(args.html, result.to_dict())
+    return 1 if result.regressions else 0
+
+
+def _html(path: str | None, doc: dict[str, Any]) -> None:
+    """``--html FILE``: the self-contained report for the command's JSON document."""
+    if path:
+        from pitstop.report.pages import write_html
+
+        write_html(path, doc)
+        print(f"HTML report written to {path}", file=sys.stderr)
+
+
+def _add_report(sub: Any) -> None:
+    rep = sub.add_parser("report", help="turn a saved --json result into a self-contained HTML report",
+                         description="Render any pitstop JSON result (bench, optimize, doctor, memory, compare) as "
+                                     "one self-contained HTML file: inline CSS and SVG charts, no network.",
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         epilog="example:\n  pitstop report result.json --html result.html")
+    rep.add_argument("result", help="a JSON file written with --json")
+    rep.add_argument("--html", metavar="FILE", required=True, help="the HTML file to write")
+    rep.set_defaults(func=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    path = Path(args.result)
+    if not path.is_file():
+        raise UsageError(f"{args.result!r} not found; give a JSON file written with --json")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise UsageError(f"{args.result!r} is not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{args.result!r} is not a pitstop result")
+    _html(args.html, doc)
+    return 0
 
 
 DATA_EPILOG = """\
@@ -241,6 +314,7 @@ def _add_memory(sub: Any) -> None:
     mem.add_argument("--top", type=_positive(int), help="show only the N modules saving the most")
     mem.add_argument("--seed", type=int, default=0)
     mem.add_argument("--json", metavar="FILE", help="write the JSON report ('-' = stdout)")
+    mem.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with charts")
     mem.set_defaults(func=_memory)
     grad = sub.add_parser("gradcheck", help="check a function's gradients in float64 (gradcheck + gradgradcheck)",
                           description="Run gradcheck and gradgradcheck in float64 on a function and report, "
@@ -290,6 +364,7 @@ def _memory(args: argparse.Namespace) -> int:
     if args.json and args.json != "-":
         write_atomic(args.json, doc)
     _print(console, items, lambda: json.dumps(doc, indent=2), args.json)
+    _html(args.html, doc)
     return code
 
 
@@ -441,6 +516,8 @@ def _add_doctor(sub: Any) -> None:
     doc.add_argument("script", help="the training script (run as __main__, like python SCRIPT)")
     doc.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
     doc.add_argument("--json", metavar="FILE", help="write the JSON report ('-' = stdout)")
+    doc.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (loss and gradient-norm "
+                     "timelines, findings)")
     doc.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default="error",
                      help="exit 1 when a finding of this severity or worse is found (default: error)")
     doc.add_argument("--guard", action="store_true",
@@ -474,6 +551,7 @@ def _doctor(args: argparse.Namespace) -> int:
         write_atomic(args.json, _doctor_document(report))
     _print(console, [report.table() if report.findings else report.summary(), *_doctor_notes(report)],
            lambda: json.dumps(_doctor_document(report), indent=2), args.json)
+    _html(args.html, _doctor_document(report))
     if code:
         return code
     return 1 if args.fail_on != "never" and any(at_least(f.severity, args.fail_on) for f in report.findings) else 0
@@ -529,6 +607,7 @@ def _add_optimize(sub: Any) -> None:
                      help="environment variable for every worker (repeatable)")
     opt.add_argument("--save", metavar="DIR", help="write recipe.py, recipe.json (and model.onnx) to DIR")
     opt.add_argument("--json", metavar="FILE", help="write the JSON report, updated after each stage ('-' = stdout)")
+    opt.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with charts")
     opt.set_defaults(func=_optimize)
 
 
@@ -553,6 +632,7 @@ def _optimize(args: argparse.Namespace) -> int:
             on_event and on_event("phase", {"text": f"writing the recipe to {args.save}"})
             apply_report(source, report, args.save, sink)
     _print(console, renderables(report), report.to_json, args.json)
+    _html(args.html, report.to_dict())
     return 130 if report.outcome.interrupted else 0
 
 
@@ -605,6 +685,7 @@ def _bench(args: argparse.Namespace) -> int:
             json_path=None if to_stdout else args.json, on_event=on_event,
         )
     _print(console, renderables(result), result.to_json, args.json)
+    _html(args.html, result.to_dict())
     return 130 if result.interrupted else 0
 
 

@@ -22,6 +22,7 @@ Cheap by default: gradient norms and loss values stay on the device and are read
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -188,6 +189,8 @@ class Doctor:
         self.eval_forwards: list[str] = []  # roots forwarded with autograd off next to training (evaluation)
         self.data_share: float | None = None  # measured share of step time waiting for data
         self.crash: dict[str, str] | None = None
+        # what the report's charts draw: (step, value) pairs; None where the value was not finite
+        self.timeline: dict[str, Any] = {"loss": [], "grad_norm": [], "layers": {}}
         self._model, self._optimizer = model, optimizer
         self._handles: list[Any] = []
         self._hooked: set[int] = set()  # parameters with a grad hook
@@ -469,6 +472,7 @@ class Doctor:
         pending, self._pending_losses = self._pending_losses, []
         values = torch.stack([t.float().cpu() for _, t, _ in pending]).tolist()
         for (step, _, site), value in zip(pending, values, strict=True):
+            self.timeline["loss"].append((step, value if math.isfinite(value) else None))
             self._emit("on_loss", step, value, site)
 
     def _flush(self) -> None:
@@ -478,8 +482,22 @@ class Doctor:
         for step, opt_ref, params, norms in pending:
             optimizer = opt_ref()
             if optimizer is not None:
-                self._emit("on_grad_norms", step, optimizer, params, norms.cpu().tolist())
+                values = norms.cpu().tolist()
+                self._record_norms(step, params, values)
+                self._emit("on_grad_norms", step, optimizer, params, values)
         self._emit("on_sync")
+
+
+    def _record_norms(self, step: int, params: list[torch.Tensor], values: list[float]) -> None:
+        """The gradient-norm timeline: the total per step, and per parameter (the first 256 seen)."""
+        finite = all(math.isfinite(v) for v in values)
+        total = math.sqrt(sum(v * v for v in values)) if finite else None
+        self.timeline["grad_norm"].append((step, total))
+        layers = self.timeline["layers"]
+        for p, v in zip(params, values, strict=True):
+            name = self.name_of(p)
+            if name in layers or len(layers) < 256:
+                layers.setdefault(name, []).append((step, v if math.isfinite(v) else None))
 
 
 def format_exception_line(exc: BaseException) -> str:

@@ -33,6 +33,7 @@ class DoctorReport:
     ranks: int = 1
     script: str | None = None
     environment: dict[str, Any] = field(default_factory=dict)
+    timeline: dict[str, Any] = field(default_factory=dict)  # loss, grad_norm, layers (top by size)
 
     @classmethod
     def of(cls, doctor: Doctor) -> DoctorReport:
@@ -42,7 +43,7 @@ class DoctorReport:
         if doctor.crash:
             exit_ = {"status": "crashed", "error": doctor.crash["error"], "where": doctor.crash.get("where", "")}
         report = cls(sorted(doctor.findings.values(), key=_order), steps, exit_, list(doctor.skipped_steps),
-                     doctor.data_share, list(doctor.internal))
+                     doctor.data_share, list(doctor.internal), timeline=_timeline(doctor.timeline))
         return merge_ranks(report, doctor.rank)
 
     # -- queries ----------------------------------------------------------------------------
@@ -70,13 +71,19 @@ class DoctorReport:
                 "script": self.script, "steps": self.steps, "exit": self.exit,
                 "findings": [f.to_dict() for f in self.findings],
                 "guard": {"skipped_steps": self.skipped_steps}, "data_wait_share": self.data_share,
-                "ranks": self.ranks, "internal": self.internal}
+                "ranks": self.ranks, "internal": self.internal, "timeline": self.timeline}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DoctorReport:
         return cls([Finding.from_dict(f) for f in d["findings"]], d["steps"], d.get("exit", {"status": "ok"}),
                    list(d.get("guard", {}).get("skipped_steps", [])), d.get("data_wait_share"),
-                   list(d.get("internal", [])), d.get("ranks", 1), d.get("script"), d.get("environment", {}))
+                   list(d.get("internal", [])), d.get("ranks", 1), d.get("script"), d.get("environment", {}),
+                   d.get("timeline", {}))
+
+    def _repr_html_(self) -> str:
+        from pitstop.report.pages import doctor_html
+
+        return doctor_html(self.to_dict(), fragment=True)
 
     def summary(self) -> str:
         counts = {s: sum(1 for f in self.findings if f.severity == s) for s in SEVERITIES}
@@ -126,6 +133,14 @@ class DoctorReport:
             table.add_row(f"{f.code}\n{f.name}", f"[{colour[f.severity]}]{f.severity}[/]", where, step,
                           str(f.count), f.message, f.fix or CODES[f.code].fix)
         return table
+
+
+def _timeline(raw: dict[str, Any], top: int = 8) -> dict[str, Any]:
+    """The loss and total-norm series, and the ``top`` layers by largest gradient norm."""
+    layers = raw.get("layers", {})
+    biggest = sorted(layers, key=lambda k: -max((v for _, v in layers[k] if v is not None), default=0.0))[:top]
+    return {"loss": [list(p) for p in raw.get("loss", [])], "grad_norm": [list(p) for p in raw.get("grad_norm", [])],
+            "layers": {k: [list(p) for p in layers[k]] for k in biggest}}
 
 
 def _order(f: Finding) -> tuple[int, int, str]:

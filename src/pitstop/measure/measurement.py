@@ -175,9 +175,9 @@ class BenchResult:
         return render_text(self)
 
     def _repr_html_(self) -> str:
-        from pitstop.report.html import bench_html
+        from pitstop.report.pages import bench_html
 
-        return bench_html(self)
+        return bench_html(self.to_dict(), fragment=True)
 
     def __str__(self) -> str:
         return self.table()

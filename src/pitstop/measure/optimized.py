@@ -135,9 +135,9 @@ class OptimizeReport:
         return self.table()
 
     def _repr_html_(self) -> str:
-        import html
+        from pitstop.report.pages import bench_html
 
-        return f"<pre>{html.escape(self.table())}</pre>"
+        return bench_html(self.to_dict(), fragment=True)
 
 
 class OptimizedModel(nn.Module):

@@ -78,6 +78,11 @@ class ActivationReport:
     repeats: int = 0
     environment: dict[str, Any] = field(default_factory=dict)
 
+    def _repr_html_(self) -> str:
+        from pitstop.report.pages import memory_html
+
+        return memory_html(self.to_dict(), fragment=True)
+
     def row(self, name: str) -> ModuleRow:
         return next(r for r in self.rows if r.name == name)
 

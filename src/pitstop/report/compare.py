@@ -1,0 +1,140 @@
+"""``pitstop compare before.json after.json``: did a change make things slower?
+
+Variants are matched by (variant, batch size) between two bench/optimize JSON files. Each pair
+is compared from the raw per-call samples (a bootstrap interval on the ratio of medians, replicas
+resampled first): a regression when the interval lies above 1, an improvement when below,
+within noise otherwise. Environments that differ (torch, CPU, threads, device) are warned about:
+the comparison is then of machines as much as of code."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pitstop.errors import UsageError
+from pitstop.measure.stats import speedup_groups
+
+ENV_KEYS = ("torch", "cpu", "threads", "device", "gpu", "pitstop", "python")
+
+
+@dataclass
+class Change:
+    variant: str
+    batch_size: int
+    before_ms: float
+    after_ms: float
+    ratio: float  # after / before (> 1: slower)
+    ci95: tuple[float, float]
+    verdict: str  # regression | improvement | within noise
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"variant": self.variant, "batch_size": self.batch_size, "before_ms": self.before_ms,
+                "after_ms": self.after_ms, "ratio": self.ratio, "ci95": list(self.ci95), "verdict": self.verdict,
+                "change": self.ratio - 1}
+
+
+@dataclass
+class Comparison:
+    before: str
+    after: str
+    changes: list[Change]
+    threshold: float
+    env_warnings: list[str] = field(default_factory=list)
+    only_before: list[str] = field(default_factory=list)
+    only_after: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[Change]:
+        """Slower beyond noise and by more than the threshold."""
+        return [c for c in self.changes if c.verdict == "regression" and c.ratio - 1 > self.threshold]
+
+    def to_dict(self) -> dict[str, Any]:
+        from pitstop import __version__
+
+        return {"pitstop": __version__, "schema": 1, "kind": "compare", "before": self.before, "after": self.after,
+                "threshold": self.threshold, "changes": [c.to_dict() for c in self.changes],
+                "regressions": len(self.regressions), "environment_differences": self.env_warnings,
+                "only_before": self.only_before, "only_after": self.only_after}
+
+    def lines(self) -> list[str]:
+        out = [f"pitstop compare: {self.before} -> {self.after} (time per call; > 1x = slower; regression "
+               f"threshold {self.threshold:.0%})"]
+        out += [f"warning: the environments differ: {w}" for w in self.env_warnings]
+        for c in self.changes:
+            flag = " <- REGRESSION" if c in self.regressions else ""
+            out.append(f"  b={c.batch_size:<4} {c.variant:<48} {c.before_ms:9.3f} -> {c.after_ms:9.3f} ms  "
+                       f"{c.ratio:.3f}x [{c.ci95[0]:.3f}-{c.ci95[1]:.3f}] {c.verdict}{flag}")
+        for name in self.only_before:
+            out.append(f"  only in {self.before}: {name}")
+        for name in self.only_after:
+            out.append(f"  only in {self.after}: {name}")
+        n = len(self.regressions)
+        out.append(f"{n} regression(s) beyond {self.threshold:.0%}" if n else
+                   f"no regression beyond {self.threshold:.0%}")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def _load(path: str) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"{path!r} not found; give two JSON files written by `pitstop bench/optimize --json`")
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path!r} is not JSON ({exc}); give a file written with --json") from None
+    if not isinstance(doc, dict) or doc.get("kind") not in ("bench", "optimize") or "results" not in doc:
+        raise UsageError(f"{path!r} is not a pitstop bench/optimize result (kind {doc.get('kind')!r}); "
+                         f"compare works on `pitstop bench --json` and `pitstop optimize --json` files")
+    return doc
+
+
+def _rows(doc: dict[str, Any]) -> dict[tuple[str, int], list[list[float]]]:
+    """(variant, batch) -> per-replica samples in seconds; a later row (optimize's final stage)
+    replaces an earlier one."""
+    rows = {}
+    for r in doc["results"]:
+        groups = r.get("samples_by_replica_ms") or ([r["samples_ms"]] if r.get("samples_ms") else [])
+        groups = [[t / 1e3 for t in g] for g in groups if g]
+        if r.get("status") == "ok" and groups:
+            rows[(r["variant"], int(r["batch_size"]))] = groups
+    return rows
+
+
+def environment_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    out = []
+    for key in ENV_KEYS:
+        if key in a or key in b:
+            va, vb = a.get(key), b.get(key)
+            if va != vb:
+                out.append(f"{key}: {va!r} vs {vb!r}")
+    return out
+
+
+def compare(before_path: str, after_path: str, threshold: float = 0.05) -> Comparison:
+    """Compare two result files (see the module docstring)."""
+    if not 0 <= threshold < 10:
+        raise UsageError(f"--threshold must be a fraction such as 0.05, got {threshold}")
+    before, after = _load(before_path), _load(after_path)
+    a, b = _rows(before), _rows(after)
+    changes = []
+    for key in [k for k in a if k in b]:
+        r = speedup_groups(b[key], a[key])  # median(after) / median(before): > 1 = slower, with its interval
+        verdict = "regression" if r.ci95[0] > 1 else "improvement" if r.ci95[1] < 1 else "within noise"
+        changes.append(Change(key[0], key[1], _median_ms(a[key]), _median_ms(b[key]), r.median, r.ci95, verdict))
+    return Comparison(before_path, after_path, changes, threshold,
+                      environment_differences(before.get("environment", {}), after.get("environment", {})),
+                      [_name(k) for k in a if k not in b], [_name(k) for k in b if k not in a])
+
+
+def _median_ms(groups: list[list[float]]) -> float:
+    pooled = sorted(t for g in groups for t in g)
+    return pooled[len(pooled) // 2] * 1e3
+
+
+def _name(key: tuple[str, int]) -> str:
+    return f"{key[0]} b={key[1]}"
