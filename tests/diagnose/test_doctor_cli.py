@@ -51,8 +51,10 @@ def test_a_clean_script_runs_as_main_with_its_own_arguments(tmp_path):
 def test_findings_exit_1_with_json_and_fail_on(tmp_path):
     path = script(tmp_path, zero="pass")
     report = tmp_path / "report.json"
-    out = doctor("--json", report, path)
+    out = doctor("--json", report, "--html", tmp_path / "report.html", path)
     assert out.returncode == 1
+    html = (tmp_path / "report.html").read_text()
+    assert "<svg" in html and "PIT101" in html and "http://" not in html
     assert "PIT101" in out.stdout and "stale-gradients" in out.stdout
     doc = json.loads(report.read_text())
     jsonschema.validate(doc, DOCTOR_SCHEMA)

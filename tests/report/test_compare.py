@@ -51,7 +51,8 @@ def test_exit_codes_json_and_environment_warnings(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["kind"] == "compare" and doc["regressions"] == 1
     same = result(tmp_path, "same", {"x": (10.0, 0.01)})
-    assert main(["compare", before, same]) == 0
+    assert main(["compare", before, same, "--html", str(tmp_path / "c.html")]) == 0
+    assert "<svg" in (tmp_path / "c.html").read_text()
 
 
 def test_bad_files_are_usage_errors(tmp_path, capsys):
