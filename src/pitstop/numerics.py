@@ -169,7 +169,7 @@ def _jacobians(fn: Callable[..., Any], args: tuple[Any, ...], index: int, eps: f
                 analytical[row] = g.reshape(-1)
     numerical = torch.zeros_like(analytical)
     flat = x.detach().reshape(-1)
-    with torch.no_grad():
+    with torch.no_grad():  # noqa: PIT202 (x is perturbed in place; inference tensors would be overkill)
         for col in range(flat.numel()):
             saved = flat[col].item()
             flat[col] = saved + eps

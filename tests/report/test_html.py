@@ -92,7 +92,7 @@ def doctor_doc():
         for i in range(12):
             loss = model(torch.randn(4, 8)).pow(2).mean() * (1e4 if i == 10 else 1.0)
             loss.backward()
-            opt.step()  # no zero_grad: PIT101
+            opt.step()  # noqa: PIT101 (no zero_grad on purpose: the report shows it)
     doc = dr.report().to_dict()
     doc["script"] = f"train.py {HOSTILE}"
     return doc

@@ -231,6 +231,8 @@ def unstable_logsumexp(ctx: Context) -> None:
         if inner is None:
             continue
         exp_sum = _sum_of_exp(inner, mod)
+        if exp_sum is not None and isinstance(exp_sum[0], ast.BinOp) and isinstance(exp_sum[0].op, ast.Sub):
+            continue  # exp(x - max) : shifted by hand, the stable form
         if exp_sum is not None:
             x, dim, keepdim = exp_sum
             fix = None
