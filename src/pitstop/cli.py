@@ -166,6 +166,20 @@ def _compare(args: argparse.Namespace) -> int:
     return 1 if result.regressions else 0
 
 
+def _resolve(spec: str, what: str) -> Any:
+    """The callable a ``file.py:name`` / ``package.module:name`` spec names; errors say ``what`` it is."""
+    from pitstop.errors import PitstopError
+    from pitstop.models.spec import parse_model_spec
+
+    try:
+        return parse_model_spec(spec).resolve()
+    except PitstopError as exc:
+        message = str(exc)
+        if message.startswith("model "):
+            message = f"{what} " + message[len("model "):]
+        raise type(exc)(message.replace("a factory:", f"a {what} name:")) from None
+
+
 def _html(path: str | None, doc: dict[str, Any]) -> None:
     """``--html FILE``: the self-contained report for the command's JSON document."""
     if path:
@@ -237,12 +251,11 @@ def _data(args: argparse.Namespace) -> int:
     from pitstop._env import environment
     from pitstop.data import tune_loader
     from pitstop.errors import ModelLoadError, last_line
-    from pitstop.models.spec import parse_model_spec
     from pitstop.report.json import check_writable, write_atomic
 
     if args.json and args.json != "-":
         check_writable(args.json)
-    factory = parse_model_spec(args.dataset).resolve()
+    factory = _resolve(args.dataset, "dataset")
     try:
         made = factory()
     except Exception as exc:
@@ -370,10 +383,9 @@ def _memory(args: argparse.Namespace) -> int:
 
 def _gradcheck(args: argparse.Namespace) -> int:
     from pitstop.models.inputs import parse_input_spec
-    from pitstop.models.spec import parse_model_spec
     from pitstop.numerics import verify_gradients
 
-    fn = parse_model_spec(args.function).resolve()
+    fn = _resolve(args.function, "function")
     inputs = parse_input_spec(args.input).make(1, seed=args.seed)
     try:
         result = verify_gradients(fn, *inputs.args, second_order=not args.no_second_order)
