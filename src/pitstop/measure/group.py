@@ -137,10 +137,16 @@ class GroupRunner:
                             threads=v.config.threads or self.settings.threads, device=self.settings.device,
                             policy=policy.to_dict(), target=target.to_dict(), workdir=str(workdir / f"v{k}"))
         started = time.monotonic()
-        for v in live:
-            for worker in v.workers:
-                self._receive(v, worker)
-            v.row.phases_s["start"] = time.monotonic() - started  # process start, imports, model load
+        try:
+            for v in live:
+                for worker in v.workers:
+                    self._receive(v, worker)
+                v.row.phases_s["start"] = time.monotonic() - started  # process start, imports, model load
+        except KeyboardInterrupt:  # Ctrl-C while the workers load: none may outlive the run
+            for v in live:
+                for worker in v.workers:
+                    worker.kill()
+            raise
         return live
 
     def _spawn(self, config: VariantConfig, batch_size: int, workdir: Path, inline: torch.nn.Module | None,
