@@ -181,9 +181,7 @@ class Doctor:
         self.param_names: dict[int, str] = {}
         self.module_names: dict[int, str] = {}
         self.backward_order: list[int] = []  # parameter ids in the order the last backward reached them
-        self.backwards = 0
         self.skipped_steps: list[int] = []
-        self.data_wait_s = 0.0
         self.last_inputs: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         self.localize = False  # per-module finiteness checks, once something non-finite was seen
         self.eval_forwards: list[str] = []  # roots forwarded with autograd off next to training (evaluation)
@@ -200,7 +198,6 @@ class Doctor:
         self._pending_losses: list[tuple[int, torch.Tensor, str]] = []
         self._attached = False
         self._subs: dict[str, list[Check]] = {}
-        self.started = time.perf_counter()
 
     # -- attach / detach ------------------------------------------------------------------
 
@@ -384,7 +381,6 @@ class Doctor:
         retain = bool(create_graph if retain_graph is None else retain_graph)
         site = user_site()
         self.backward_order = []
-        self.backwards += 1
         self._guarded(self._before_backward, ts, gs, retain, site)
         kwargs = {"inputs": inputs} if inputs is not None else {}
         self._orig_backward(tensors, grad_tensors, retain_graph, create_graph, grad_variables, **kwargs)
@@ -463,7 +459,6 @@ class Doctor:
             self._flush()
 
     def _data(self, wait_s: float) -> None:
-        self.data_wait_s += wait_s
         self._emit("on_data", wait_s)
 
     def _flush_losses(self) -> None:
