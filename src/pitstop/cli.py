@@ -40,10 +40,11 @@ How it searches (within --time-budget-s): from eval+inference_mode, each techniq
 alone (bf16/fp16 autocast, bf16 weights, torch.compile modes, int8 dynamic quantization,
 channels_last, thread counts, ONNX Runtime); those that cannot run here are skipped with the
 reason, those that change the answers beyond --tolerance are rejected. Techniques faster beyond
-noise or by 5% are combined (on CPU, compile max-autotune is tried on the best compiled
-finalist instead of alone); the finalists are measured interleaved in worker processes. The
-winner is the fastest whose speed-up interval excludes 1 (a simpler candidate as fast within
-noise is preferred); otherwise eval+inference_mode stays.
+noise or by 5% are combined, and compile is always tried on top of reduced precision (they
+compose better than alone); on CPU, compile max-autotune is tried on the best compiled finalist
+instead of alone. The finalists are measured interleaved in worker processes. The winner is
+the fastest whose speed-up interval excludes 1 (a simpler candidate within noise and 3% is
+preferred); otherwise eval+inference_mode stays.
 
 Fidelity: every candidate vs the fp32 eager eval output: fp32 variants rel err <= 1e-4 (or as
 close to an fp64 run as eager is), bf16/fp16/int8 rel err <= 2e-2 and argmax agreement >= 99%.

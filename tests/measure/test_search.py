@@ -138,3 +138,37 @@ def test_the_final_shrinks_to_fit_the_time_left(search):
     assert search._plan(finalists, refs) == (finalists, 1)
     search.limit_s = time.monotonic() - search.t0 + 1.0  # almost nothing left: one finalist remains
     assert search._plan(finalists, refs) == (finalists[:1], 1)
+
+
+def test_compile_is_tried_on_autocast_even_when_it_did_not_survive_alone(search):
+    search.outcome.stages = [stage("probe", {
+        START.name: 10.0, "eval+inference_mode+bf16-autocast": 4.6, "eval+inference_mode+bf16-weights": 4.4,
+        "eval+inference_mode+compile": 9.98})]  # fp32 compile within noise of eager: pruned alone
+    assert set(search._survivors()) == {"precision"}
+    assert search._survivors()["precision"][0].precision == "bf16-weights"  # more than 3% faster
+    names = [c.name for c in search.finalists()]
+    assert names[:2] == ["eval+inference_mode+bf16-weights", "eval+inference_mode+bf16-autocast+compile"]
+    assert names[-1] == "eval+inference_mode+bf16-autocast+compile-max-autotune"  # refines the compiled one
+
+
+def test_compile_is_not_composed_when_it_failed_or_changed_the_answers(search):
+    probe = stage("probe", {START.name: 10.0, "eval+inference_mode+bf16-weights": 4.4,
+                            "eval+inference_mode+compile": 9.98})
+    search.outcome.stages = [probe]
+    assert "eval+inference_mode+bf16-weights+compile" in {c.name for c in search.finalists()}  # no autocast
+    for status in ("failed", "rejected"):
+        probe.rows[2].status = status
+        assert [c.name for c in search.finalists()] == ["eval+inference_mode+bf16-weights"]
+
+
+def test_a_simpler_candidate_within_noise_but_clearly_slower_does_not_win(search):
+    search.outcome.stages = [stage("final", {START.name: 10.0, "eval+inference_mode+bf16-weights": 5.0,
+                                             "eval+inference_mode+bf16-autocast+compile": 4.6})]
+    for row in search.outcome.stages[0].rows:  # three noisy calls each: the 8% is within noise
+        row.replica_samples_s = [row.replica_samples_s[0][:3]]
+        row.replica_samples_s[0][0] *= 1.3
+    vs = search.outcome.stages[0].result.comparison("eval+inference_mode+bf16-autocast+compile", 8,
+                                                    baseline="eval+inference_mode+bf16-weights")
+    assert vs.ratio.ci95[0] <= 1.0 < vs.ratio.median
+    search._decide()
+    assert search.outcome.winner.variant == "eval+inference_mode+bf16-autocast+compile"
