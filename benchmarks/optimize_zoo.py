@@ -4,7 +4,9 @@ For each model: run the search (default 300 s budget), then, in one interleaved 
 the chosen variant next to train+grad, eval+no_grad and a full grid of technique combinations
 (precision x compile x channels_last x int8, plus ONNX Runtime). Prints the chosen variant's
 speed-up per sample over train+grad and eval+no_grad, the best fidelity-passing grid speed-up,
-how close the choice is to it, and the search time.
+how close the choice is to it, and the search time. The grid's best is the fastest of ~25 noisy
+medians, a pick biased toward a lucky measurement, so a second interleaved run (two processes per
+variant) re-measures the chosen variant next to the grid's top three; "within 5%" is judged there.
 
 Targets (2-core CPU with avx512_bf16): resnet50 chosen >= 3.0x over train+grad; chosen within 5%
 of the grid's best for both models; search <= 300 s per model.
@@ -47,12 +49,21 @@ def run(spec: str, batch: int, budget_s: float, search_s: float) -> dict:
     passing = [r for r in rows.values() if r.status == "ok" and r.variant not in ("train+grad", "eval+no_grad")]
     best = min(passing, key=lambda r: r.per_sample.median)
     ratio = result.comparison
+    # The grid's best is the fastest of some 25 noisy medians: picking the minimum favours a lucky
+    # measurement (the winner's curse), so the gap it shows is biased against the chosen variant.
+    # A second interleaved run, independent of that pick, re-measures the chosen variant next to
+    # the grid's top three, in two worker processes each; the target is judged on it.
+    top = [r.variant for r in sorted(passing, key=lambda r: r.per_sample.median)[:3]]
+    recheck = pitstop.bench(spec, batch_sizes=[batch], variants=list(dict.fromkeys([chosen.name, *top])),
+                            budget_s=2 * budget_s, replicas=2, timeout_s=600)
+    again = {v: recheck.comparison(chosen.name, batch, v).ratio for v in top if v != chosen.name}
     return {
         "model": spec, "batch": batch, "chosen": chosen.name, "search_s": search_took,
         "chosen_vs_train_grad": ratio(chosen.name, batch, "train+grad").ratio,
         "chosen_vs_no_grad": ratio(chosen.name, batch, "eval+no_grad").ratio,
         "best": best.variant, "best_vs_train_grad": ratio(best.variant, batch, "train+grad").ratio,
         "chosen_vs_best": ratio(chosen.name, batch, best.variant).ratio if best.variant != chosen.name else None,
+        "chosen_vs_best_again": again.get(best.variant), "chosen_vs_top_again": again,
         "grid": {r.variant: (r.status, r.per_sample.median if r.per_sample else None) for r in rows.values()},
         "report": str(fast.report),
     }
@@ -68,7 +79,14 @@ def show(r: dict) -> None:
     print(f"  per-sample speed-up vs eval+no_grad: {fmt(r['chosen_vs_no_grad'])}")
     print(f"grid best (fidelity passing): {r['best']}: {fmt(r['best_vs_train_grad'])} vs train+grad")
     gap = r["chosen_vs_best"]
-    print("  chosen IS the grid best" if gap is None else f"  chosen vs grid best: {fmt(gap)} (target >= 0.95x)")
+    if gap is None:
+        print("  chosen IS the grid best")
+    else:
+        print(f"  chosen vs grid best, in the grid run (biased: the best of ~25 noisy medians): {fmt(gap)}")
+        print(f"  chosen vs grid best, re-measured in a second run: {fmt(r['chosen_vs_best_again'])} "
+              "(target >= 0.95x)")
+    for name, vs in r["chosen_vs_top_again"].items():
+        print(f"    re-measured: chosen vs {name}: {fmt(vs)}")
     for name, (status, ms) in sorted(r["grid"].items(), key=lambda kv: kv[1][1] or 1e9):
         print(f"    {name:62s} {status:9s} {'-' if ms is None else f'{ms:.1f} ms/sample'}")
 
