@@ -147,7 +147,8 @@ def test_compile_is_tried_on_autocast_even_when_it_did_not_survive_alone(search)
     assert set(search._survivors()) == {"precision"}
     assert search._survivors()["precision"][0].precision == "bf16-weights"  # more than 3% faster
     names = [c.name for c in search.finalists()]
-    assert names[:2] == ["eval+inference_mode+bf16-weights", "eval+inference_mode+bf16-autocast+compile"]
+    assert names[:2] == ["eval+inference_mode+bf16-autocast+compile",  # kept first when time is short
+                         "eval+inference_mode+bf16-weights"]
     assert names[-1] == "eval+inference_mode+bf16-autocast+compile-max-autotune"  # refines the compiled one
 
 

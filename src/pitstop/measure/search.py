@@ -202,16 +202,16 @@ class Search:
         return cost * 4 / 3
 
     def finalists(self) -> list[VariantConfig]:
-        """The two most promising combinations of the surviving techniques and the best two single
-        techniques (at most ``finalists + 1``), then refinements (see ``_refined``)."""
+        """The two most promising combinations of the surviving techniques, compile on reduced
+        precision (see ``_composed``) and the best two single techniques (at most ``finalists + 1``,
+        in that order: when time is short the last are dropped), then refinements (``_refined``)."""
         survivors = self._survivors()
         ranked = sorted(survivors.values(), key=lambda p: -p[1])
         combos = self.combinations(survivors)[:2]
         singles = [config for config, _ in ranked][:2]
-        finalists = list(dict.fromkeys([*combos, *singles]))[: self.settings.finalists + 1]
-        composed = self._composed()
-        if composed is not None and composed not in finalists:
-            finalists.append(composed)  # after the ranked ones: dropped first when time is short
+        composed = self._composed()  # expected at least as fast as its precision alone: before the singles
+        ranked_first = [*combos, *([composed] if composed is not None else [])]
+        finalists = list(dict.fromkeys([*ranked_first, *singles]))[: self.settings.finalists + 1]
         compiled = next((c for c in finalists if c.compile == "default"), None)
         if compiled is not None and self._refined("compile", "max-autotune"):
             finalists.append(replace(compiled, compile="max-autotune"))  # last: the first dropped when short
