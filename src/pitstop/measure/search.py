@@ -210,8 +210,8 @@ class Search:
         combos = self.combinations(survivors)[:2]
         singles = [config for config, _ in ranked][:2]
         composed = self._composed()  # expected at least as fast as its precision alone: before the singles
-        ranked_first = [*combos, *([composed] if composed is not None else [])]
-        finalists = list(dict.fromkeys([*ranked_first, *singles]))[: self.settings.finalists + 1]
+        firsts = [*combos, *([composed] if composed is not None else [])]
+        finalists = list(dict.fromkeys([*firsts, *singles]))[: self.settings.finalists + 1]
         compiled = next((c for c in finalists if c.compile == "default"), None)
         if compiled is not None and self._refined("compile", "max-autotune"):
             finalists.append(replace(compiled, compile="max-autotune"))  # last: the first dropped when short
