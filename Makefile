@@ -7,7 +7,7 @@ TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.pitstop-installed
 
-.PHONY: demo test test-all test-gpu lint bench clean
+.PHONY: demo test test-all test-gpu lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,9 +28,12 @@ test-all: $(STAMP)
 test-gpu: $(STAMP)
 	$(BIN)/python -m pytest -m gpu
 
-lint: $(STAMP)
+lint: $(STAMP) typecheck
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/pitstop lint .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/grad_modes.py

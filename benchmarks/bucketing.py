@@ -19,8 +19,8 @@ from torch import nn
 from torch.utils.data import BatchSampler, RandomSampler
 
 from pitstop.data import LengthBucketSampler, padding_waste
-from pitstop.measure.stats import speedup
 from pitstop.models.zoo import ZOO
+from pitstop.stats import speedup
 
 
 def lognormal_lengths(n: int, cap: int, seed: int = 0) -> list[int]:

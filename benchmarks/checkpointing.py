@@ -19,9 +19,9 @@ import time
 import torch
 from torch import nn
 
-from pitstop.measure.stats import speedup
 from pitstop.memory import activation_report, checkpoint, uncheckpoint
 from pitstop.memory.checkpointing import wrap
+from pitstop.stats import speedup
 
 
 class Encoder(nn.Module):

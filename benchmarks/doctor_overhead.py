@@ -21,9 +21,9 @@ import torch
 from torch import nn
 
 import pitstop
-from pitstop.measure.stats import speedup
 from pitstop.models.inputs import parse_input_spec
 from pitstop.models.zoo import ZOO
+from pitstop.stats import speedup
 
 MODES = ("plain", "doctor", "doctor guard=True", "detect_anomaly")
 

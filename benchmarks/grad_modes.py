@@ -12,7 +12,7 @@ import argparse
 import json
 
 import pitstop
-from pitstop.measure.measurement import BenchResult
+from pitstop.bench.result import BenchResult
 
 MODELS = {"zoo:mlp": [1, 16, 256], "zoo:cnn": [1, 16]}
 

@@ -24,12 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from pitstop._env import physical_cores
-from pitstop.measure.launch import ProcessWorker
-from pitstop.measure.source import SpecSource, write_payload
-from pitstop.measure.stats import speedup
-from pitstop.measure.timer import TimingPolicy, chunk_size
-from pitstop.measure.variants import VariantConfig
+from pitstop.bench.launch import ProcessWorker
+from pitstop.bench.source import SpecSource, write_payload
+from pitstop.bench.timer import TimingPolicy, chunk_size
+from pitstop.bench.variants.config import VariantConfig
 from pitstop.models.spec import parse_model_spec
+from pitstop.stats import speedup
 
 CASES = [("zoo:mlp", 16), ("zoo:cnn", 16), ("zoo:transformer", 8)]
 CONFIG = VariantConfig("eval", "no_grad")

@@ -22,7 +22,7 @@ import json
 import time
 
 import pitstop
-from pitstop.measure.variants import VariantConfig
+from pitstop.bench.variants.config import VariantConfig
 
 
 def grid(four_d: bool) -> list[VariantConfig]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pitstop.report.json import BENCH_SCHEMA
+from pitstop.schemas import BENCH_SCHEMA
 
 FAST = ["--budget-s", "0.3", "--threads", "1", "--replicas", "1"]
 M = "tests/fixtures/models.py"
@@ -108,7 +108,7 @@ def _workers() -> int:
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                count += "pitstop.measure.worker" in Path(f"/proc/{pid}/cmdline").read_text()
+                count += "pitstop.bench.worker" in Path(f"/proc/{pid}/cmdline").read_text()
             except OSError:
                 pass
     return count
@@ -120,7 +120,7 @@ def test_progress_bar_on_a_terminal_follows_the_run():
     from rich.console import Console
 
     import pitstop as ps
-    from pitstop.cli import _progress
+    from pitstop.cli._output import _progress
 
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=True, width=120)
@@ -138,7 +138,7 @@ def test_no_progress_bar_in_a_pipe():
 
     from rich.console import Console
 
-    from pitstop.cli import _progress
+    from pitstop.cli._output import _progress
 
     with _progress(Console(file=io.StringIO())) as on_event:
         assert on_event is None
@@ -191,8 +191,8 @@ def test_the_parser_knows_the_search_axes_without_importing_torch():
     import subprocess
     import sys
 
-    from pitstop.cli import SEARCH_AXES
-    from pitstop.measure.search import AXES
+    from pitstop.cli.optimize import SEARCH_AXES
+    from pitstop.optimize.search import AXES
 
     assert SEARCH_AXES == AXES
     code = "import sys; from pitstop.cli import build_parser; build_parser(); print('torch' in sys.modules)"

@@ -4,10 +4,34 @@ import sys
 import pitstop
 
 
-def test_all_matches_the_public_names():
-    assert sorted(pitstop.__all__) == sorted(dir(pitstop))
+def test_all_matches_the_lazy_table():
+    # dir(pitstop) returns __all__, so compare with what __getattr__ can really resolve
+    assert set(pitstop.__all__) == set(pitstop._LAZY) | {"__version__"}
     for name in pitstop.__all__:
         assert getattr(pitstop, name) is not None
+
+
+def test_every_lazy_name_resolves_to_what_it_names():
+    import importlib
+
+    for name, (module, attr) in pitstop._LAZY.items():
+        target = importlib.import_module(module)
+        assert getattr(pitstop, name) is (target if attr is None else getattr(target, attr)), name
+
+
+def test_capability_packages_are_the_functions_they_are_named_after():
+    import torch
+
+    import pitstop.bench.api
+    import pitstop.doctor.core
+    import pitstop.optimize.api  # importing a submodule first must not hide the function
+
+    assert callable(pitstop.bench) and callable(pitstop.optimize)
+    with pitstop.doctor() as doctor:
+        model = torch.nn.Linear(2, 1)
+        model(torch.ones(1, 2)).sum().backward()
+    assert isinstance(doctor, pitstop.Doctor)
+    assert pitstop.integrations.lightning.__name__ == "pitstop.doctor.adapters.lightning"
 
 
 def test_import_is_cheap_and_never_touches_cuda_or_extras():

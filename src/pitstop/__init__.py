@@ -29,19 +29,19 @@ __all__ = [
 ]
 
 _LAZY: dict[str, tuple[str, str | None]] = {
-    "bench": ("pitstop.measure.api", "bench"),
-    "BenchResult": ("pitstop.measure.measurement", "BenchResult"),
-    "doctor": ("pitstop.diagnose", "doctor"),
-    "Doctor": ("pitstop.diagnose", "Doctor"),
-    "DoctorReport": ("pitstop.diagnose", "DoctorReport"),
+    "bench": ("pitstop.bench", None),
+    "BenchResult": ("pitstop.bench.result", "BenchResult"),
+    "doctor": ("pitstop.doctor", None),
+    "Doctor": ("pitstop.doctor", "Doctor"),
+    "DoctorReport": ("pitstop.doctor", "DoctorReport"),
     "data": ("pitstop.data", None),
     "integrations": ("pitstop.integrations", None),
     "memory": ("pitstop.memory", None),
     "numerics": ("pitstop.numerics", None),
     "Inputs": ("pitstop.models.inputs", "Inputs"),
-    "optimize": ("pitstop.measure.optimize_api", "optimize"),
-    "OptimizedModel": ("pitstop.measure.optimized", "OptimizedModel"),
-    "OptimizeReport": ("pitstop.measure.optimized", "OptimizeReport"),
+    "optimize": ("pitstop.optimize", None),
+    "OptimizedModel": ("pitstop.optimize.result", "OptimizedModel"),
+    "OptimizeReport": ("pitstop.optimize.result", "OptimizeReport"),
     "parse_input_spec": ("pitstop.models.inputs", "parse_input_spec"),
     "parse_model_spec": ("pitstop.models.spec", "parse_model_spec"),
     "PitstopError": ("pitstop.errors", "PitstopError"),
@@ -49,14 +49,14 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 
 if TYPE_CHECKING:
     from pitstop import data, integrations, memory, numerics
-    from pitstop.diagnose import Doctor, DoctorReport, doctor
+    from pitstop.bench.api import bench
+    from pitstop.bench.result import BenchResult
+    from pitstop.doctor import Doctor, DoctorReport, doctor
     from pitstop.errors import PitstopError
-    from pitstop.measure.api import bench
-    from pitstop.measure.measurement import BenchResult
-    from pitstop.measure.optimize_api import optimize
-    from pitstop.measure.optimized import OptimizedModel, OptimizeReport
     from pitstop.models.inputs import Inputs, parse_input_spec
     from pitstop.models.spec import parse_model_spec
+    from pitstop.optimize.api import optimize
+    from pitstop.optimize.result import OptimizedModel, OptimizeReport
 
 
 def __getattr__(name: str) -> Any:

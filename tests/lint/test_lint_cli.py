@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from pitstop.cli import main
-from pitstop.report.json import FINDING_SCHEMA
+from pitstop.schemas import FINDING_SCHEMA
 
 RULES = Path(__file__).parent / "rules"
 SARIF = json.loads((Path(__file__).parents[1] / "fixtures" / "sarif-schema-2.1.0.json").read_text())

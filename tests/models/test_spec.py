@@ -2,8 +2,8 @@ import pytest
 import torch
 from torch import nn
 
+from pitstop.bench.fidelity import flatten, is_logits
 from pitstop.errors import ModelLoadError, ModelSpecError
-from pitstop.measure.fidelity import flatten, is_logits
 from pitstop.models.spec import parse_model_spec
 from pitstop.models.zoo import ZOO
 

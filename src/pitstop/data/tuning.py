@@ -15,8 +15,9 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from pitstop._document import envelope
 from pitstop.errors import UsageError, last_line
-from pitstop.measure.stats import Ratio, speedup
+from pitstop.stats import Ratio, speedup
 
 DEFAULTS: dict[str, Any] = {"num_workers": 0}
 
@@ -72,11 +73,9 @@ class LoaderChoice:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        from pitstop import __version__
-
-        return {"pitstop": __version__, "schema": 1, "kind": "data", "best": self.kwargs, "verdict": self.verdict,
-                "gain": None if self.gain is None else {"median": self.gain.median, "ci95": list(self.gain.ci95)},
-                "trials": [t.to_dict() for t in self.trials], "notes": self.notes}
+        return envelope("data", best=self.kwargs, verdict=self.verdict,
+                        gain=None if self.gain is None else {"median": self.gain.median, "ci95": list(self.gain.ci95)},
+                        trials=[t.to_dict() for t in self.trials], notes=self.notes)
 
     def table(self) -> Any:
         from rich.table import Table

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pitstop._document import envelope
 from pitstop.codes import CODES, Code
 from pitstop.lint.rules import Diagnostic
 
@@ -73,10 +74,7 @@ def finding_dict(d: Diagnostic) -> dict[str, Any]:
 
 
 def json_document(findings: list[Diagnostic], files: int, lines: int, environment: dict[str, Any]) -> dict[str, Any]:
-    from pitstop import __version__
-
-    return {"pitstop": __version__, "schema": 1, "kind": "lint", "environment": environment,
-            "files": files, "lines": lines, "findings": [finding_dict(d) for d in findings]}
+    return envelope("lint", environment, files=files, lines=lines, findings=[finding_dict(d) for d in findings])
 
 
 def _rule(c: Code) -> dict[str, Any]:

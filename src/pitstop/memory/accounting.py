@@ -18,9 +18,11 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from pitstop import _render
+from pitstop._document import envelope
+from pitstop._format import fmt_bytes as mib
 from pitstop.errors import UsageError
-from pitstop.measure.memory import _storage_key
-from pitstop.report.table import fmt_bytes as mib
+from pitstop.memory.peak import _storage_key
 
 LossFn = Callable[[Any], torch.Tensor]
 
@@ -79,21 +81,17 @@ class ActivationReport:
     environment: dict[str, Any] = field(default_factory=dict)
 
     def _repr_html_(self) -> str:
-        from pitstop.report.pages import memory_html
-
-        return memory_html(self.to_dict(), fragment=True)
+        return _render.html(self)
 
     def row(self, name: str) -> ModuleRow:
         return next(r for r in self.rows if r.name == name)
 
     def to_dict(self) -> dict[str, Any]:
-        from pitstop import __version__
-
-        return {"pitstop": __version__, "schema": 1, "kind": "memory", "environment": self.environment,
-                "activation_bytes": self.total_bytes, "parameter_saved_bytes": self.param_saved_bytes,
-                "input_saved_bytes": self.input_saved_bytes, "step_ms": self.step_ms,
-                "peak_step_bytes": self.peak_bytes, "peak_how": self.peak_how, "repeats": self.repeats,
-                "modules": [r.to_dict() for r in self.rows]}
+        return envelope("memory", self.environment,
+                        activation_bytes=self.total_bytes, parameter_saved_bytes=self.param_saved_bytes,
+                        input_saved_bytes=self.input_saved_bytes, step_ms=self.step_ms,
+                        peak_step_bytes=self.peak_bytes, peak_how=self.peak_how, repeats=self.repeats,
+                        modules=[r.to_dict() for r in self.rows])
 
     def table(self, top: int | None = None) -> Any:
         from rich.table import Table

@@ -18,8 +18,8 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint as _checkpoint
 
 from pitstop.errors import UsageError
-from pitstop.measure.stats import Ratio, speedup
 from pitstop.memory.accounting import ActivationReport, LossFn, _step, activation_report, as_args, default_loss, mib
+from pitstop.stats import Ratio, speedup
 
 _LAST_RESORT = (nn.Embedding, nn.EmbeddingBag)
 

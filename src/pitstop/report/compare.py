@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pitstop._document import envelope
 from pitstop.errors import UsageError
-from pitstop.measure.stats import speedup_groups
+from pitstop.stats import speedup_groups
 
 ENV_KEYS = ("torch", "cpu", "threads", "device", "gpu", "pitstop", "python")
 
@@ -51,12 +52,10 @@ class Comparison:
         return [c for c in self.changes if c.verdict == "regression" and c.ratio - 1 > self.threshold]
 
     def to_dict(self) -> dict[str, Any]:
-        from pitstop import __version__
-
-        return {"pitstop": __version__, "schema": 1, "kind": "compare", "before": self.before, "after": self.after,
-                "threshold": self.threshold, "changes": [c.to_dict() for c in self.changes],
-                "regressions": len(self.regressions), "environment_differences": self.env_warnings,
-                "only_before": self.only_before, "only_after": self.only_after}
+        return envelope("compare", before=self.before, after=self.after,
+                        threshold=self.threshold, changes=[c.to_dict() for c in self.changes],
+                        regressions=len(self.regressions), environment_differences=self.env_warnings,
+                        only_before=self.only_before, only_after=self.only_after)
 
     def lines(self) -> list[str]:
         out = [f"pitstop compare: {self.before} -> {self.after} (time per call; > 1x = slower; regression "

@@ -4,16 +4,13 @@ recipe; and its JSON document (kind ``optimize``)."""
 from __future__ import annotations
 
 import io
-from typing import Any
 
 from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from pitstop.measure.claims import check_claims
-from pitstop.measure.optimized import OptimizeReport
-from pitstop.measure.search import START
-from pitstop.report.json import SCHEMA_VERSION, _finite, row_document
+from pitstop.optimize.result import OptimizeReport, verdict_lines
+from pitstop.optimize.search import START
 from pitstop.report.table import _STATUS_STYLE, _VERDICT_STYLE, _fidelity, claims_table, fmt_bytes, fmt_ms
 
 
@@ -78,37 +75,6 @@ def reasons(report: OptimizeReport) -> list[str]:
     return lines
 
 
-def verdict_lines(report: OptimizeReport) -> list[str]:
-    """The winner (or why the start point stays), its speed-ups, the objective's choice."""
-    outcome, lines = report.outcome, []
-    took = f"search took {outcome.elapsed_s:.0f} s of a {report.settings['time_budget_s']:g} s budget"
-    if not outcome.complete:
-        took += "; interrupted: best so far" if outcome.interrupted else "; incomplete"
-    winner = outcome.winner
-    if winner is None:
-        lines.append(f"Winner: {START.name} stays: {outcome.verdict}. ({took})")
-    else:
-        parts = []
-        for base in (START.name, "eval+no_grad", "train+grad"):
-            r = report.speedup_over(base)
-            if r is not None:
-                parts.append(f"{r.median:.2f}x [{r.ci95[0]:.2f}-{r.ci95[1]:.2f}] vs {base}")
-        lines.append(f"Winner: {winner.variant} at batch {winner.batch_size}: {'; '.join(parts)} "
-                     f"({outcome.verdict}; {took})")
-    choice = report.choice()
-    if report.settings["objective"] != "latency" or report.settings.get("latency_budget_ms") is not None:
-        if choice is None:
-            lines.append(f"No batch size met p90 <= {report.settings['latency_budget_ms']:g} ms.")
-        else:
-            row = choice.row
-            lines.append(f"Objective {report.settings['objective']}: batch {row.batch_size} "
-                         f"({choice.reason}): {row.throughput:,.0f} samples/s, "
-                         f"p90 {row.latency.p90:.3g} ms per batch")  # type: ignore[union-attr]
-    if report.saved:
-        lines.append(f"Saved: {', '.join(report.saved)}")
-    return lines
-
-
 def renderables(report: OptimizeReport, with_recipe: bool = True) -> list[RenderableType]:
     """Everything, in reading order."""
     items: list[RenderableType] = [candidates_table(report)]
@@ -135,46 +101,3 @@ def render_text(report: OptimizeReport, width: int = 200) -> str:
     for item in renderables(report):
         console.print(item)
     return buffer.getvalue()
-
-
-def optimize_document(report: OptimizeReport) -> dict[str, Any]:
-    """The JSON document: every stage's rows (with ``stage``), the winner, the choice, the search."""
-    from pitstop import __version__
-
-    results = []
-    for stage in report.stages:
-        for row in stage.rows:
-            results.append({**row_document(stage.result, row), "stage": stage.name})
-    winner, ratio = report.outcome.winner, report.speedup
-    choice = report.choice()
-    probe = report.reference_stage()
-    claims = []
-    if probe is not None and report.claims_key:
-        probe.claims_key = report.claims_key
-        claims = [{"claim": c.claim.text, "variant": c.claim.variant, "baseline": c.claim.baseline,
-                   "claimed_time_cut": [c.claim.low, c.claim.high], "measured_time_cut": c.measured,
-                   "verdict": c.verdict} for c in check_claims(probe)]
-    return _finite({
-        "pitstop": __version__, "schema": SCHEMA_VERSION, "kind": "optimize",
-        "environment": report.environment, "model": report.model, "settings": report.settings,
-        "baseline": START.name, "complete": report.outcome.complete, "interrupted": report.outcome.interrupted,
-        "results": results,
-        "winner": {
-            "variant": report.config.name, "config": report.config.to_dict(report.settings["threads"]),
-            "batch_size": winner.batch_size if winner else report.settings["batch_size"],
-            "speedup": {"median": ratio.median, "ci95": list(ratio.ci95)} if ratio else None,
-            "speedup_vs": {b: {"median": r.median, "ci95": list(r.ci95)} for b in ("eval+no_grad", "train+grad")
-                           if (r := report.speedup_over(b)) is not None},
-            "verdict": report.outcome.verdict, "recipe": report.recipe,
-        },
-        "choice": {"variant": choice.row.variant, "batch_size": choice.row.batch_size, "reason": choice.reason,
-                   "throughput_per_s": choice.row.throughput,
-                   "p90_ms": choice.row.latency.p90 if choice.row.latency else None} if choice else None,
-        "search": {"elapsed_s": report.outcome.elapsed_s, "time_budget_s": report.settings["time_budget_s"],
-                   "stages": [{"name": s.name, "batch_size": s.rows[0].batch_size if s.rows else None,
-                               "elapsed_s": s.elapsed_s,
-                               "variants": [r.variant for r in s.rows]} for s in report.stages]},
-        "claims": claims,
-        "advice": verdict_lines(report)[0] if report.stages else None,
-        "saved": report.saved,
-    })

@@ -211,6 +211,11 @@ def render(doc: dict[str, Any]) -> str:
     return RENDERERS[kind](doc)
 
 
+def render_fragment(doc: dict[str, Any]) -> str:
+    """The notebook fragment for any pitstop JSON document."""
+    return RENDERERS[doc["kind"]](doc, fragment=True)
+
+
 def write_html(path: str, doc: dict[str, Any]) -> None:
     target = Path(path)
     if target.is_dir():

@@ -11,28 +11,12 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from pitstop.measure.claims import check_claims
-from pitstop.measure.measurement import BenchResult, Measurement
+from pitstop._format import fmt_bytes, fmt_ms
+from pitstop.bench.claims import check_claims
+from pitstop.bench.result import BenchResult, Measurement
 
 _VERDICT_STYLE = {"faster": "green", "slower": "red", "within noise": "yellow"}
 _STATUS_STYLE = {"ok": "green", "rejected": "magenta", "failed": "red", "skipped": "dim"}
-
-
-def fmt_bytes(n: int | None) -> str:
-    """Human-readable bytes (binary units)."""
-    if n is None:
-        return "-"
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(size) < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} GiB"
-
-
-def fmt_ms(x: float) -> str:
-    """Milliseconds with three significant figures."""
-    return f"{x:.3g}" if x < 100 else f"{x:.0f}"
 
 
 def _fidelity(row: Measurement) -> str:

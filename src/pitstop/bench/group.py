@@ -1,0 +1,294 @@
+"""One group: several variants of one model at one batch size, each in its own worker(s),
+prepared, profiled (memory, fidelity, warm-up) one at a time, then timed in interleaved rounds
+until the medians are precise enough or the per-variant budget is spent.
+
+bench runs one group per batch size; optimize runs one per search stage. Nothing is lost: a
+variant that cannot run here is ``skipped``, one that breaks is ``failed``, one whose answers
+differ is ``rejected``, and the others go on."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pitstop.bench.fidelity import within
+from pitstop.bench.launch import InlineWorker, ProcessWorker, WorkerFailed
+from pitstop.bench.result import Measurement
+from pitstop.bench.source import ModuleSource, SpecSource, first_forward, write_payload
+from pitstop.bench.timer import TimingPolicy, chunk_size, precise_enough
+from pitstop.bench.variants.config import VariantConfig
+from pitstop.bench.variants.handlers import Target, gate
+from pitstop.errors import PitstopError, UsageError
+
+if TYPE_CHECKING:
+    from pitstop.bench.runner import BenchSettings
+
+Source = SpecSource | ModuleSource
+OnEvent = Callable[[str, dict[str, Any]], None]
+Worker = ProcessWorker | InlineWorker
+
+
+@dataclass
+class _Live:
+    """A variant's run-time state within one group: its replica workers."""
+
+    config: VariantConfig
+    row: Measurement
+    workers: list[Worker]
+    per_call_s: list[float] = field(default_factory=list)
+    spent_s: float = 0.0
+
+    @property
+    def alive(self) -> bool:
+        return self.row.status not in ("failed", "skipped")
+
+    def fail(self, reason: str) -> None:
+        """Mark the variant failed (one replica's failure fails the variant) and stop its workers."""
+        if self.alive:
+            self.row.status, self.row.reason = "failed", reason
+        for worker in self.workers:
+            worker.kill()
+
+
+class GroupRunner:
+    """Measures groups of variants for one source under one set of settings."""
+
+    def __init__(self, source: Source, settings: BenchSettings, on_event: OnEvent | None = None) -> None:
+        self.source, self.settings = source, settings
+        self.on_event = on_event or (lambda kind, info: None)
+        self.isolation = "process"
+        self.inputs: dict[int, str] = {}
+        self.target: Target | None = None
+        self._workdir = tempfile.TemporaryDirectory(prefix="pitstop-")
+        self._groups = 0
+
+    def close(self) -> None:
+        """Remove the run's temporary files (payloads, worker logs, exported graphs)."""
+        self._workdir.cleanup()
+
+    @property
+    def workdir(self) -> Path:
+        """The run's temporary directory (artifacts such as exported ONNX graphs live under it)."""
+        return Path(self._workdir.name)
+
+    def run(self, batch_size: int, configs: list[VariantConfig], out: list[Measurement], *,
+            policy: TimingPolicy | None = None, replicas: int | None = None, first: bool = False,
+            deadline: float | None = None, memory: bool = True, single: list[VariantConfig] | None = None) -> None:
+        """Measure ``configs`` at ``batch_size``, appending each finished row to ``out`` (also on
+        Ctrl-C, which is re-raised). A model that cannot run at all raises on the ``first`` group.
+        Past ``deadline`` (``time.monotonic()``), timing rounds stop with what they have; without
+        ``memory``, peak and activation memory are not measured (saves two calls per replica).
+        Configs in ``single`` run in one process whatever ``replicas`` says."""
+        policy, replicas = policy or self.settings.policy, replicas or self.settings.replicas
+        self._groups += 1
+        workdir = self.workdir / f"g{self._groups}"
+        workdir.mkdir()
+        self.on_event("group", {"batch_size": batch_size, "variants": len(configs)})
+        try:
+            module, inputs = self.source.materialize(batch_size)
+            first_forward(self.source.name, module, inputs, torch.device(self.settings.device))
+        except PitstopError as exc:
+            if first:
+                raise  # nothing measured yet: a usage error (exit 2)
+            out.extend(self._row(c, batch_size, "failed", str(exc)) for c in configs)
+            return
+        self.inputs[batch_size] = inputs.describe()
+        if self.target is None:
+            self.target = Target.detect(self.settings.device, module, [t.dim() for t in inputs.tensors()])
+        counts = {c: 1 if c in (single or []) else replicas for c in configs}
+        live = self._start(module, inputs, batch_size, workdir, counts, self.target, policy)
+        interrupted = False
+        try:
+            for v in live:
+                self._profile(v, memory)
+            self._rounds(live, policy, deadline)
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
+        finally:
+            self._finish(live, out, interrupted)
+
+    def _row(self, config: VariantConfig, batch_size: int, status: Any = "ok", reason: str | None = None
+             ) -> Measurement:
+        return Measurement(config.name, config.to_dict(self.settings.threads), batch_size, status, reason)
+
+    def _start(self, module: torch.nn.Module, inputs: Any, batch_size: int, workdir: Path,
+               counts: dict[VariantConfig, int], target: Target, policy: TimingPolicy) -> list[_Live]:
+        source, inline_reason = self.source.worker_source(module, workdir)
+        if not self.settings.isolate:
+            inline_reason = "isolation turned off (--inline)"
+        if inline_reason and self.settings.worker_env:
+            raise UsageError("--worker-env needs worker processes; it cannot apply to a model that runs inline")
+        self.isolation = f"inline: {inline_reason}" if inline_reason else "process"
+        payload = workdir / "payload.pt"
+        write_payload(payload, source or {}, module, inputs, batch_size,
+                      send_weights=source is not None and source["kind"] == "spec")
+        live = [self._spawn(c, batch_size, workdir, None if inline_reason is None else module,
+                            n if inline_reason is None else 1, target) for c, n in counts.items()]
+        for k, v in enumerate(live):  # all workers load in parallel
+            for worker in v.workers:  # replicas share a directory: the second reuses the exported graph
+                worker.send("setup", payload_path=str(payload), config=v.row.config,
+                            threads=v.config.threads or self.settings.threads, device=self.settings.device,
+                            policy=policy.to_dict(), target=target.to_dict(), workdir=str(workdir / f"v{k}"))
+        started = time.monotonic()
+        try:
+            for v in live:
+                for worker in v.workers:
+                    self._receive(v, worker)
+                v.row.phases_s["start"] = time.monotonic() - started  # process start, imports, model load
+        except KeyboardInterrupt:  # Ctrl-C while the workers load: none may outlive the run
+            for v in live:
+                for worker in v.workers:
+                    worker.kill()
+            raise
+        return live
+
+    def _spawn(self, config: VariantConfig, batch_size: int, workdir: Path, inline: torch.nn.Module | None,
+               replicas: int, target: Target) -> _Live:
+        """Worker processes for the variant, or one inline worker holding ``inline``; none when the
+        variant cannot run here (``skipped``, with the gate's reason)."""
+        reason = gate(config, target)
+        if reason:
+            return _Live(config, self._row(config, batch_size, "skipped", reason), [])
+        threads = config.threads or self.settings.threads
+        row = self._row(config, batch_size)
+        if inline is not None:
+            return _Live(config, row, [InlineWorker(inline)])
+        env = {"TORCHINDUCTOR_CACHE_DIR": str(self.workdir / "inductor"),  # cold compile once per run
+               **dict(self.settings.worker_env)}
+        first = len(list(workdir.iterdir()))
+        workers: list[Worker] = [ProcessWorker(workdir / f"{first + i}.log", threads, env) for i in range(replicas)]
+        return _Live(config, row, workers)
+
+    def _profile(self, v: _Live, memory: bool = True) -> None:
+        """Preparation (compile, export), memory, fidelity and warm-up of one variant's replicas,
+        while the others wait. Each phase's seconds are kept in ``row.phases_s``."""
+        if not v.alive:
+            return
+        self.on_event("phase", {"text": f"b={v.row.batch_size} {v.row.variant}: prepare, fidelity, warm-up"})
+        peaks = []
+        for i, worker in enumerate(v.workers):
+            prepared = self._timed(v, worker, "prepare")
+            if prepared is None:
+                return
+            if memory:
+                measured = self._timed(v, worker, "memory")
+                if measured is None:
+                    return
+                peaks.append(measured["peak_memory_bytes"])
+                v.row.activation_bytes = measured["activation_bytes"]  # exact: the same in every replica
+            if i == 0:
+                v.row.details = prepared["details"]
+                if v.config.compile or v.config.quant or v.config.runtime != "torch":  # first replica: cold cache
+                    v.row.compile_s = prepared["first_call_s"]
+                v.row.fidelity = self._timed(v, worker, "fidelity")  # same weights and inputs everywhere
+                if v.row.fidelity is not None:
+                    self._gate(v, worker)
+            warmup = self._timed(v, worker, "warmup")
+            if warmup is None:
+                return
+            v.row.warmup = v.row.warmup or warmup
+            v.per_call_s.append(warmup["per_call_s"])
+            v.row.replica_samples_s.append([])
+        known = sorted(p for p in peaks if p is not None)
+        v.row.peak_memory_bytes = known[len(known) // 2] if known else None
+
+    def _timed(self, v: _Live, worker: Worker, method: str) -> Any:
+        start = time.monotonic()
+        try:
+            return self._call(v, worker, method)
+        finally:
+            v.row.phases_s[method] = v.row.phases_s.get(method, 0.0) + time.monotonic() - start
+
+    def _gate(self, v: _Live, worker: Worker) -> None:
+        """A wrong answer is rejected; train mode's different answers are noted, not rejected.
+
+        Reduced precision and int8 get a looser tolerance plus an argmax-agreement floor; an fp32
+        variant over tolerance is checked against fp64, and passes if it is at least as close to
+        the fp64 answer as eager fp32 is (a compiled graph may be the more accurate one)."""
+        fid, s = v.row.fidelity or {}, self.settings
+        reduced = v.config.precision != "fp32" or v.config.quant is not None
+        tol, agreement = (s.reduced_tol, s.min_agreement) if reduced else (s.rel_tol, None)
+        if within(fid, tol, agreement):
+            return
+        if "error" not in fid and not reduced and v.config.mode == "eval":
+            fid.update(self._call(v, worker, "fidelity64") or {})
+            if fid.get("rel_err_fp64", float("inf")) <= max(tol, fid.get("eager_rel_err_fp64", 0.0)):
+                v.row.note = (f"differs from eager fp32 by {fid['rel_err']:.1e} but is as close to fp64 "
+                              f"({fid['rel_err_fp64']:.1e} vs eager {fid['eager_rel_err_fp64']:.1e})")
+                return
+        detail = fid.get("error") or f"rel err {fid['rel_err']:.2e} > tolerance {tol:.0e}"
+        if "error" not in fid and agreement is not None and fid.get("agreement", 1.0) < agreement:
+            detail = f"argmax agreement {fid['agreement']:.1%} < {agreement:.0%} (rel err {fid['rel_err']:.1e})"
+        if v.config.mode == "train":
+            v.row.note = f"train mode changes the outputs (dropout / batch-norm): {detail}"
+        else:
+            v.row.status, v.row.reason = "rejected", f"outputs differ from the fp32 eval reference: {detail}"
+
+    def _rounds(self, live: list[_Live], policy: TimingPolicy, deadline: float | None) -> None:
+        """Interleaved rounds until precise enough or out of budget. Past ``deadline`` rounds stop
+        too, but only once every variant has ``min_samples`` calls: an interval needs samples."""
+        round_no = 0
+        while True:
+            alive = [v for v in live if v.alive and v.per_call_s]
+            active = [v for v in alive if v.spent_s < policy.budget_s or len(v.row.samples_s) < policy.min_samples]
+            if not active or all(precise_enough(v.row.replica_samples_s, policy) for v in alive):
+                return
+            if deadline is not None and time.monotonic() >= deadline \
+                    and all(len(v.row.samples_s) >= policy.min_samples for v in active):
+                return
+            turns = [(v, i) for i in range(max(len(v.per_call_s) for v in active)) for v in active
+                     if i < len(v.per_call_s)]
+            shift = round_no % len(turns)  # rotate the order so nothing always runs first
+            for v, i in turns[shift:] + turns[:shift]:
+                self._turn(v, i, policy)
+            round_no += 1
+            self.on_event("round", {"round": round_no, "live": live, "policy": policy})
+
+    def _turn(self, v: _Live, i: int, policy: TimingPolicy) -> None:
+        """One replica's share of a round: about ``round_s / replicas`` of timed calls."""
+        if not v.alive:
+            return
+        per_call, replicas = v.per_call_s[i], len(v.per_call_s)
+        left = (policy.budget_s - v.spent_s) / replicas
+        n = min(chunk_size(per_call, policy, replicas), max(1, int(left / max(per_call, 1e-9))))
+        start = time.monotonic()
+        chunk = self._call(v, v.workers[i], "run", n=n)
+        v.row.phases_s["timing"] = v.row.phases_s.get("timing", 0.0) + time.monotonic() - start
+        if chunk:
+            v.row.replica_samples_s[i].extend(chunk["times"])
+            v.row.page_faults += chunk["page_faults"]
+            v.spent_s += sum(chunk["times"])
+
+    def _finish(self, live: list[_Live], out: list[Measurement], interrupted: bool) -> None:
+        for v in live:
+            for worker in v.workers:
+                worker.kill() if interrupted else worker.close()
+            if interrupted and v.alive:
+                if v.row.samples_s:
+                    v.row.note = f"interrupted after {len(v.row.samples_s)} timed calls"
+                else:
+                    v.row.status, v.row.reason = "failed", "interrupted before any timed call"
+            out.append(v.row)
+            self.on_event("row", {"row": v.row})
+
+    def _call(self, v: _Live, worker: Worker, method: str, **kwargs: Any) -> Any:
+        if not v.alive:
+            return None
+        worker.send(method, **kwargs)
+        return self._receive(v, worker)
+
+    def _receive(self, v: _Live, worker: Worker) -> Any:
+        if not v.alive:
+            return None
+        try:
+            return worker.receive(self.settings.timeout_s)
+        except WorkerFailed as exc:
+            v.fail(str(exc))
+            return None

@@ -1,0 +1,147 @@
+"""Where a variant runs: in an isolated worker process (default) or inline.
+
+Both launchers expose ``send(method, **kwargs)`` then ``receive(timeout_s)``; a worker that
+raises, dies (segfault, abort, out-of-memory kill) or hangs past the time-out raises
+``WorkerFailed`` with a one-line reason, and only that variant is lost."""
+
+from __future__ import annotations
+
+import copy
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from torch.nn import Module
+
+from pitstop.bench.worker import VariantSession
+from pitstop.errors import last_line
+
+
+class WorkerFailed(Exception):
+    """A variant's worker failed; ``str(exc)`` is the reason shown to the user."""
+
+
+class ProcessWorker:
+    """A spawned ``python -m pitstop.bench.worker`` process, its output kept in ``log_path``."""
+
+    def __init__(self, log_path: Path, threads: int, extra_env: dict[str, str] | None = None) -> None:
+        parent, child = socket.socketpair()
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+               "PYTHONPATH": os.pathsep.join(_import_path()), **(extra_env or {})}
+        self.log_path = log_path
+        with open(log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "pitstop.bench.worker", str(child.fileno())],
+                pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, env=env,
+                start_new_session=True,  # Ctrl-C goes to the parent, which stops workers itself
+            )
+        child.close()
+        self.conn = Connection(parent.detach())
+        self.pending = ""
+
+    def send(self, method: str, **kwargs: Any) -> None:
+        """Start a request."""
+        self.pending = method
+        try:
+            self.conn.send((method, kwargs))
+        except OSError:
+            self._raise_dead()
+
+    def receive(self, timeout_s: float) -> Any:
+        """Wait for the pending request's answer."""
+        deadline = time.monotonic() + timeout_s
+        while not self.conn.poll(0.05):
+            if self.proc.poll() is not None:
+                self._raise_dead()
+            if time.monotonic() > deadline:
+                self.kill()
+                raise WorkerFailed(f"timed out after {timeout_s:g} s in {self.pending} (--timeout-s)")
+        try:
+            reply = self.conn.recv()
+        except (EOFError, OSError):
+            self.proc.wait(timeout=5)
+            self._raise_dead()
+        return _unwrap(reply, self.pending)
+
+    def _raise_dead(self) -> None:
+        code = self.proc.wait(timeout=5)
+        if code < 0:
+            name = signal.Signals(-code).name
+            how = f"was killed by {name}" + (" (out of memory?)" if name == "SIGKILL" else "")
+        else:
+            how = f"exited with code {code}"
+        tail = _last_line(self.log_path)
+        raise WorkerFailed(f"worker {how} during {self.pending}" + (f": {tail}" if tail else ""))
+
+    def close(self) -> None:
+        """Ask the worker to exit; kill it if it does not."""
+        if self.proc.poll() is None:
+            try:
+                self.conn.send(("exit", {}))
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.kill()
+        self.conn.close()
+
+    def kill(self) -> None:
+        """Kill the worker now."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class InlineWorker:
+    """Runs the session in this process (no isolation: for models that cannot be sent to a worker).
+
+    Each inline variant gets its own deep copy of the module: a train-mode variant updates
+    batch-norm statistics, which must not leak into the other variants or the user's model."""
+
+    def __init__(self, module: Module) -> None:
+        self.session = VariantSession()
+        self.module = module
+        self.pending: tuple[str, dict[str, Any]] = ("", {})
+
+    def send(self, method: str, **kwargs: Any) -> None:
+        """Record the request; it runs in ``receive``."""
+        if method == "setup":
+            kwargs = {**kwargs, "module": copy.deepcopy(self.module)}
+        self.pending = (method, kwargs)
+
+    def receive(self, timeout_s: float) -> Any:
+        """Run the pending request (time-outs cannot be enforced inline)."""
+        method, kwargs = self.pending
+        try:
+            return getattr(self.session, method)(**kwargs)
+        except Exception as exc:
+            raise WorkerFailed(f"{method} raised {last_line(exc)}") from exc
+
+    def close(self) -> None:
+        """Nothing to stop."""
+
+    kill = close
+
+
+def _unwrap(reply: tuple[Any, ...], method: str) -> Any:
+    if reply[0] == "ok":
+        return reply[1]
+    raise WorkerFailed(f"{method} raised {reply[1]}")
+
+
+def _import_path() -> list[str]:
+    """The parent's import path, so the worker resolves the same modules (cwd for '')."""
+    return [os.path.abspath(p or os.getcwd()) for p in sys.path if p == "" or os.path.isdir(p)]
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""

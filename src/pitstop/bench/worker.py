@@ -1,0 +1,182 @@
+"""The variant session: everything that runs a variant, inside its own worker process.
+
+``python -m pitstop.bench.worker FD`` serves a ``VariantSession`` over a socket; the launcher
+(``launch.py``) talks to it with plain messages ``(method, kwargs)`` -> ``("ok", value)`` or
+``("error", one_line, traceback_text)``. The same session also runs inline, in-process."""
+
+from __future__ import annotations
+
+import copy
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+try:
+    import resource
+except ImportError:  # not POSIX: page faults are not counted
+    resource = None  # type: ignore[assignment]
+from typing import Any
+
+import torch
+
+from pitstop.bench.fidelity import compare, detached, is_logits
+from pitstop.bench.timer import CallTimer, TimingPolicy
+from pitstop.bench.variants.config import REFERENCE, VariantConfig, prepare
+from pitstop.bench.variants.handlers import Target, apply
+from pitstop.errors import last_line
+from pitstop.memory.peak import activation_bytes, peak_bytes
+from pitstop.models.inputs import Inputs
+
+
+class CudaEventTimer(CallTimer):
+    """Times calls with CUDA events (GPU time, no host sync between calls)."""
+
+    def times(self, n: int) -> list[float]:
+        """Seconds of GPU time for each of ``n`` calls."""
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(n)]
+        torch.cuda.synchronize()
+        for start, end in events:
+            start.record()
+            out = self.fn()
+            del out
+            end.record()
+        torch.cuda.synchronize()
+        return [s.elapsed_time(e) / 1000.0 for s, e in events]
+
+
+def load_module(source: dict[str, Any], state_dict: dict[str, Any] | None, batch_size: int) -> torch.nn.Module:
+    """Rebuild the parent's module: from its spec (then its exact weights) or from a pickle."""
+    if source["kind"] == "pickle":
+        return torch.load(source["path"], weights_only=False)  # noqa: PIT501 (our own file, written by the parent)
+    from pitstop.models.spec import parse_model_spec
+
+    module, _ = parse_model_spec(source["spec"]).build(batch_size, seed=source["seed"])
+    if state_dict is not None:
+        module.load_state_dict(state_dict)
+    return module
+
+
+class VariantSession:
+    """One variant of one model at one batch size: set up, then measured on request."""
+
+    def setup(self, payload_path: str, config: dict[str, Any], threads: int, device: str,
+              policy: dict[str, Any], module: torch.nn.Module | None = None,
+              target: dict[str, Any] | None = None, workdir: str | None = None) -> dict[str, Any]:
+        """Load model and inputs and compute the fp32 eval reference (``prepare`` applies the variant).
+
+        ``module`` (inline runs only) is used instead of rebuilding one from the payload."""
+        torch.set_num_threads(threads)
+        payload = torch.load(payload_path, weights_only=True)
+        self.device = torch.device(device)
+        if module is None:
+            module = load_module(payload["source"], payload.get("state_dict"), payload["batch_size"])
+        self.module = module.to(self.device)
+        self.inputs = Inputs(tuple(payload["args"]), dict(payload["kwargs"])).map(lambda t: t.to(self.device))
+        output = prepare(REFERENCE, self.module, self.inputs)()
+        self.logits = is_logits(output)
+        self.reference = detached(output)
+        self.config = VariantConfig.from_dict(config)
+        self.threads = threads
+        self.target = Target.from_dict(target) if target else Target(device=self.device.type)
+        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="pitstop-variant-"))
+        self.policy = TimingPolicy(**policy)
+        return {"threads": torch.get_num_threads()}
+
+    def prepare(self) -> dict[str, Any]:
+        """Apply the variant (its recipe) and make the first call; both timed together, since
+        compilation and export happen there. Plain grad-mode variants run the module itself."""
+        start = time.perf_counter()
+        module = self.module if self.config.plain else copy.deepcopy(self.module)
+        fast, details = apply(self.config, self.target, self.threads, module, self.inputs, self.workdir)
+        args, kwargs = self.inputs.args, self.inputs.kwargs
+        self.fn = lambda: fast(*args, **kwargs)
+        del module
+        self.first_output = detached(self.fn())  # compared by fidelity(): no extra call
+        _sync(self.device)
+        cuda = self.device.type == "cuda"
+        self.timer = CudaEventTimer(self.fn, sync=torch.cuda.synchronize) if cuda else CallTimer(self.fn)
+        return {"first_call_s": time.perf_counter() - start, "details": details}
+
+    def memory(self) -> dict[str, Any]:
+        """Peak memory of one call and the activation bytes it keeps for backward."""
+        peak, method = peak_bytes(self.fn, self.device)
+        exclude = [*self.module.parameters(), *self.module.buffers(), *self.inputs.tensors()]
+        return {"peak_memory_bytes": peak, "peak_memory_method": method,
+                "activation_bytes": activation_bytes(self.fn, exclude)}
+
+    def fidelity(self) -> dict[str, Any]:
+        """The variant's first outputs (after ``prepare``) compared with the reference."""
+        output, self.first_output = self.first_output or detached(self.fn()), None
+        return compare(output, self.reference, self.logits)
+
+    def fidelity64(self) -> dict[str, Any]:
+        """Both the variant and the fp32 eager reference compared with an fp64 eager run: a
+        compiled or exported graph may be closer to the truth than eager fp32 is."""
+        module = copy.deepcopy(self.module).double()
+        inputs = self.inputs.map(lambda t: t.double() if t.is_floating_point() else t)
+        truth = detached(prepare(REFERENCE, module, inputs)())
+        return {"rel_err_fp64": compare(detached(self.fn()), truth, False)["rel_err"],
+                "eager_rel_err_fp64": compare(self.reference, truth, False)["rel_err"]}
+
+    def warmup(self) -> dict[str, Any]:
+        """Warm up until timings settle."""
+        return vars(self.timer.warmup(self.policy))
+
+    def run(self, n: int) -> dict[str, Any]:
+        """Seconds for each of ``n`` timed calls, and the page faults the process took meanwhile."""
+        before = _faults()
+        times = self.timer.times(n)
+        return {"times": times, "page_faults": _faults() - before}
+
+
+    def bare_timer(self, seconds: float) -> list[float]:
+        """Cross-check: ``torch.utils.benchmark.Timer`` over the same callable in this process
+        (per-call means of its blocks). benchmarks/harness_overhead.py compares it with ``run``."""
+        import torch.utils.benchmark as tb
+
+        timer = tb.Timer(stmt="fn()", globals={"fn": self.fn}, num_threads=torch.get_num_threads())
+        return list(timer.blocked_autorange(min_run_time=seconds).times)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _faults() -> int:
+    """Page faults of this process so far (minor + major), all threads (0 where not POSIX)."""
+    if resource is None:
+        return 0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_minflt + usage.ru_majflt
+
+
+def serve(conn: Any) -> None:
+    """Answer requests until ``exit`` or the parent goes away."""
+    session = VariantSession()
+    while True:
+        try:
+            method, kwargs = conn.recv()
+        except (EOFError, OSError):
+            return
+        if method == "exit":
+            return
+        try:
+            reply: tuple[Any, ...] = ("ok", getattr(session, method)(**kwargs))
+        except BaseException as exc:  # report everything, including SystemExit from user code
+            reply = ("error", last_line(exc), traceback.format_exc())
+        conn.send(reply)
+
+
+def main(argv: list[str]) -> None:
+    """Entry point of a worker process: ``python -m pitstop.bench.worker FD``."""
+    from multiprocessing.connection import Connection
+
+    serve(Connection(int(argv[1])))
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,59 @@
+"""The ``pitstop`` command line: one module per command, each with ``_add_<command>(sub)`` and the handler
+it sets as ``func``. Usage errors print one line and exit 2; never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from pitstop import __version__
+from pitstop.cli import bench, compare, data, doctor, lint, memory, optimize
+from pitstop.cli._args import _Parser
+from pitstop.errors import PitstopError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (one sub-command per capability)."""
+    parser = _Parser(prog="pitstop", description="Measure, diagnose and speed up PyTorch models on your hardware.")
+    parser.add_argument("--version", action="version", version=f"pitstop {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    bench._add_bench(sub)
+    optimize._add_optimize(sub)
+    doctor._add_doctor(sub)
+    lint._add_lint(sub)
+    memory._add_memory(sub)
+    data._add_data(sub)
+    compare._add_compare(sub)
+    compare._add_report(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``pitstop`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except PitstopError as exc:
+        print(f"pitstop: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("pitstop: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `pitstop lint . | head`: the reader left; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:  # a bug in pitstop: one line, the traceback on request
+        if os.environ.get("PITSTOP_DEBUG"):
+            raise
+        print(f"pitstop: internal error: {type(exc).__name__}: {exc} (set PITSTOP_DEBUG=1 for the traceback "
+              "and please report it)", file=sys.stderr)
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,7 @@
+"""``python -m pitstop.cli``: the same as ``pitstop``."""
+
+import sys
+
+from pitstop.cli import main
+
+sys.exit(main())

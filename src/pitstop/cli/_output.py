@@ -1,0 +1,96 @@
+"""What every command does with its results: the console, --json (file or stdout), --html, and progress."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from pitstop.errors import UsageError
+
+
+def _console(to_stdout: bool) -> Any:
+    """The report's console: stderr when the JSON goes to stdout; wide in pipes and CI."""
+    from rich.console import Console
+
+    console = Console(stderr=to_stdout, highlight=False)
+    if not console.is_terminal:
+        console.width = max(console.width, 200)  # pipes and CI: wide, so the tables stay readable
+    return console
+
+
+def _print(console: Any, items: list[Any], to_json: Any, json_arg: str | None) -> None:
+    """The report, then the JSON on stdout (``--json -``) or a note of where it was written."""
+    for item in items:
+        console.print(item)
+    if json_arg == "-":
+        print(to_json())
+    elif json_arg:
+        console.print(f"JSON written to {json_arg}", style="dim")
+
+
+def _html(path: str | None, doc: dict[str, Any]) -> None:
+    """``--html FILE``: the self-contained report for the command's JSON document."""
+    if path:
+        from pitstop.report.pages import write_html
+
+        write_html(path, doc)
+        print(f"HTML report written to {path}", file=sys.stderr)
+
+
+def _check_dir(path: str) -> None:
+    """--save must name a directory we can write (before minutes of measuring)."""
+    from pathlib import Path
+
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"--save: {path!r} is a file; give a directory such as out/")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--save: cannot create {path!r} ({exc.strerror}); choose a writable directory") from None
+
+
+class _progress:
+    """A rich progress bar on a TTY; silent in pipes and CI."""
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self.bar: Any = None
+
+    def __enter__(self) -> Any:
+        if not self.console.is_terminal:
+            return None
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                            console=self.console, transient=True)
+        self.bar.start()
+        self.task = self.bar.add_task("starting workers", total=1.0)
+        return self.on_event
+
+    def on_event(self, kind: str, info: dict[str, Any]) -> None:
+        if kind == "group":
+            self.batch = info["batch_size"]
+
+            self.bar.update(self.task, completed=0, description=f"b={self.batch}: starting workers")
+        elif kind == "phase":
+            self.bar.update(self.task, description=info["text"])
+        elif kind == "round":
+            live = [v for v in info["live"] if v.alive and v.row.samples_s]
+            if live:
+                self.bar.update(self.task, **_round_progress(self.batch, info["round"], live, info["policy"]))
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _round_progress(batch: int, round_no: int, live: list[Any], policy: Any) -> dict[str, Any]:
+    """Bar position: each variant is done when precise enough or out of budget; the slowest counts."""
+    from pitstop.bench.timer import precision
+
+    widths = [precision(v.row.replica_samples_s) for v in live]
+    done = min(max(v.spent_s / policy.budget_s, min(1.0, policy.target / max(w, 1e-9)))
+               for v, w in zip(live, widths, strict=True))
+    text = f"b={batch} round {round_no}: widest interval ±{max(widths):.1%} (target ±{policy.target:.0%})"
+    return {"completed": done, "description": text}

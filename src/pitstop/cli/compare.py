@@ -1,0 +1,71 @@
+"""``pitstop compare`` and ``pitstop report``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from pitstop.cli._output import _html
+from pitstop.errors import UsageError
+
+
+def _add_compare(sub: Any) -> None:
+    cmp = sub.add_parser("compare", help="compare two bench/optimize results: regression, improvement or noise",
+                         description="Match variants between two `--json` results and say, from the raw samples, "
+                                     "whether each got slower, faster or stayed within noise.",
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         epilog="example:\n  pitstop compare before.json after.json --threshold 0.05\n\n"
+                                "Exit codes: 0 no regression beyond --threshold, 1 a regression (slower beyond "
+                                "noise and by more than the threshold), 2 usage error.")
+    cmp.add_argument("before", help="the reference result (JSON from pitstop bench/optimize --json)")
+    cmp.add_argument("after", help="the result to check")
+    cmp.add_argument("--threshold", type=float, default=0.05,
+                     help="a regression must be slower by more than this fraction (default: 0.05)")
+    cmp.add_argument("--json", metavar="FILE", help="write the comparison as JSON ('-' = stdout)")
+    cmp.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with charts")
+    cmp.set_defaults(func=_compare)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from pitstop._io import check_writable, write_atomic
+    from pitstop.report.compare import compare
+
+    if args.json and args.json != "-":
+        check_writable(args.json)
+    result = compare(args.before, args.after, args.threshold)
+    if args.json == "-":
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(result)
+        if args.json:
+            write_atomic(args.json, result.to_dict())
+    _html(args.html, result.to_dict())
+    return 1 if result.regressions else 0
+
+
+def _add_report(sub: Any) -> None:
+    rep = sub.add_parser("report", help="turn a saved --json result into a self-contained HTML report",
+                         description="Render any pitstop JSON result (bench, optimize, doctor, memory, compare) as "
+                                     "one self-contained HTML file: inline CSS and SVG charts, no network.",
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         epilog="example:\n  pitstop report result.json --html result.html")
+    rep.add_argument("result", help="a JSON file written with --json")
+    rep.add_argument("--html", metavar="FILE", required=True, help="the HTML file to write")
+    rep.set_defaults(func=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    path = Path(args.result)
+    if not path.is_file():
+        raise UsageError(f"{args.result!r} not found; give a JSON file written with --json")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise UsageError(f"{args.result!r} is not JSON ({exc})") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{args.result!r} is not a pitstop result")
+    _html(args.html, doc)
+    return 0

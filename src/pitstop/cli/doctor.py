@@ -1,0 +1,94 @@
+"""``pitstop doctor``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from pitstop.cli._args import _positive
+from pitstop.cli._output import _console, _html, _print
+
+DOCTOR_EPILOG = """\
+examples:
+  pitstop doctor train.py --epochs 3              the script's own arguments follow its path
+  pitstop doctor train.py --json report.json --fail-on error
+  pitstop doctor --guard train.py                 skip optimizer steps whose gradients are NaN/Inf
+  torchrun --nproc-per-node 2 -m pitstop doctor train.py    one merged report, from rank 0
+
+What it watches (PyTorch's own hooks; nothing in the script changes): optimizer steps, gradients
+as they accumulate, module forwards, backward calls and DataLoader waits. It reports PIT101
+stale-gradients, PIT102 graph-kept-alive, PIT103 retain-graph-in-loop, PIT104
+training-without-grad, PIT105 parameter-not-learning, PIT106 non-finite (first module / parameter),
+PIT107 gradient-norm-anomaly, PIT108 dead-activations, PIT109 wrong-module-mode, PIT110
+non-scalar-backward, PIT201 inference-with-grad and PIT402 input-stall (`pitstop explain CODE`).
+Cost: a few percent (benchmarks/doctor_overhead.py); with CUDA, values stay on the device and are
+read every --sync-every steps. A crash still prints the report; known autograd errors are
+explained. Exit codes: the script's own when it fails, else 1 with findings at or above
+--fail-on, 0 otherwise; 2 usage error."""
+
+
+def _add_doctor(sub: Any) -> None:
+    doc = sub.add_parser("doctor", help="run a training script and catch autograd mistakes as they happen",
+                         description="Run an unmodified training script under the doctor and report autograd "
+                                     "mistakes with the step, the module or parameter, and the fix.",
+                         epilog=DOCTOR_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    doc.add_argument("script", help="the training script (run as __main__, like python SCRIPT)")
+    doc.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
+    doc.add_argument("--json", metavar="FILE", help="write the JSON report ('-' = stdout)")
+    doc.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report (loss and gradient-norm "
+                     "timelines, findings)")
+    doc.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default="error",
+                     help="exit 1 when a finding of this severity or worse is found (default: error)")
+    doc.add_argument("--guard", action="store_true",
+                     help="skip optimizer steps whose gradients are non-finite (reads them every step)")
+    doc.add_argument("--sync-every", type=_positive(int), metavar="N",
+                     help="steps between reads of device-side values (default: 1 on CPU, 50 with CUDA)")
+    doc.add_argument("--select", metavar="CODES", default="", help="only these codes or prefixes, e.g. PIT10,PIT402")
+    doc.add_argument("--ignore", metavar="CODES", default="", help="leave these codes or prefixes out")
+    doc.set_defaults(func=_doctor)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from pitstop._io import check_writable
+    from pitstop.codes import at_least
+    from pitstop.doctor import Doctor
+    from pitstop.doctor.script import check_script, run_script
+
+    check_script(args.script)
+    if args.json and args.json != "-":
+        check_writable(args.json)
+    select = [c.strip() for c in args.select.split(",") if c.strip()]
+    ignore = [c.strip() for c in args.ignore.split(",") if c.strip()]
+    doctor = Doctor(guard=args.guard, sync_every=args.sync_every, select=select, ignore=ignore)
+    report, code = run_script(args.script, list(args.args), doctor)
+    if int(os.environ.get("RANK", "0")) != 0:
+        return code
+    console = _console(args.json == "-")
+    if args.json and args.json != "-":
+        from pitstop._io import write_atomic
+
+        write_atomic(args.json, _doctor_document(report))
+    _print(console, [report.table() if report.findings else report.summary(), *_doctor_notes(report)],
+           lambda: json.dumps(_doctor_document(report), indent=2), args.json)
+    _html(args.html, _doctor_document(report))
+    if code:
+        return code
+    return 1 if args.fail_on != "never" and any(at_least(f.severity, args.fail_on) for f in report.findings) else 0
+
+
+def _doctor_notes(report: Any) -> list[str]:
+    notes = []
+    if report.exit.get("status") not in ("ok", None):
+        notes.append(f"the script {report.exit['status']}: {report.exit.get('error', report.exit.get('code', ''))}")
+    notes += [f"internal warning (training went on): {n}" for n in report.internal]
+    return notes
+
+
+def _doctor_document(report: Any) -> dict[str, Any]:
+    from pitstop._env import environment
+
+    doc = report.to_dict()
+    doc["environment"] = environment()
+    return doc

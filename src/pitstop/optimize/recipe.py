@@ -1,0 +1,106 @@
+"""The full recipe module (technique code + how to rebuild the model + example inputs) and the
+files ``--save`` writes: recipe.py, recipe.json and, for ONNX Runtime, model.onnx."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from pitstop.bench.source import ModuleSource, SpecSource
+from pitstop.bench.variants.config import VariantConfig
+from pitstop.bench.variants.handlers import Target, build, recipe_source
+from pitstop.models.inputs import DEFAULT_INT_RANGE, DTYPES, InputSpec
+from pitstop.models.zoo import ZOO
+
+if TYPE_CHECKING:
+    from pitstop.optimize.result import OptimizeReport
+
+
+def full_recipe(config: VariantConfig, target: Target, threads: int, source: SpecSource | ModuleSource,
+                batch_size: int, header: str) -> str:
+    """The recipe module: ``apply`` (what was measured), plus ``build`` and ``example_inputs`` and
+    a runnable ``__main__`` where the model came from a spec."""
+    text = recipe_source(config, target, threads, header)
+    if not isinstance(source, SpecSource):
+        return text
+    build_code = _build_code(source)
+    spec = source.input_spec or source.spec.default_input_spec()
+    if build_code is None:
+        return text
+    example = _example_code(spec, batch_size) if spec is not None else _factory_example_code(batch_size)
+    return (f"{text}\n\n# -- the model pitstop measured (seed {source.seed}) and example inputs --\n\n"
+            f"{build_code}\n\n{example}\n\n"
+            f'if __name__ == "__main__":\n'
+            f"    torch.manual_seed({source.seed})  # the same random weights pitstop measured\n"
+            f"    model = build()\n"
+            f"    example = example_inputs()\n"
+            f"    fast = apply(model, example)\n"
+            f"    out = fast(*example)\n"
+            f"    print(type(out).__name__, getattr(out, 'shape', ''))\n")
+
+
+def _build_code(source: SpecSource) -> str | None:
+    spec = source.spec
+    if spec.kind == "zoo":
+        recipe_build = ZOO[spec.target].recipe_build
+        return recipe_build() if recipe_build else None
+    call = f"{spec.factory}(batch_size=BATCH_SIZE)" if spec.takes_batch_size() else f"{spec.factory}()"
+    if spec.kind == "file":
+        load = (f"    import importlib.util\n\n"
+                f"    path = {str(Path(spec.target).resolve())!r}\n"
+                f"    module_spec = importlib.util.spec_from_file_location('user_model', path)\n"
+                f"    module = importlib.util.module_from_spec(module_spec)\n"
+                f"    module_spec.loader.exec_module(module)\n"
+                f"    return module.{call}\n")
+    else:
+        load = f"    from {spec.target} import {spec.factory}\n\n    return {call}\n"
+    return (f"def factory():\n    \"\"\"The user's factory: a module, or (module, example_inputs).\"\"\"\n{load}\n\n"
+            "def build():\n    value = factory()\n"
+            "    return value[0] if isinstance(value, (tuple, list)) else value\n")
+
+
+def _factory_example_code(batch_size: int) -> str:
+    return (f"BATCH_SIZE = {batch_size}\n\n\ndef example_inputs():\n"
+            '    """The factory\'s own example inputs (as a tuple of positional arguments)."""\n'
+            "    value = factory()\n"
+            "    inputs = value[1] if isinstance(value, (tuple, list)) else ()\n"
+            "    return inputs if isinstance(inputs, (tuple, list)) else (inputs,)\n")
+
+
+def _example_code(spec: InputSpec, batch_size: int) -> str:
+    tensors = []
+    for t in spec.tensors:
+        dtype, shape = DTYPES[t.dtype], t.shape(batch_size)
+        if dtype.is_floating_point:
+            tensors.append(f"torch.randn({shape}, dtype={dtype})")
+        elif dtype == torch.bool:
+            tensors.append(f"torch.randint(0, 2, {shape}).bool()")
+        else:
+            low, high = (t.low, t.high) if t.low is not None else DEFAULT_INT_RANGE
+            tensors.append(f"torch.randint({low}, {high}, {shape}, dtype={dtype})")
+    return (f"BATCH_SIZE = {batch_size}\n\n\ndef example_inputs():\n"
+            f'    """Random inputs like the ones measured ({spec})."""\n'
+            f"    return ({', '.join(tensors)},)\n")
+
+
+def write_recipe_files(report: OptimizeReport, directory: Path) -> list[str]:
+    """recipe.py, recipe.json and (ONNX Runtime) model.onnx; returns the paths written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    recipe = directory / "recipe.py"
+    recipe.write_text(report.recipe, encoding="utf-8")
+    doc = report.to_dict()
+    meta: dict[str, Any] = {"pitstop": doc["pitstop"], "model": report.model, "winner": doc["winner"],
+                            "choice": doc["choice"], "environment": report.environment}
+    (directory / "recipe.json").write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    written = [str(recipe), str(directory / "recipe.json")]
+    written += sorted(str(p) for p in directory.glob("model.onnx*"))  # the graph and its external data
+    return written
+
+
+def run_recipe(source_text: str, path: Path, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Execute a recipe as the file ``path`` and apply it to ``module`` (ONNX graphs land beside it)."""
+    namespace = build(source_text, path, name="pitstop_recipe_applied")
+    return namespace["apply"](module, args, kwargs)

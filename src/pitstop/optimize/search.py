@@ -1,0 +1,364 @@
+"""The optimize search: probe each technique alone (one process each, briefly), prune, then
+measure the combinations of the survivors and the best singles fully, interleaved, in several
+processes each, next to the references (train+grad, eval+grad, eval+no_grad); then (for
+throughput) sweep batch sizes with the winner.
+
+Every stage is one interleaved group (``group.py``) that re-measures the start point
+(``eval+inference_mode``), so each speed-up is a ratio measured side by side in one run. The
+search spends at most about ``time_budget_s``; when the budget runs out it reports the best so far."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from pitstop.bench.group import GroupRunner, OnEvent, Source
+from pitstop.bench.result import BenchResult, Measurement
+from pitstop.bench.runner import BenchSettings
+from pitstop.bench.timer import TimingPolicy
+from pitstop.bench.variants.config import BASELINE, VariantConfig, parse_variant
+from pitstop.errors import UsageError
+
+Objective = Literal["latency", "throughput"]
+START = VariantConfig("eval", "inference_mode")  # where the search starts, and what must be beaten
+NO_GRAD = VariantConfig("eval", "no_grad")
+EVAL_GRAD = VariantConfig("eval", "grad")  # measured once, so the published no_grad claims can be checked
+AXES = ("precision", "compile", "quant", "layout", "threads", "runtime")
+MEANINGFUL = 1.05  # a single technique combines when faster beyond noise, or by 5% (median)
+TIE = 1.03  # options of one axis within 3% of each other: the simpler one is combined
+PROBE_CALLS, FINAL_CALLS = 3, 5  # timed calls every variant gets at least, whatever the budget
+_OPTIONS: dict[str, tuple[Any, ...]] = {
+    "precision": ("bf16-autocast", "bf16-weights", "fp16-autocast"),
+    "compile": ("default", "max-autotune", "reduce-overhead"),
+    "quant": ("int8-dynamic",),
+    "layout": ("channels_last",),
+    "runtime": ("onnxruntime",),
+}
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """What optimize searches for, and within what time."""
+
+    bench: BenchSettings  # threads, device, tolerances, replicas of the finals, ...
+    batch_size: int
+    objective: Objective = "latency"
+    latency_budget_ms: float | None = None
+    time_budget_s: float = 300.0
+    axes: tuple[str, ...] = AXES
+    finalists: int = 3
+    sweep: tuple[int, ...] = ()  # batch sizes for the latency-vs-throughput table
+
+    def __post_init__(self) -> None:
+        if self.objective not in ("latency", "throughput"):
+            raise UsageError(f"--objective must be latency or throughput, got {self.objective!r}")
+        if self.time_budget_s < 10:
+            raise UsageError(f"--time-budget-s must be at least 10 s, got {self.time_budget_s:g}")
+        if self.latency_budget_ms is not None and self.latency_budget_ms <= 0:
+            raise UsageError(f"--latency-budget-ms must be positive, got {self.latency_budget_ms:g}")
+        unknown = set(self.axes) - set(AXES)
+        if unknown:
+            raise UsageError(f"--techniques: unknown {', '.join(sorted(unknown))}; choose from {', '.join(AXES)}")
+        if self.batch_size < 1:
+            raise UsageError(f"--batch-size must be positive, got {self.batch_size}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        return {"batch_size": self.batch_size, "objective": self.objective,
+                "latency_budget_ms": self.latency_budget_ms, "time_budget_s": self.time_budget_s,
+                "techniques": list(self.axes), "finalists": self.finalists, "sweep": list(self.sweep)}
+
+
+@dataclass
+class Stage:
+    """One interleaved group of the search: its rows compare with the start point measured alongside."""
+
+    name: str  # probe | combine | final | sweep
+    result: BenchResult
+    elapsed_s: float = 0.0  # wall time of the stage: start-up, compilation, profiling and timing
+
+    @property
+    def rows(self) -> list[Measurement]:
+        return self.result.rows
+
+
+@dataclass
+class SearchOutcome:
+    """The stages, the winner (None = the start point stays) and why."""
+
+    stages: list[Stage] = field(default_factory=list)
+    winner: Measurement | None = None
+    winner_stage: Stage | None = None
+    verdict: str = ""
+    elapsed_s: float = 0.0
+    complete: bool = False
+    interrupted: bool = False
+
+    @property
+    def winner_config(self) -> VariantConfig:
+        """The chosen config (the start point when nothing beat it)."""
+        return parse_variant(self.winner.variant) if self.winner else START
+
+
+class Search:
+    """Runs the stages; ``on_stage(outcome)`` is called after each (to persist partial results)."""
+
+    def __init__(self, source: Source, settings: SearchSettings, env: dict[str, Any], *,
+                 on_event: OnEvent | None = None, on_stage: Callable[[SearchOutcome], None] | None = None) -> None:
+        self.source, self.settings, self.env = source, settings, env
+        self.group = GroupRunner(source, settings.bench, on_event)
+        self.on_stage = on_stage or (lambda outcome: None)
+        self.outcome = SearchOutcome()
+        self.t0 = time.monotonic()
+        sweeps = any(size != settings.batch_size for size in settings.sweep)
+        # the stages' deadline; what is left covers calls past it (every variant gets its minimum
+        # of calls) and closing the workers, or the batch-size sweep
+        self.limit_s = settings.time_budget_s * (0.75 if sweeps else 0.92)
+
+    # -- budget ---------------------------------------------------------------------------
+
+    def left_s(self) -> float:
+        """Seconds of the current limit still unspent (the batch-size sweep keeps a quarter)."""
+        return self.limit_s - (time.monotonic() - self.t0)
+
+    def _policy(self, variants: int, share: float, target: float, min_samples: int) -> TimingPolicy:
+        """Timed seconds per variant: ``share`` of the time left, split between the variants
+        (each also pays start-up, warm-up and compilation, hence the factor 2). Every variant gets
+        ``min_samples`` timed calls whatever the budget says: an interval needs them."""
+        per_variant = max(0.3, min(30.0, share * self.left_s() / max(variants, 1) / 2))
+        return TimingPolicy(target=target, budget_s=per_variant, min_samples=min_samples, warmup_min_calls=2,
+                            warmup_max_s=max(0.3, 0.2 * per_variant))
+
+    # -- stages ---------------------------------------------------------------------------
+
+    def run(self) -> SearchOutcome:
+        """All stages; on Ctrl-C, the best so far (marked interrupted)."""
+        try:
+            self._stages()
+            self.outcome.complete = True
+        except KeyboardInterrupt:
+            self.outcome.interrupted = True
+        finally:
+            self._decide()
+            self.outcome.elapsed_s = time.monotonic() - self.t0
+            self.group.close()
+            self.on_stage(self.outcome)
+        return self.outcome
+
+    def _stages(self) -> None:
+        b = self.settings.batch_size
+        self._stage("probe", b, [START, *self.singles()], share=0.15, target=0.05, first=True, min_samples=PROBE_CALLS)
+        # the references run once each, for the ratios users ask about; candidates in replicas
+        references = [NO_GRAD, EVAL_GRAD, BASELINE]
+        finalists, replicas = self._plan(self.finalists(), references)
+        self._stage("final", b, [START, *finalists, *references], share=0.7, target=self.settings.bench.policy.target,
+                    replicas=replicas, single=references, memory=True)
+        self._decide()
+        sweep = [s for s in self.settings.sweep if s != b]
+        self.limit_s = self.settings.time_budget_s
+        configs = [START] + ([self.outcome.winner_config] if self.outcome.winner is not None else [])
+        for size in sweep:  # the objective needs them: each gets at least one round, even past the budget
+            self._stage("sweep", size, configs, share=0.5 / len(sweep), target=0.05)
+
+    def _plan(self, finalists: list[VariantConfig], references: list[VariantConfig]
+              ) -> tuple[list[VariantConfig], int]:
+        """Fewer replicas, then fewer finalists, until the final's fixed costs (worker start-up,
+        compilation, preparation and warm-up, estimated from the probe) fit in 65% of the time left."""
+        replicas = self.settings.bench.replicas
+        while self._fixed_cost(finalists, references, replicas) > 0.65 * self.left_s():
+            if replicas > 1:
+                replicas -= 1
+            elif len(finalists) > 1:
+                finalists = finalists[:-1]
+            else:
+                break
+        return finalists, replicas
+
+    def _fixed_cost(self, finalists: list[VariantConfig], references: list[VariantConfig], replicas: int) -> float:
+        """Seconds the final spends before timing, estimated from what the probe measured: worker
+        start-up, preparation, fidelity, warm-up, two calls for memory, and compilation, which
+        repeats in every replica (inductor's frozen graphs are not cached; an exported ONNX graph
+        is reused), and the minimum of timed calls. Padded by a third: start-up contention grows
+        with the number of processes."""
+        probe = self.outcome.stages[0].rows
+        workers = sum(1 for r in probe if r.status != "skipped")
+        start = max((r.phases_s.get("start", 0.0) for r in probe), default=0.0) / max(workers, 1)
+        profile = [sum(v for k, v in r.phases_s.items() if k in ("prepare", "fidelity", "warmup"))
+                   + 2 * (r.warmup or {}).get("per_call_s", 0.0) for r in probe if r.status == "ok"]
+        per_process = start + (sorted(profile)[len(profile) // 2] if profile else 0.0)
+        cost = per_process * (replicas * (1 + len(finalists)) + len(references))
+        per_call = next((r.warmup or {}).get("per_call_s", 0.0) for r in probe if r.variant == START.name)
+        cost += FINAL_CALLS * per_call * (replicas * (1 + len(finalists)) + 1.5 * len(references))  # train: slower
+        cold = {r.variant: r.compile_s or 0.0 for r in probe}
+        default = cold.get(replace(START, compile="default").name, 0.0)
+        for config in finalists:
+            if config.compile:  # a refinement was not probed: as costly as the default compile
+                cost += cold.get(replace(START, compile=config.compile).name, default) * replicas
+            if config.runtime != "torch":
+                cost += cold.get(replace(START, runtime=config.runtime).name, 0.0)
+        return cost * 4 / 3
+
+    def finalists(self) -> list[VariantConfig]:
+        """The two most promising combinations of the surviving techniques, compile on reduced
+        precision (see ``_composed``) and the best two single techniques (at most ``finalists + 1``,
+        in that order: when time is short the last are dropped), then refinements (``_refined``)."""
+        survivors = self._survivors()
+        ranked = sorted(survivors.values(), key=lambda p: -p[1])
+        combos = self.combinations(survivors)[:2]
+        singles = [config for config, _ in ranked][:2]
+        composed = self._composed()  # expected at least as fast as its precision alone: before the singles
+        firsts = [*combos, *([composed] if composed is not None else [])]
+        finalists = list(dict.fromkeys([*firsts, *singles]))[: self.settings.finalists + 1]
+        compiled = next((c for c in finalists if c.compile == "default"), None)
+        if compiled is not None and self._refined("compile", "max-autotune"):
+            finalists.append(replace(compiled, compile="max-autotune"))  # last: the first dropped when short
+        return finalists
+
+    def _composed(self) -> VariantConfig | None:
+        """Compile on top of reduced precision, whether or not compile alone survived the probe:
+        in eager, autocast pays a cast around every op, which a compiled graph fuses into its
+        kernels, so the two compose better than their single speed-ups predict (BERT-base on a
+        bf16 CPU: fp32 compile within noise of eager, bf16-autocast + compile 10% faster than
+        bf16 alone). Autocast is preferred when it was faster than the start point (bf16 weights
+        leave no casts to fuse); None when compile failed, changed the answers or was not probed."""
+        compiled = replace(START, compile="default").name
+        if not any(r.variant == compiled and r.status == "ok" for r in self.outcome.stages[0].rows):
+            return None
+        precision = [config for config, _ in self._faster().get("precision", [])]
+        autocast = [config for config in precision if config.precision.endswith("-autocast")]
+        pick = (autocast or precision or [None])[0]
+        return replace(pick, compile="default") if pick is not None else None
+
+    def _refined(self, axis: str, option: Any) -> bool:
+        """Options tried as a refinement of a finalist rather than probed alone: on CPU,
+        max-autotune tunes the GEMM kernels of the graph the default compile builds (a second
+        cold compile of 30 s or more on a large model), so it is tried on the best compiled
+        finalist, when time allows."""
+        return (axis, option) == ("compile", "max-autotune") and self.settings.bench.device == "cpu"
+
+    def _stage(self, name: str, batch_size: int, configs: list[VariantConfig], *, share: float, target: float,
+               replicas: int = 1, first: bool = False, memory: bool = False,
+               single: list[VariantConfig] | None = None, min_samples: int = FINAL_CALLS) -> Stage:
+        policy = self._policy(len(configs), share, target, min_samples)
+        result = BenchResult(model=self.source.name, inputs={}, settings={}, environment=self.env,
+                             baseline=START.name)
+        stage = Stage(name, result)
+        self.outcome.stages.append(stage)
+        started = time.monotonic()
+        try:
+            self.group.run(batch_size, configs, result.rows, policy=policy, replicas=replicas, first=first,
+                           deadline=self.t0 + self.limit_s, memory=memory, single=single)
+        finally:
+            result.inputs = dict(self.group.inputs)
+            stage.elapsed_s = time.monotonic() - started
+            self.outcome.elapsed_s = time.monotonic() - self.t0
+            self.on_stage(self.outcome)
+        return stage
+
+    def singles(self) -> list[VariantConfig]:
+        """Each technique alone on top of the start point (gated ones become ``skipped`` rows)."""
+        configs = [replace(START, **{axis: option}) for axis in self.settings.axes if axis in _OPTIONS
+                   for option in _OPTIONS[axis] if not self._refined(axis, option)]
+        if "threads" in self.settings.axes:
+            configs += [replace(START, threads=n) for n in _thread_counts(self.settings.bench.threads)]
+        return configs
+
+    def _survivors(self) -> dict[str, tuple[VariantConfig, float]]:
+        """Per axis, the technique to combine: among those faster than the start point beyond noise
+        or by at least ``MEANINGFUL`` (median), the simplest (earliest option) within ``TIE`` of the
+        axis's fastest; a one-process probe cannot tell 3% apart, and simpler recipes are better."""
+        best = {}
+        for axis, options in self._faster().items():  # options are in probe order: simplest first
+            top = max(speedup for _, speedup in options)
+            best[axis] = next((c, sp) for c, sp in options if sp >= top / TIE)
+        return best
+
+    def _faster(self) -> dict[str, list[tuple[VariantConfig, float]]]:
+        """Per axis, the probed options faster than the start point beyond noise or by at least
+        ``MEANINGFUL`` (median), with their median speed-ups, in probe order."""
+        probe = self.outcome.stages[0]
+        faster: dict[str, list[tuple[VariantConfig, float]]] = {}
+        for row in probe.rows:
+            config = parse_variant(row.variant)
+            comparison = probe.result.comparison(row.variant, row.batch_size)
+            if row.status != "ok" or (config.plain and config.threads is None) or comparison is None:
+                continue
+            ratio = comparison.ratio
+            if ratio.ci95[0] > 1.0 or ratio.median >= MEANINGFUL:
+                faster.setdefault(_axis_of(config), []).append((config, ratio.median))
+        return faster
+
+    def combinations(self, survivors: dict[str, tuple[VariantConfig, float]]) -> list[VariantConfig]:
+        """Combinations of two or more surviving axes (ONNX Runtime combines with nothing): the
+        two strongest axes together, all of them together, then the rest by the product of their
+        single speed-ups; at most four."""
+        axes = sorted((a for a in survivors if a != "runtime"), key=lambda a: -survivors[a][1])[:4]
+
+        def combine(subset: tuple[str, ...]) -> VariantConfig:
+            config = START
+            for axis in subset:
+                config = replace(config, **{axis: getattr(survivors[axis][0], axis)})
+            return config
+
+        scored = []
+        for r in range(2, len(axes) + 1):
+            for subset in itertools.combinations(axes, r):
+                predicted = 1.0
+                for axis in subset:
+                    predicted *= survivors[axis][1]
+                scored.append((predicted, combine(subset)))
+        scored.sort(key=lambda p: -p[0])
+        first = [combine(tuple(axes[:2])), combine(tuple(axes))] if len(axes) >= 2 else []
+        return list(dict.fromkeys([*first, *(c for _, c in scored)]))[:4]
+
+    # -- the winner -----------------------------------------------------------------------
+
+    def _decide(self) -> None:
+        """The winner: in the last stage at the search batch size, the fastest candidate whose
+        speed-up interval over the start point excludes 1; a simpler candidate within noise of it
+        and within 3% (median) is preferred: a wide interval alone does not make 7% a tie. None of
+        them: the start point stays."""
+        stages = [s for s in self.outcome.stages if s.name != "sweep" and s.rows]
+        if not stages:
+            return
+        stage = stages[-1]
+        faster = []
+        for row in stage.rows:
+            c = stage.result.comparison(row.variant, row.batch_size)
+            if row.status == "ok" and row.variant != START.name and c and c.ratio.ci95[0] > 1.0:
+                faster.append((c.ratio.median, row))
+        self.outcome.winner_stage = stage
+        if not faster:
+            self.outcome.winner = None
+            self.outcome.verdict = (f"no candidate was faster than {START.name} beyond noise "
+                                    f"in the {stage.name} stage; the start point stays")
+            return
+        faster.sort(key=lambda p: -p[0])
+        winner = faster[0][1]
+        for _, row in faster[1:]:
+            simpler = len(parse_variant(row.variant).parts) < len(parse_variant(winner.variant).parts)
+            vs = stage.result.comparison(winner.variant, winner.batch_size, baseline=row.variant)
+            if simpler and vs and vs.ratio.ci95[0] <= 1.0 and vs.ratio.median < TIE:
+                winner = row  # as fast within noise and within 3%, and simpler
+                break
+        self.outcome.winner = winner
+        self.outcome.verdict = f"fastest beyond noise in the {stage.name} stage"
+
+
+def _axis_of(config: VariantConfig) -> str:
+    """The one technique axis a single-technique config sets."""
+    if config.threads is not None:
+        return "threads"
+    return next(a for a in AXES if a != "threads" and getattr(config, a) != getattr(START, a))
+
+
+def _thread_counts(default: int) -> list[int]:
+    """Thread counts to try besides the default: 1, half and all physical cores."""
+    from pitstop._env import physical_cores
+
+    cores = physical_cores()
+    return sorted({n for n in (1, max(1, cores // 2), cores) if n != default})
+

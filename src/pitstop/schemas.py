@@ -1,0 +1,93 @@
+"""JSON Schemas of the documents pitstop writes (validated in the tests): ``BENCH_SCHEMA`` (bench and
+optimize), ``DOCTOR_SCHEMA``, ``FINDING_SCHEMA`` (doctor and lint findings)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pitstop._document import SCHEMA_VERSION
+
+_LATENCY = {
+    "type": ["object", "null"],
+    "required": ["median", "p10", "p90", "ci95", "n"],
+    "properties": {
+        "median": {"type": "number"}, "p10": {"type": "number"}, "p90": {"type": "number"},
+        "ci95": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+        "n": {"type": "integer", "minimum": 1},
+    },
+}
+_CONFIG_AXES = ["mode", "grad", "precision", "compile", "quant", "layout", "threads", "runtime"]
+
+BENCH_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "pitstop bench result",
+    "type": "object",
+    "required": ["pitstop", "schema", "kind", "environment", "model", "settings", "baseline",
+                 "complete", "interrupted", "results", "claims", "advice"],
+    "properties": {
+        "pitstop": {"type": "string"},
+        "schema": {"const": SCHEMA_VERSION},
+        "kind": {"enum": ["bench", "optimize"]},
+        "environment": {"type": "object", "required": ["torch", "cpu", "threads", "pitstop", "device"]},
+        "results": {"type": "array", "items": {
+            "type": "object",
+            "required": ["variant", "config", "batch_size", "status", "latency_ms", "samples_ms",
+                         "throughput_per_s", "peak_memory_bytes", "activation_bytes", "fidelity"],
+            "properties": {
+                "variant": {"type": "string"},
+                "config": {"type": "object", "required": _CONFIG_AXES},
+                "batch_size": {"type": "integer", "minimum": 1},
+                "status": {"enum": ["ok", "rejected", "failed", "skipped"]},
+                "reason": {"type": "string"},
+                "latency_ms": _LATENCY, "latency_per_sample_ms": _LATENCY,
+                "samples_ms": {"type": "array", "items": {"type": "number"}},
+                "throughput_per_s": {"type": ["number", "null"]},
+                "peak_memory_bytes": {"type": ["integer", "null"]},
+                "activation_bytes": {"type": ["integer", "null"]},
+                "fidelity": {"type": ["object", "null"]},
+                "compile_s": {"type": "number", "minimum": 0},
+                "speedup": {"type": "object", "required": ["vs", "median", "ci95", "verdict"],
+                            "properties": {"verdict": {"enum": ["faster", "slower", "within noise"]}}},
+            },
+        }},
+        "claims": {"type": "array"},
+        "advice": {"type": ["string", "null"]},
+    },
+}
+
+FINDING_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["code", "name", "severity", "message", "where"],
+    "properties": {
+        "code": {"type": "string", "pattern": "^PIT[0-9]{3}$"},
+        "name": {"type": "string"},
+        "severity": {"enum": ["error", "warning", "info"]},
+        "message": {"type": "string"},
+        "where": {"type": "string"},
+        "fix": {"type": "string"},
+        "step": {"type": ["integer", "null"]},  # doctor
+        "count": {"type": "integer", "minimum": 1},  # doctor
+        "ranks": {"type": "array", "items": {"type": "integer"}},
+        "path": {"type": "string"}, "line": {"type": "integer"}, "col": {"type": "integer"},  # lint
+    },
+}
+
+DOCTOR_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "pitstop doctor report",
+    "type": "object",
+    "required": ["pitstop", "schema", "kind", "environment", "steps", "exit", "findings"],
+    "properties": {
+        "pitstop": {"type": "string"},
+        "schema": {"const": SCHEMA_VERSION},
+        "kind": {"const": "doctor"},
+        "environment": {"type": "object", "required": ["torch", "cpu", "pitstop"]},
+        "steps": {"type": "integer", "minimum": 0},
+        "exit": {"type": "object", "required": ["status"],
+                 "properties": {"status": {"enum": ["ok", "crashed", "exited", "interrupted"]}}},
+        "findings": {"type": "array", "items": FINDING_SCHEMA},
+        "guard": {"type": "object", "properties": {"skipped_steps": {"type": "array", "items": {"type": "integer"}}}},
+        "data_wait_share": {"type": ["number", "null"]},
+        "ranks": {"type": "integer", "minimum": 1},
+    },
+}

@@ -1,0 +1,101 @@
+"""The thin framework adapters (Lightning, HF Trainer callbacks) and torchrun with DDP (gloo)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import types
+
+import pytest
+import torch
+from torch import nn
+
+
+def test_lightning_callback_reports_a_bug_in_a_lightning_module(tmp_path):
+    L = pytest.importorskip("lightning", reason="the lightning extra is part of dev")
+    from pitstop.doctor.adapters.lightning import DoctorCallback
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Dropout(0.5), nn.Linear(16, 1))
+
+        def training_step(self, batch, _):
+            x, y = batch
+            self.net.eval()  # the bug: the training forward runs in eval mode
+            return nn.functional.mse_loss(self.net(x), y)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    data = torch.utils.data.TensorDataset(torch.randn(32, 8), torch.randn(32, 1))
+    callback = DoctorCallback(verbose=False, json_path=str(tmp_path / "r.json"))
+    trainer = L.Trainer(max_epochs=1, callbacks=[callback], logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
+                        default_root_dir=tmp_path)
+    trainer.fit(Module(), torch.utils.data.DataLoader(data, batch_size=8))
+    report = callback.report
+    assert report.steps == 4
+    f = next(f for f in report if f.code == "PIT109")
+    assert f.where == "model.net"  # named inside the LightningModule
+    assert json.loads((tmp_path / "r.json").read_text())["findings"][0]["code"] == "PIT109"
+
+
+def test_hf_trainer_callback_attaches_and_reports():
+    transformers = pytest.importorskip("transformers", reason="the zoo extra is part of make test")
+    from pitstop.doctor.adapters.hf import DoctorCallback
+
+    assert issubclass(DoctorCallback, transformers.TrainerCallback)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    callback = DoctorCallback(verbose=False)
+    args = types.SimpleNamespace()  # TrainingArguments needs accelerate; the callback never reads it
+    state, control = transformers.TrainerState(), transformers.TrainerControl()
+    callback.on_train_begin(args, state, control, model=model, optimizer=opt)  # what Trainer calls
+    for _ in range(3):
+        loss = model(torch.randn(4, 8)).pow(2).mean() * float("nan")  # a NaN loss the Trainer would only log
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    callback.on_train_end(args, state, control)
+    assert {f.code for f in callback.report} >= {"PIT106"}
+    assert callback.doctor is None and torch.autograd.backward.__module__ == "torch.autograd"
+
+
+DDP = """
+import torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = DDP(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+kept = []
+for step in range(4):
+    opt.zero_grad()
+    loss = model(torch.randn(4, 8)).pow(2).mean()
+    loss.backward()
+    opt.step()
+    if rank == 1:
+        kept.append(loss)  # the bug, on rank 1 only
+dist.destroy_process_group()
+"""
+
+
+def test_torchrun_ddp_gloo_two_ranks_one_merged_report(tmp_path):
+    path = tmp_path / "ddp.py"
+    path.write_text(textwrap.dedent(DDP))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "OMP_NUM_THREADS": "1",
+           "PITSTOP_DOCTOR_DIR": str(tmp_path / "ranks")}
+    out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                          "--master-port", "29517", "-m", "pitstop", "doctor", "--json", str(tmp_path / "r.json"),
+                          str(path)], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["ranks"] == 2 and doc["steps"] == 4, out.stderr[-2000:]
+    f = next(f for f in doc["findings"] if f["code"] == "PIT102")
+    assert f["ranks"] == [1]
+    assert out.stdout.count("PIT102") == 1  # printed once, by rank 0

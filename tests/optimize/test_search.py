@@ -1,0 +1,175 @@
+"""The search's decisions, on measurements whose raw samples are given (the rules, not the clock)."""
+
+import time
+
+import numpy as np
+import pytest
+
+from pitstop.bench.result import BenchResult, Measurement
+from pitstop.bench.runner import BenchSettings
+from pitstop.bench.source import SpecSource
+from pitstop.bench.variants.config import parse_variant
+from pitstop.models.spec import parse_model_spec
+from pitstop.optimize.search import START, Search, SearchSettings, Stage
+
+
+def samples(ms, n=60, spread=0.01, seed=0):
+    """Three replicas of ``n`` calls around ``ms`` milliseconds (multiplicative noise ``spread``)."""
+    rng = np.random.default_rng(seed)
+    return [list(ms / 1e3 * (1 + spread * rng.standard_normal(n))) for _ in range(3)]
+
+
+def stage(name, medians):
+    result = BenchResult("m", {}, {}, {}, START.name)
+    for i, (variant, ms) in enumerate(medians.items()):
+        config = parse_variant(variant).to_dict(2)
+        result.rows.append(Measurement(variant, config, 8, replica_samples_s=samples(ms, seed=i)))
+    return Stage(name, result)
+
+
+@pytest.fixture
+def search(models_py):
+    source = SpecSource(parse_model_spec(f"{models_py}:tiny"), None)
+    settings = SearchSettings(BenchSettings(batch_sizes=(8,), threads=2), batch_size=8, time_budget_s=60)
+    return Search(source, settings, {})
+
+
+def decide(search, medians):
+    search.outcome.stages = [stage("final", medians)]
+    search._decide()
+    return search.outcome
+
+
+def test_the_fastest_clear_winner_is_chosen(search):
+    outcome = decide(search, {START.name: 10.0, "eval+inference_mode+bf16-autocast": 5.0,
+                              "eval+inference_mode+bf16-autocast+compile": 4.0})
+    assert outcome.winner.variant == "eval+inference_mode+bf16-autocast+compile"
+    assert outcome.winner_config == parse_variant("eval+inference_mode+bf16-autocast+compile")
+
+
+def test_a_simpler_candidate_within_noise_of_the_fastest_stays(search):
+    outcome = decide(search, {START.name: 10.0, "eval+inference_mode+bf16-autocast": 5.0,
+                              "eval+inference_mode+bf16-autocast+compile": 4.995})
+    assert outcome.winner.variant == "eval+inference_mode+bf16-autocast"
+
+
+def test_no_winner_when_no_interval_excludes_one(search):
+    outcome = decide(search, {START.name: 10.0, "eval+inference_mode+compile": 10.01})
+    assert outcome.winner is None and outcome.winner_config == START
+    assert "start point stays" in outcome.verdict
+
+
+def test_rejected_and_failed_candidates_never_win(search):
+    search.outcome.stages = [stage("final", {START.name: 10.0, "eval+inference_mode+int8-dynamic": 3.0,
+                                             "eval+inference_mode+bf16-weights": 6.0})]
+    search.outcome.stages[0].rows[1].status = "rejected"
+    search._decide()
+    assert search.outcome.winner.variant == "eval+inference_mode+bf16-weights"
+
+
+def test_survivors_are_combined_most_promising_first_without_onnxruntime(search):
+    search.outcome.stages = [stage("probe", {
+        START.name: 10.0, "eval+inference_mode+bf16-autocast": 5.0, "eval+inference_mode+bf16-weights": 6.0,
+        "eval+inference_mode+compile": 8.0, "eval+inference_mode+channels_last": 9.0,
+        "eval+inference_mode+onnxruntime": 4.0, "eval+inference_mode+int8-dynamic": 12.0,  # slower: pruned
+        "eval+inference_mode+threads1": 15.0})]
+    survivors = search._survivors()
+    assert set(survivors) == {"precision", "compile", "layout", "runtime"}
+    assert survivors["precision"][0].precision == "bf16-autocast"  # the better of the two bf16 options
+    combos = [c.name for c in search.combinations(survivors)]
+    assert combos == ["eval+inference_mode+bf16-autocast+compile",  # the two strongest
+                      "eval+inference_mode+bf16-autocast+compile+channels_last",  # all that survived
+                      "eval+inference_mode+bf16-autocast+channels_last", "eval+inference_mode+compile+channels_last"]
+    finalists = [c.name for c in search.finalists()]  # two combinations, the best two singles, a refinement
+    assert finalists == [*combos[:2], "eval+inference_mode+onnxruntime", "eval+inference_mode+bf16-autocast",
+                         "eval+inference_mode+bf16-autocast+compile-max-autotune"]  # on CPU: not probed alone
+
+
+def test_the_simpler_option_of_an_axis_is_combined_when_within_3_percent(search):
+    search.outcome.stages = [stage("probe", {
+        START.name: 10.0, "eval+inference_mode+compile": 8.0, "eval+inference_mode+compile-max-autotune": 7.9,
+        "eval+inference_mode+channels_last": 9.98})]  # within noise and under 5%: not combined
+    survivors = search._survivors()
+    assert set(survivors) == {"compile"} and survivors["compile"][0].compile == "default"
+
+
+def test_singles_cover_every_axis_and_thread_count(search):
+    names = {c.name for c in search.singles()}
+    assert {"eval+inference_mode+bf16-autocast", "eval+inference_mode+fp16-autocast",
+            "eval+inference_mode+bf16-weights", "eval+inference_mode+compile",
+            "eval+inference_mode+compile-reduce-overhead",
+            "eval+inference_mode+int8-dynamic", "eval+inference_mode+channels_last",
+            "eval+inference_mode+onnxruntime"} <= names
+    assert "eval+inference_mode+compile-max-autotune" not in names  # on CPU a refinement of compile
+    on_cuda = Search(search.source, SearchSettings(BenchSettings(batch_sizes=(8,), threads=2, device="cuda"),
+                                                   batch_size=8), {})
+    assert "eval+inference_mode+compile-max-autotune" in {c.name for c in on_cuda.singles()}
+
+
+def test_a_refinement_is_tried_only_on_a_compiled_finalist(search):
+    search.outcome.stages = [stage("probe", {START.name: 10.0, "eval+inference_mode+bf16-autocast": 5.0})]
+    assert [c.name for c in search.finalists()] == ["eval+inference_mode+bf16-autocast"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"objective": "speed"}, "--objective"), ({"time_budget_s": 5}, "--time-budget-s"),
+    ({"latency_budget_ms": -1.0}, "--latency-budget-ms"), ({"axes": ("precision", "magic")}, "--techniques"),
+])
+def test_bad_settings_are_usage_errors(change, message):
+    from pitstop.errors import UsageError
+
+    with pytest.raises(UsageError, match=message):
+        SearchSettings(BenchSettings(batch_sizes=(1,), threads=1), batch_size=1, **change)
+
+
+def test_the_final_shrinks_to_fit_the_time_left(search):
+    probe = stage("probe", {START.name: 10.0, "eval+inference_mode+compile": 8.0,
+                            "eval+inference_mode+bf16-autocast": 5.0, "eval+inference_mode+channels_last": 9.0})
+    for row in probe.rows:  # as the probe measured: 4 workers started in 8 s, 1 s of profiling each
+        row.phases_s = {"start": 8.0, "prepare": 0.4, "fidelity": 0.3, "warmup": 0.3}
+    probe.rows[1].compile_s = 20.0
+    search.outcome.stages = [probe]
+    finalists = search.finalists()
+    refs = [parse_variant("eval+no_grad"), parse_variant("train+grad")]
+    search.limit_s = 1e6
+    assert search._plan(finalists, refs) == (finalists, search.settings.bench.replicas)
+    cost_one = search._fixed_cost(finalists, refs, 1)
+    search.limit_s = (cost_one / 0.65 + 1) + (time.monotonic() - search.t0)  # room for one replica only
+    assert search._plan(finalists, refs) == (finalists, 1)
+    search.limit_s = time.monotonic() - search.t0 + 1.0  # almost nothing left: one finalist remains
+    assert search._plan(finalists, refs) == (finalists[:1], 1)
+
+
+def test_compile_is_tried_on_autocast_even_when_it_did_not_survive_alone(search):
+    search.outcome.stages = [stage("probe", {
+        START.name: 10.0, "eval+inference_mode+bf16-autocast": 4.6, "eval+inference_mode+bf16-weights": 4.4,
+        "eval+inference_mode+compile": 9.98})]  # fp32 compile within noise of eager: pruned alone
+    assert set(search._survivors()) == {"precision"}
+    assert search._survivors()["precision"][0].precision == "bf16-weights"  # more than 3% faster
+    names = [c.name for c in search.finalists()]
+    assert names[:2] == ["eval+inference_mode+bf16-autocast+compile",  # kept first when time is short
+                         "eval+inference_mode+bf16-weights"]
+    assert names[-1] == "eval+inference_mode+bf16-autocast+compile-max-autotune"  # refines the compiled one
+
+
+def test_compile_is_not_composed_when_it_failed_or_changed_the_answers(search):
+    probe = stage("probe", {START.name: 10.0, "eval+inference_mode+bf16-weights": 4.4,
+                            "eval+inference_mode+compile": 9.98})
+    search.outcome.stages = [probe]
+    assert "eval+inference_mode+bf16-weights+compile" in {c.name for c in search.finalists()}  # no autocast
+    for status in ("failed", "rejected"):
+        probe.rows[2].status = status
+        assert [c.name for c in search.finalists()] == ["eval+inference_mode+bf16-weights"]
+
+
+def test_a_simpler_candidate_within_noise_but_clearly_slower_does_not_win(search):
+    search.outcome.stages = [stage("final", {START.name: 10.0, "eval+inference_mode+bf16-weights": 5.0,
+                                             "eval+inference_mode+bf16-autocast+compile": 4.6})]
+    for row in search.outcome.stages[0].rows:  # three noisy calls each: the 8% is within noise
+        row.replica_samples_s = [row.replica_samples_s[0][:3]]
+        row.replica_samples_s[0][0] *= 1.3
+    vs = search.outcome.stages[0].result.comparison("eval+inference_mode+bf16-autocast+compile", 8,
+                                                    baseline="eval+inference_mode+bf16-weights")
+    assert vs.ratio.ci95[0] <= 1.0 < vs.ratio.median
+    search._decide()
+    assert search.outcome.winner.variant == "eval+inference_mode+bf16-autocast+compile"
