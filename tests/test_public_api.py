@@ -23,7 +23,7 @@ def test_capability_packages_are_the_functions_they_are_named_after():
     import torch
 
     import pitstop.bench.api
-    import pitstop.doctor.core
+    import pitstop.doctor.api
     import pitstop.optimize.api  # importing a submodule first must not hide the function
 
     assert callable(pitstop.bench) and callable(pitstop.optimize)

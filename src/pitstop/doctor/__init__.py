@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from pitstop._callable import make_callable
-from pitstop.doctor.core import Check, Doctor, Finding
+from pitstop.doctor.api import Doctor
+from pitstop.doctor.check import Check
+from pitstop.doctor.findings import Finding
 from pitstop.doctor.result import DoctorReport
 
 __all__ = ["Check", "Doctor", "DoctorReport", "Finding", "doctor"]

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import traceback
-from typing import TYPE_CHECKING
-
-import torch
-
-if TYPE_CHECKING:
-    from pitstop.doctor.core import Doctor
+from pitstop.doctor.findings import Findings
+from pitstop.doctor.sites import crash_site, format_exception_line
 
 KNOWN: list[tuple[str, str, str]] = [
     ("does not require grad and does not have a grad_fn", "PIT104",
@@ -30,28 +24,15 @@ KNOWN: list[tuple[str, str, str]] = [
 ]
 
 
-def explain(doctor: Doctor, exc: BaseException) -> None:
-    """Record the crash on the doctor; a known autograd error becomes a finding of its code
-    (unless that code was already found, with its own location)."""
-    from pitstop.doctor.core import format_exception_line
-
-    doctor.crash = {"error": format_exception_line(exc), "where": crash_site(exc)}
+def explain(findings: Findings, exc: BaseException) -> dict[str, str]:
+    """The crash record (``error``, ``where``, ``code`` when known); a known autograd error also
+    becomes a finding of its code (unless that code was already found, with its own location)."""
+    crash = {"error": format_exception_line(exc), "where": crash_site(exc)}
     text = str(exc)
     for needle, code, meaning in KNOWN:
         if needle in text:
-            doctor.crash["code"] = code
-            if not any(c == code for c, _ in doctor.findings):
-                doctor.found(code, doctor.crash["where"] or "the script", f"the run crashed: {meaning}")
-            return
-
-
-def crash_site(exc: BaseException) -> str:
-    """``file.py:LINE`` of the innermost traceback frame outside torch and pitstop."""
-    from pitstop.doctor.core import _short
-
-    skip = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)))
-    site = ""
-    for frame in traceback.extract_tb(exc.__traceback__):
-        if not frame.filename.startswith(skip) and "runpy" not in frame.filename:
-            site = f"{_short(frame.filename)}:{frame.lineno}"
-    return site
+            crash["code"] = code
+            if code not in findings.codes():
+                findings.found(code, crash["where"] or "the script", f"the run crashed: {meaning}")
+            break
+    return crash

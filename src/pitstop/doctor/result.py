@@ -8,17 +8,12 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pitstop import _render
 from pitstop._document import envelope
 from pitstop.codes import CODES, SEVERITIES, at_least
-from pitstop.doctor.core import Finding
-
-if TYPE_CHECKING:
-    from pitstop.doctor.core import Doctor
-
-
+from pitstop.doctor.findings import Finding
 
 @dataclass
 class DoctorReport:
@@ -35,17 +30,6 @@ class DoctorReport:
     script: str | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     timeline: dict[str, Any] = field(default_factory=dict)  # loss, grad_norm, layers (top by size)
-
-    @classmethod
-    def of(cls, doctor: Doctor) -> DoctorReport:
-        """The doctor's state now (merged across ranks when torch.distributed runs several)."""
-        steps = max(doctor.opt_steps.values(), default=0)
-        exit_: dict[str, Any] = {"status": "ok"}
-        if doctor.crash:
-            exit_ = {"status": "crashed", "error": doctor.crash["error"], "where": doctor.crash.get("where", "")}
-        report = cls(sorted(doctor.findings.values(), key=_order), steps, exit_, list(doctor.skipped_steps),
-                     doctor.data_share, list(doctor.internal), timeline=_timeline(doctor.timeline))
-        return merge_ranks(report, doctor.rank)
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -132,12 +116,17 @@ class DoctorReport:
         return table
 
 
-def _timeline(raw: dict[str, Any], top: int = 8) -> dict[str, Any]:
+def timeline_summary(raw: dict[str, Any], top: int = 8) -> dict[str, Any]:
     """The loss and total-norm series, and the ``top`` layers by largest gradient norm."""
     layers = raw.get("layers", {})
     biggest = sorted(layers, key=lambda k: -max((v for _, v in layers[k] if v is not None), default=0.0))[:top]
     return {"loss": [list(p) for p in raw.get("loss", [])], "grad_norm": [list(p) for p in raw.get("grad_norm", [])],
             "layers": {k: [list(p) for p in layers[k]] for k in biggest}}
+
+
+def ordered(findings: list[Finding]) -> list[Finding]:
+    """Most severe first, then by first step and code."""
+    return sorted(findings, key=_order)
 
 
 def _order(f: Finding) -> tuple[int, int, str]:

@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from pitstop.doctor.core import Doctor
+from pitstop.doctor.api import Doctor
 from pitstop.doctor.result import DoctorReport
 from pitstop.errors import UsageError
 
@@ -50,10 +50,8 @@ def run_script(path: str, args: list[str], doctor: Doctor) -> tuple[DoctorReport
         code = 130
         doctor.crash = {"error": "KeyboardInterrupt", "where": ""}
     except BaseException as exc:  # the script's own crash: its traceback, then the explanation
-        from pitstop.doctor.crash import explain
-
         traceback.print_exception(type(exc), exc, _user_tb(exc.__traceback__))
-        explain(doctor, exc)
+        doctor.explain(exc)
         code = 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path

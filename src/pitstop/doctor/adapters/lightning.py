@@ -28,16 +28,14 @@ class DoctorCallback(_L.pytorch.Callback):  # type: ignore[misc,name-defined]
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
         self.doctor = Doctor(pl_module, **self.doctor_kwargs).attach()
         for opt in trainer.optimizers:
-            self.doctor._add_optimizer(getattr(opt, "optimizer", opt))
+            self.doctor.session.add_optimizer(getattr(opt, "optimizer", opt))
 
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
         self._finish()
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
         if self.doctor is not None:
-            from pitstop.doctor.crash import explain
-
-            explain(self.doctor, exception)
+            self.doctor.explain(exception)
         self._finish()
 
     def _finish(self) -> None:

@@ -1,0 +1,106 @@
+"""``Doctor``: the session, the step counter, the timeline, the findings and the checks, composed.
+
+The ``Session`` (session.py) installs PyTorch's hooks and turns them into events; its
+``StepCounter`` (steps.py) knows the step; ``Readings`` (timeline.py) reads losses and gradient
+norms from the device every ``sync_every`` steps, keeps the ``Timeline`` and publishes them to
+the checks; each ``Check`` (checks/, one per code) records into ``Findings`` (findings.py)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import nn
+
+from pitstop.doctor.check import Check
+from pitstop.doctor.checks import InputStall, default_checks
+from pitstop.doctor.crash import explain
+from pitstop.doctor.findings import Findings
+from pitstop.doctor.result import DoctorReport, merge_ranks, ordered, timeline_summary
+from pitstop.doctor.session import Session
+from pitstop.doctor.timeline import Readings, Timeline
+
+
+class Doctor:
+    """Watches a training run: ``Doctor(model, optimizer).attach()`` or ``with pitstop.doctor():``.
+
+    ``model``/``optimizer`` are optional: roots and optimizers are found as they run. ``guard``
+    skips optimizer steps whose gradients are non-finite (reading them every step; a step given a
+    closure, as LBFGS and Lightning do, computes its gradients inside ``step()`` and cannot be
+    skipped, only reported).
+    ``sync_every``: steps between reads of device-side values (default 1 on CPU, 50 with CUDA)."""
+
+    def __init__(self, model: nn.Module | None = None, optimizer: torch.optim.Optimizer | None = None, *,
+                 guard: bool = False, sync_every: int | None = None, checks: Iterable[Check] | None = None,
+                 select: Iterable[str] = (), ignore: Iterable[str] = (), rank: int | None = None) -> None:
+        self.guard = guard
+        self.session = Session(model, optimizer)
+        self.findings = Findings(select, ignore, step=lambda: self.session.step)
+        self.timeline = Timeline()
+        self.readings = Readings(self.session, self.timeline, guard=guard, sync_every=sync_every)
+        chosen = list(checks) if checks is not None else default_checks()
+        self.checks = [c for c in chosen if any(self.findings.wanted(code) for code in c.codes or (c.code,))]
+        self.rank = rank if rank is not None else int(os.environ.get("RANK", "0"))
+        self.crash: dict[str, str] | None = None
+        for check in self.checks:  # checks first: they see a step's gradients before guard drops them
+            check.bind(self.session, self.findings, self)
+            self.session.subscribe(check)
+        self.session.subscribe(self.readings)
+
+    @property
+    def step(self) -> int:
+        """The step in progress (1-based)."""
+        return self.session.step
+
+    @property
+    def sync_every(self) -> int:
+        return self.readings.sync_every
+
+    @property
+    def skipped_steps(self) -> list[int]:
+        """Steps ``guard`` skipped."""
+        return self.readings.skipped_steps
+
+    @property
+    def internal(self) -> list[str]:
+        """Internal warnings (a check raised and was turned off; training went on)."""
+        return self.session.internal
+
+    def attach(self) -> Doctor:
+        """Install every hook (idempotent)."""
+        self.session.attach()
+        return self
+
+    def detach(self) -> None:
+        """Read what is still on the device, then remove every hook and restore what was wrapped."""
+        if self.session.attached:
+            self.readings.flush()
+            self.session.detach()
+
+    def __enter__(self) -> Doctor:
+        return self.attach()
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[1] is not None:
+            self.explain(exc[1])
+        self.detach()
+
+    def explain(self, exc: BaseException) -> None:
+        """Record that the run crashed with ``exc`` (a known autograd error becomes a finding)."""
+        self.crash = explain(self.findings, exc)
+
+    def data_share(self) -> float | None:
+        """The measured share of step time spent waiting for data (None when not measured)."""
+        return next((c.share() for c in self.checks if isinstance(c, InputStall)), None)
+
+    def report(self) -> DoctorReport:
+        """The findings so far (merged across ranks under torch.distributed) as a ``DoctorReport``."""
+        exit_: dict[str, Any] = {"status": "ok"}
+        if self.crash:
+            exit_ = {"status": "crashed", "error": self.crash["error"], "where": self.crash.get("where", "")}
+        report = DoctorReport(ordered(self.findings.values()), self.session.counter.completed(), exit_,
+                              list(self.skipped_steps), self.data_share(), list(self.internal),
+                              timeline=timeline_summary(self.timeline.as_dict()))
+        return merge_ranks(report, self.rank)
