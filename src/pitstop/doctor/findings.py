@@ -33,7 +33,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON finding of PRODUCT.md."""
-        d = {"code": self.code, "name": self.name, "severity": self.severity, "message": self.message,
+        d: dict[str, Any] = {"code": self.code, "name": self.name, "severity": self.severity, "message": self.message,
              "where": self.where, "fix": self.fix or CODES[self.code].fix, "step": self.step, "count": self.count}
         if self.ranks:
             d["ranks"] = self.ranks

@@ -15,6 +15,7 @@ from pitstop._document import envelope
 from pitstop.codes import CODES, SEVERITIES, at_least
 from pitstop.doctor.findings import Finding
 
+
 @dataclass
 class DoctorReport:
     """Findings (most severe first), the steps watched, how the script ended, and what the doctor
@@ -130,7 +131,7 @@ def ordered(findings: list[Finding]) -> list[Finding]:
 
 
 def _order(f: Finding) -> tuple[int, int, str]:
-    return SEVERITIES.index(f.severity), f.step or 0, f.code  # type: ignore[arg-type]
+    return SEVERITIES.index(f.severity), f.step or 0, f.code
 
 
 # -- ranks -----------------------------------------------------------------------------------

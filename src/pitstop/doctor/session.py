@@ -231,9 +231,9 @@ class Session:
                           _optim.register_optimizer_step_pre_hook(self._pre_step),
                           _optim.register_optimizer_step_post_hook(self._post_step)]
         self._orig_backward = torch.autograd.backward
-        torch.autograd.backward = self._backward  # type: ignore[assignment]
+        torch.autograd.backward = self._backward
         self._orig_next = _dataloader._BaseDataLoaderIter.__next__
-        _dataloader._BaseDataLoaderIter.__next__ = self._timed_next()  # type: ignore[method-assign]
+        _dataloader._BaseDataLoaderIter.__next__ = self._timed_next()  # type: ignore[method-assign,assignment]
         if self._model is not None:
             self.add_root(self._model, "model")
         if self._optimizer is not None:
@@ -250,7 +250,7 @@ class Session:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
-        torch.autograd.backward = self._orig_backward  # type: ignore[assignment]
+        torch.autograd.backward = self._orig_backward
         _dataloader._BaseDataLoaderIter.__next__ = self._orig_next  # type: ignore[method-assign]
         self.last_inputs.clear()
         self._hooked.clear()  # attach() again hooks the roots and parameters afresh

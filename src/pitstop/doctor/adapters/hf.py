@@ -14,7 +14,7 @@ from pitstop.doctor import Doctor, DoctorReport
 _transformers = require("transformers", "pitstop.doctor.adapters.hf")
 
 
-class DoctorCallback(_transformers.TrainerCallback):  # type: ignore[misc,name-defined]
+class DoctorCallback(_transformers.TrainerCallback):  # type: ignore[name-defined]
     """Runs a ``Doctor`` over ``trainer.train()``; keyword arguments go to ``Doctor``.
     ``json_path`` also writes the JSON report; ``verbose=False`` keeps it off stdout."""
 

@@ -15,7 +15,7 @@ from pitstop.doctor import Doctor, DoctorReport
 _L = require("lightning", "pitstop.doctor.adapters.lightning")
 
 
-class DoctorCallback(_L.pytorch.Callback):  # type: ignore[misc,name-defined]
+class DoctorCallback(_L.pytorch.Callback):  # type: ignore[name-defined]
     """Runs a ``Doctor`` over ``trainer.fit``; keyword arguments go to ``Doctor`` (``guard``, ...).
     ``json_path`` also writes the JSON report; ``verbose=False`` keeps it off stdout."""
 

@@ -43,8 +43,8 @@ class StaleGradients(Check):
             for p in group["params"]:
                 entry = self.left.pop(id(p), None)
                 added = self.accumulated.pop(id(p), 0)
-                if entry is not None and p.grad is not None and entry[0]() is p.grad \
-                        and p.grad._version - entry[1] == added:
+                grad = p.grad
+                if entry is not None and grad is not None and grad._version - entry[1] == added and entry[0]() is grad:
                     stale.append(self.name_of(p))
         if stale:
             self.found(self.code, self.session.optimizer_label(optimizer),

@@ -36,7 +36,7 @@ class RetainGraph(Check):
                            f"no second backward runs over it: the saved activations are held for nothing")
         marker = Sentinel("retained", self.session.step, site)
         seen: set[int] = set()
-        stack = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
+        stack: list[Any] = [t.grad_fn for t in tensors if isinstance(t, torch.Tensor) and t.grad_fn is not None]
         while stack and len(seen) < self.CAP:
             node = stack.pop()
             if node is None or id(node) in seen:

@@ -80,7 +80,7 @@ class NonFinite(Check):
 
     def _replay_root(self, root: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """Run ``root`` again on its last inputs, checking every leaf output; True when found."""
-        step, found = self.session.step, []
+        step, found = self.session.step, list[nn.Module]()
         buffers = {k: b.detach().clone() for k, b in root.named_buffers()}
         cpu_rng = torch.get_rng_state()
         cuda = torch.cuda.is_available() and torch.cuda.is_initialized()
