@@ -441,3 +441,132 @@ def test_detach_restores_every_hook_and_a_failing_check_never_breaks_training():
     assert after == before
     assert any("boom" in n for n in dr.report().internal)
     assert all(math.isfinite(p.sum().item()) for p in model.parameters())
+
+
+# -- clean loops: the same loops as above without the bug --------------------------------------
+
+
+def test_pit104_clean_evaluation_under_no_grad_between_training_steps():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with pitstop.doctor() as dr:
+        for x, y in batches(3):
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+            model.eval()
+            with torch.no_grad():
+                model(x)
+            model.train()
+    assert codes(dr) == set()
+
+
+def test_pit106_clean_a_log_of_positive_values():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.Softplus(), LogOf(), nn.Linear(8, 1))  # log of a positive value
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with Doctor(model, opt, guard=True) as dr:
+        train(model, opt, steps=3)
+    assert codes(dr) == set() and dr.report().skipped_steps == []
+
+
+def test_pit107_clean_steady_gradients():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+    with pitstop.doctor() as dr:
+        train(model, opt, steps=16)
+    assert codes(dr) == set()
+
+
+def test_pit108_clean_relu_units_that_fire():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with pitstop.doctor() as dr:
+        train(model, opt, steps=12)
+    assert codes(dr) == set()
+
+
+def test_pit110_clean_a_per_sample_loss_reduced_or_given_its_gradient():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with pitstop.doctor() as dr:
+        for i, (x, y) in enumerate(batches(4)):
+            opt.zero_grad()
+            per_sample = nn.functional.mse_loss(model(x), y, reduction="none")
+            if i % 2:
+                per_sample.mean().backward()
+            else:
+                per_sample.backward(gradient=torch.full_like(per_sample, 1 / per_sample.numel()))
+            opt.step()
+    assert codes(dr) == set()
+
+
+def test_pit201_clean_evaluation_under_no_grad():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with pitstop.doctor() as dr:
+        train(model, opt, steps=3)
+        model.eval()
+        with torch.no_grad():
+            preds = [model(x) for x, _ in batches(4)]
+        del preds
+    assert codes(dr) == set()
+
+
+def test_pit402_clean_a_loader_that_keeps_up():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    ready = [(torch.randn(64, 64), torch.randn(64, 1)) for _ in range(10)]
+    loader = DataLoader(ready, batch_size=None)  # batches made in advance: fetching is a list lookup
+    with pitstop.doctor() as dr:
+        for x, y in loader:
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+    assert "PIT402" not in codes(dr) and dr.report().data_share is not None
+
+
+# -- the code table: every run-time code has a check, a buggy loop and a clean loop ------------
+
+# code -> (a loop with the bug, the loop without it); one function holds both where it says so
+LOOPS = {
+    "PIT101": (test_pit101_stale_gradients_and_intentional_accumulation_is_not,
+               test_pit101_stale_gradients_and_intentional_accumulation_is_not),
+    "PIT102": (test_pit102_losses_kept_in_a_list_or_a_running_total,
+               test_pit102_losses_kept_in_a_list_or_a_running_total),
+    "PIT103": (test_pit103_retain_graph_every_step_and_two_losses_retaining_on_the_first_only,
+               test_pit103_a_hidden_state_carried_without_detach_and_truncated_bptt_with_it),
+    "PIT104": (test_pit104_training_forward_under_no_grad, test_pit104_clean_evaluation_under_no_grad_between_training_steps),
+    "PIT105": (test_pit105_a_parameter_that_never_changes,
+               test_pit105_model_rebuilt_after_the_optimizer_and_a_frozen_backbone_is_fine),
+    "PIT106": (test_pit106_names_the_first_non_finite_module_in_forward_order_and_the_loss,
+               test_pit106_clean_a_log_of_positive_values),
+    "PIT107": (test_pit107_a_gradient_spike, test_pit107_clean_steady_gradients),
+    "PIT108": (test_pit108_dead_relu_units, test_pit108_clean_relu_units_that_fire),
+    "PIT109": (test_pit109_training_in_eval_mode_and_evaluating_in_train_mode,
+               test_pit109_training_in_eval_mode_and_evaluating_in_train_mode),
+    "PIT110": (test_pit110_non_scalar_backward_is_found_and_the_crash_explained,
+               test_pit110_clean_a_per_sample_loss_reduced_or_given_its_gradient),
+    "PIT201": (test_pit201_evaluation_forwards_recorded_by_autograd, test_pit201_clean_evaluation_under_no_grad),
+    "PIT402": (test_pit402_input_stall_is_measured, test_pit402_clean_a_loader_that_keeps_up),
+}
+
+
+def test_every_run_time_code_has_a_check_a_buggy_loop_and_a_clean_loop():
+    import inspect
+
+    from pitstop.codes import CODES
+    from pitstop.doctor.checks import CHECKS
+
+    run_time = {code for code, entry in CODES.items() if "R" in entry.kinds}
+    reported = {code for cls in CHECKS for code in cls.codes or (cls.code,)}
+    assert run_time <= reported, f"run-time codes without a check: {sorted(run_time - reported)}"
+    assert set(LOOPS) == run_time
+    here = globals()
+    for code, pair in LOOPS.items():
+        for fn in pair:
+            assert here.get(fn.__name__) is fn and fn.__name__.startswith("test_"), (code, fn)
+        buggy, clean = (inspect.getsource(fn) for fn in pair)
+        assert code in buggy, f"{code}: the buggy loop never asserts the code"
+        assert "== set()" in clean or "not in codes" in clean, f"{code}: the clean loop asserts no cleanliness"
