@@ -133,3 +133,30 @@ def test_a_closure_step_reports_its_step_after_the_closure_ran():
     events = recorder.events
     assert events[0] == "step_start" and events.index("backward") < events.index("step")
     assert events[-3:] == ["step_done", "iteration 1", "finish"] and events.count("step") == 1
+
+
+def test_a_check_of_its_own_reports_through_the_doctor_old_style_and_new():
+    import pitstop
+
+    class BigBatch(pitstop.doctor.Check):
+        code = "PIT402"
+
+        def on_root_forward(self, module, output, grad_enabled):
+            if output.shape[0] > 2:
+                self.found(self.code, self.name_of(module), "a big batch")
+
+    class OldStyle(pitstop.doctor.Check):
+        code = "PIT110"
+
+        def on_step(self, optimizer):
+            self.doctor.found(self.code, self.doctor.name_of(optimizer), "a step")
+
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with pitstop.Doctor(model, opt, checks=[BigBatch(), OldStyle()]) as dr:
+        for _ in range(2):
+            opt.zero_grad()
+            model(torch.randn(3, 4)).sum().backward()
+            opt.step()
+    found = {(f.code, f.where, f.count) for f in dr.report()}
+    assert found == {("PIT402", "model", 2), ("PIT110", "SGD", 2)}

@@ -91,9 +91,18 @@ class Doctor:
         """Record that the run crashed with ``exc`` (a known autograd error becomes a finding)."""
         self.crash = explain(self.findings, exc)
 
+    @property
     def data_share(self) -> float | None:
         """The measured share of step time spent waiting for data (None when not measured)."""
         return next((c.share() for c in self.checks if isinstance(c, InputStall)), None)
+
+    def found(self, code: str, where: str, message: str, *, step: int | None = None, fix: str | None = None) -> None:
+        """Record a finding (for checks written against ``self.doctor``; new ones call ``self.found``)."""
+        self.findings.found(code, where, message, step=step, fix=fix)
+
+    def name_of(self, obj: Any) -> str:
+        """Qualified name of a parameter or module (``model.encoder.norm``), else its type."""
+        return self.session.name_of(obj)
 
     def report(self) -> DoctorReport:
         """The findings so far (merged across ranks under torch.distributed) as a ``DoctorReport``."""
@@ -101,6 +110,6 @@ class Doctor:
         if self.crash:
             exit_ = {"status": "crashed", "error": self.crash["error"], "where": self.crash.get("where", "")}
         report = DoctorReport(ordered(self.findings.values()), self.session.counter.completed(), exit_,
-                              list(self.skipped_steps), self.data_share(), list(self.internal),
+                              list(self.skipped_steps), self.data_share, list(self.internal),
                               timeline=timeline_summary(self.timeline.as_dict()))
         return merge_ranks(report, self.rank)
