@@ -160,3 +160,12 @@ def test_a_check_of_its_own_reports_through_the_doctor_old_style_and_new():
             opt.step()
     found = {(f.code, f.where, f.count) for f in dr.report()}
     assert found == {("PIT402", "model", 2), ("PIT110", "SGD", 2)}
+
+
+def test_sync_every_must_be_a_positive_number_of_steps():
+    import pytest
+
+    import pitstop
+
+    with pytest.raises(ValueError, match="sync_every: expected a positive number of steps, got 0"):
+        pitstop.Doctor(sync_every=0)
