@@ -36,6 +36,10 @@ class Check(Consumer):
         """The gradient norms of ``optimizer``'s parameters at ``step`` were read."""
 
     @noop
+    def on_skipped(self, step: int) -> None:
+        """``guard`` dropped the gradients of ``step`` (non-finite): the optimizer skipped it."""
+
+    @noop
     def on_sync(self) -> None:
         """Device-side values were read: a good moment to read one's own."""
 

@@ -32,7 +32,7 @@ grad_enabled)``; ``on_backward(tensors, gradients, retain_graph, site)``, ``on_g
 ``on_backward_done(tensors, retain_graph, site)``; ``on_step_start(optimizer)``,
 ``on_step(optimizer)``, ``on_step_done(optimizer)``, ``on_iteration(step)``; ``on_finish()``.
 ``emit(name, *args)`` also dispatches events that consumers define for each other (the doctor
-adds ``on_loss``, ``on_grad_norms``, ``on_sync``, ``on_evaluation``). A consumer that raises is
+adds ``on_loss``, ``on_grad_norms``, ``on_skipped``, ``on_sync``, ``on_evaluation``). A consumer that raises is
 unsubscribed, with a line in ``internal``, and training goes on."""
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ class Timeline:
 class Readings(Consumer):
     """Losses at backward and gradient norms at each optimizer step, read every ``sync_every``
     steps; publishes ``on_loss(step, value, site)``, ``on_grad_norms(step, optimizer, params,
-    norms)`` and ``on_sync()`` through the session."""
+    norms)``, ``on_skipped(step)`` (guard) and ``on_sync()`` through the session."""
 
     def __init__(self, session: Session, timeline: Timeline, *, guard: bool = False,
                  sync_every: int | None = None) -> None:
@@ -80,6 +80,7 @@ class Readings(Consumer):
             for p in params:
                 p.grad = None  # the optimizer skips parameters without a gradient: weights stay clean
             self.skipped_steps.append(step)
+            self.session.emit("on_skipped", step)
         if self.sync_given is None and norms.is_cuda:
             self.sync_every = 50
         self._norms.append((step, weakref.ref(optimizer), params, norms))

@@ -27,6 +27,7 @@ class NonFinite(Check):
     def __init__(self) -> None:
         self.located = False
         self.localize = False  # per-module finiteness checks, once something non-finite was seen
+        self.skipped: list[int] = []  # steps guard skipped
 
     def on_loss(self, step: int, value: float, site: str) -> None:
         if math.isfinite(value):
@@ -43,11 +44,13 @@ class NonFinite(Check):
             return
         order = [i for i in dict.fromkeys(self.session.backward_order) if i in bad] or list(bad)
         first = self.name_of({id(p): p for p in params}[order[0]])
-        skipped = self.doctor is not None and step in self.doctor.skipped_steps
-        guard = " (guard: the step was skipped)" if skipped else ""
+        guard = " (guard: the step was skipped)" if step in self.skipped else ""
         self.found(self.code, first, f"non-finite gradient at step {step}: `{first}` is the first of "
                    f"{len(bad)} parameter(s) in backward order{guard}", step=step)
         self.localize = True
+
+    def on_skipped(self, step: int) -> None:
+        self.skipped.append(step)
 
     def on_module_forward(self, module: nn.Module, inputs: tuple[Any, ...], output: Any) -> None:
         if self.localize and not self.located:
