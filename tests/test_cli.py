@@ -150,7 +150,7 @@ OPT_FAST = ["--threads", "1", "--replicas", "1", "--time-budget-s", "15"]
 @pytest.mark.parametrize(("args", "needle"), [
     (["zoo:mlp", "--objective", "fast"], "argument --objective: invalid choice: 'fast'"),
     (["zoo:mlp", "--techniques", "precision,magic"], "--techniques: unknown magic"),
-    (["zoo:mlp", "--time-budget-s", "3"], "--time-budget-s must be at least 10 s"),
+    (["zoo:mlp", "--time-budget-s", "3"], "--time-budget-s: must be at least 10 s, got 3"),  # a field's error, by flag
     (["zoo:mlp", "--save", M], f"--save: '{M}' is a file"),
     (["zoo:nope"], "unknown zoo model 'nope'"),
 ])

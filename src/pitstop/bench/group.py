@@ -127,7 +127,8 @@ class GroupRunner:
 
     def _row(self, config: VariantConfig, batch_size: int, status: Any = "ok", reason: str | None = None
              ) -> Measurement:
-        return Measurement(config.name, config.to_dict(self.settings.resolved_threads), batch_size, status, reason)
+        return Measurement(config.name, config.to_dict(self.settings.resolved_threads), batch_size, status, reason,
+                           variant_config=config)
 
     def _start(self, module: torch.nn.Module, inputs: Any, batch_size: int, workdir: Path,
                counts: dict[VariantConfig, int], target: Target, policy: TimingPolicy) -> list[_Live]:
