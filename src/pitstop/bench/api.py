@@ -9,7 +9,8 @@ from torch import nn
 
 from pitstop.bench.result import BenchResult
 from pitstop.bench.runner import BenchRunner
-from pitstop.bench.settings import BenchSettings, with_options
+from pitstop._settings import with_options
+from pitstop.bench.settings import BenchSettings
 from pitstop.bench.source import make_source
 
 

@@ -11,19 +11,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from pitstop._env import physical_cores
+from pitstop._settings import normalise
 from pitstop.bench.source import Source, check_device, resolve_device
 from pitstop.bench.timer import TimingPolicy
 from pitstop.bench.variants.config import BASELINE, GRAD_MODES, VariantConfig, parse_variant
-from pitstop.errors import SettingError, UsageError
+from pitstop.errors import SettingError
 
-S = TypeVar("S", bound="RunSettings")
-
-
-def _set(obj: Any, name: str, value: Any) -> None:
-    object.__setattr__(obj, name, value)  # normalising a frozen dataclass in __post_init__
+__all__ = ["BenchSettings", "RunSettings"]
 
 
 @dataclass(frozen=True)
@@ -43,7 +40,7 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         if isinstance(self.worker_env, Mapping):
-            _set(self, "worker_env", tuple(sorted(self.worker_env.items())))
+            normalise(self, "worker_env", tuple(sorted(self.worker_env.items())))
         if self.threads is not None and self.threads < 1:
             raise SettingError("threads", f"need at least 1, got {self.threads}")
         check_device(self.device)
@@ -82,10 +79,10 @@ class BenchSettings(RunSettings):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.batch_sizes is not None:
-            _set(self, "batch_sizes", tuple(self.batch_sizes))
+            normalise(self, "batch_sizes", tuple(self.batch_sizes))
             if not self.batch_sizes or any(not isinstance(b, int) or b < 1 for b in self.batch_sizes):
                 raise SettingError("batch_sizes", f"need positive integers, got {list(self.batch_sizes)}")
-        _set(self, "variants", tuple(parse_variant(v) if isinstance(v, str) else v for v in self.variants))
+        normalise(self, "variants", tuple(parse_variant(v) if isinstance(v, str) else v for v in self.variants))
         if not self.variants:
             raise SettingError("variants", "need at least one variant")
         if not self.budget_s > 0:
@@ -113,17 +110,3 @@ class BenchSettings(RunSettings):
         """Plain dict for JSON."""
         return {"batch_sizes": list(self.batch_sizes or ()), "variants": [v.name for v in self.variants],
                 **self.run_dict(), "timing": self.policy.to_dict()}
-
-
-def with_options(cls: type[S], settings: S | None, options: dict[str, Any], call: str) -> S:
-    """``settings`` (or the defaults) with ``options`` applied: how public functions take
-    ``settings=`` and keyword options alike. An unknown option is a one-line usage error."""
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(options) - known)
-    if unknown:
-        raise UsageError(f"{call}() got unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    if settings is None:
-        return cls(**options)
-    if not isinstance(settings, cls):
-        raise UsageError(f"{call}(): settings must be a {cls.__name__}, got {type(settings).__name__}")
-    return dataclasses.replace(settings, **options) if options else settings

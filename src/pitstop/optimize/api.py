@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from pitstop._env import environment
-from pitstop.bench.settings import with_options
+from pitstop._settings import with_options
 from pitstop.bench.source import Source, SpecSource, make_source
 from pitstop.bench.variants.handlers import Target, recipe_source
 from pitstop.optimize.recipe import full_recipe, run_recipe, write_recipe_files

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
+from pitstop._settings import normalise
 from pitstop.bench.settings import BenchSettings, RunSettings
 from pitstop.bench.source import Source, resolve_device
 from pitstop.bench.variants.config import VariantConfig
@@ -19,10 +20,6 @@ from pitstop.errors import SettingError
 Objective = Literal["latency", "throughput"]
 START = VariantConfig("eval", "inference_mode")  # where the search starts, and what must be beaten
 AXES = ("precision", "compile", "quant", "layout", "threads", "runtime")
-
-
-def _set(obj: Any, name: str, value: Any) -> None:
-    object.__setattr__(obj, name, value)  # normalising a frozen dataclass in __post_init__
 
 
 @dataclass(frozen=True)
@@ -44,8 +41,8 @@ class OptimizeSettings(RunSettings):
         if self.tolerance is not None:
             if not self.tolerance > 0:
                 raise SettingError("tolerance", f"must be positive, got {self.tolerance}")
-            _set(self, "rel_tol", self.tolerance)
-            _set(self, "reduced_tol", self.tolerance)
+            normalise(self, "rel_tol", self.tolerance)
+            normalise(self, "reduced_tol", self.tolerance)
         super().__post_init__()
         if self.objective not in ("latency", "throughput"):
             raise SettingError("objective", f"must be latency or throughput, got {self.objective!r}")
@@ -53,7 +50,7 @@ class OptimizeSettings(RunSettings):
             raise SettingError("time_budget_s", f"must be at least 10 s, got {self.time_budget_s:g}")
         if self.latency_budget_ms is not None and not self.latency_budget_ms > 0:
             raise SettingError("latency_budget_ms", f"must be positive, got {self.latency_budget_ms:g}")
-        _set(self, "techniques", tuple(self.techniques))
+        normalise(self, "techniques", tuple(self.techniques))
         unknown = set(self.techniques) - set(AXES)
         if unknown:
             raise SettingError("techniques", f"unknown {', '.join(sorted(unknown))}; choose from {', '.join(AXES)}")
@@ -62,7 +59,7 @@ class OptimizeSettings(RunSettings):
         for name in ("batch_sizes", "sweep"):
             sizes = getattr(self, name)
             if sizes is not None:
-                _set(self, name, tuple(sizes))
+                normalise(self, name, tuple(sizes))
                 if any(not isinstance(b, int) or b < 1 for b in sizes):
                     raise SettingError(name, f"need positive integers, got {list(sizes)}")
         if self.finalists < 1:
