@@ -7,9 +7,9 @@ from typing import Any
 
 from torch import nn
 
+from pitstop._settings import with_options
 from pitstop.bench.result import BenchResult
 from pitstop.bench.runner import BenchRunner
-from pitstop._settings import with_options
 from pitstop.bench.settings import BenchSettings
 from pitstop.bench.source import make_source
 

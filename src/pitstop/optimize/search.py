@@ -197,7 +197,7 @@ class Search:
             return None
         precision = [config for config, _ in self._faster().get("precision", [])]
         autocast = [config for config in precision if config.precision.endswith("-autocast")]
-        pick = (autocast or precision or [None])[0]
+        pick = next(iter(autocast or precision), None)
         return replace(pick, compile="default") if pick is not None else None
 
     def _refined(self, axis: str, option: Any) -> bool:
