@@ -14,6 +14,8 @@ CHOICES = (None, "default", "max-autotune", "reduce-overhead")
 
 
 class Compile(Technique):
+    """``torch.compile`` of the model (CPU inference: with inductor freezing)."""
+
     axis = "compile"
     choices = CHOICES
 

@@ -26,6 +26,8 @@ GRAD_CONTEXTS: dict[str, Callable[[], contextlib.AbstractContextManager[Any]]] =
 
 
 class GradMode(Technique):
+    """The mode (``model.eval()`` / ``train()``) and the grad context around each call."""
+
     axis = "grad"
 
     def code(self, config: VariantConfig, target: Target) -> Code:

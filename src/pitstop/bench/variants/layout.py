@@ -13,6 +13,8 @@ CHOICES = (None, "channels_last")
 
 
 class Layout(Technique):
+    """The model and its 4-D inputs in channels_last memory format."""
+
     axis = "layout"
     choices = CHOICES
 

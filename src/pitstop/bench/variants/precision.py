@@ -13,6 +13,8 @@ CHOICES = ("fp32", "bf16-autocast", "fp16-autocast", "bf16-weights")
 
 
 class Precision(Technique):
+    """Autocast around each call, or the weights (and floating inputs) cast to bf16."""
+
     axis = "precision"
     choices = CHOICES
 

@@ -14,6 +14,8 @@ CHOICES = (None, "int8-dynamic")
 
 
 class Quant(Technique):
+    """Dynamic int8 quantization of the Linear / LSTM / GRU layers."""
+
     axis = "quant"
     choices = CHOICES
 

@@ -14,6 +14,8 @@ CHOICES = ("torch", "onnxruntime")
 
 
 class Runtime(Technique):
+    """ONNX Runtime on the exported graph (the export and session code live in ``code.py``)."""
+
     axis = "runtime"
     choices = CHOICES
 

@@ -12,6 +12,8 @@ if TYPE_CHECKING:
 
 
 class Threads(Technique):
+    """A thread count of the variant's own (the recipe sets it for every variant)."""
+
     axis = "threads"
 
     def gate(self, config: VariantConfig, target: Target) -> str | None:
