@@ -173,7 +173,7 @@ def wrap(module: nn.Module) -> None:
             return original(*args, **kwargs)
         return _checkpoint(original, *args, use_reentrant=False, **kwargs)
 
-    module.forward = forward  # type: ignore[method-assign]
+    module.forward = forward
 
 
 def unwrap(module: nn.Module) -> None:
