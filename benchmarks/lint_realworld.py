@@ -9,8 +9,9 @@ a pitfall). Each project is copied to a scratch folder and linted in one run, so
 sees the whole project and nothing of this repository (its own pyproject.toml included).
 
 A finding matches a label of the same code when its line falls in the labelled statement (for a
-compound statement, its header: decorators, ``with``/``for``/``def`` line) or on one of the label's
-``also`` lines. Precision = findings on must/optional labels / all findings of the scored codes;
+compound statement, its header: decorators, ``with``/``for``/``def`` line), on one of the label's
+``also`` lines, or, for PIT109/PIT201 (an evaluation function's pitfall), on the header of the
+function that holds the label. Precision = findings on must/optional labels / all findings of the scored codes;
 recall = must labels found / must labels. A finding on a trap or on no label is a false positive.
 
 The files are third-party code and are not committed: they live in the git-ignored
@@ -72,21 +73,45 @@ class Tally:
         return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
 
 
-def statement_lines(source: str) -> dict[int, frozenset[int]]:
-    """For each line, the lines of the innermost statement (header only, for compound ones) on it."""
+FUNCTION_LEVEL = ("PIT109", "PIT201")  # an evaluation function's pitfall may be reported at its def line
+
+
+def parse(source: str) -> ast.Module | None:
     try:
-        tree = ast.parse(source)
+        return ast.parse(source)
     except SyntaxError:
+        return None
+
+
+def header(node: ast.stmt) -> frozenset[int]:
+    """Lines of a statement, only its header (decorators to the line before its body) if compound."""
+    start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    body = getattr(node, "body", None)
+    end = body[0].lineno - 1 if isinstance(body, list) and body and body[0].lineno > node.lineno \
+        else (node.end_lineno or node.lineno)
+    return frozenset(range(start, max(start, end) + 1))
+
+
+def enclosing_def(tree: ast.Module | None, line: int) -> frozenset[int]:
+    """Header lines of the innermost function whose body holds ``line`` (empty at module level)."""
+    best: ast.stmt | None = None
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body \
+                and node.body[0].lineno <= line <= (node.end_lineno or node.lineno):
+            if best is None or node.lineno > best.lineno:
+                best = node
+    return header(best) if best else frozenset()
+
+
+def statement_lines(tree: ast.Module | None) -> dict[int, frozenset[int]]:
+    """For each line, the lines of the innermost statement (header only, for compound ones) on it."""
+    if tree is None:
         return {}
     spans: dict[int, frozenset[int]] = {}
     for node in ast.walk(tree):  # outer statements first, so inner ones overwrite them
         if not isinstance(node, ast.stmt):
             continue
-        start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
-        body = getattr(node, "body", None)
-        end = body[0].lineno - 1 if isinstance(body, list) and body and body[0].lineno > node.lineno \
-            else (node.end_lineno or node.lineno)
-        span = frozenset(range(start, max(start, end) + 1))
+        span = header(node)
         for line in span:
             if line not in spans or len(span) <= len(spans[line]):
                 spans[line] = span
@@ -96,10 +121,12 @@ def statement_lines(source: str) -> dict[int, frozenset[int]]:
 def load_labels(project: dict, root: Path) -> list[Label]:
     labels = []
     for entry in project["files"]:
-        source = (root / entry["path"]).read_text(encoding="utf-8", errors="replace")
-        spans = statement_lines(source)
+        tree = parse((root / entry["path"]).read_text(encoding="utf-8", errors="replace"))
+        spans = statement_lines(tree)
         for lab in entry["labels"]:
             lines = set(spans.get(lab["line"], {lab["line"]})) | set(lab.get("also", []))
+            if lab["code"] in FUNCTION_LEVEL:
+                lines |= enclosing_def(tree, lab["line"])
             labels.append(Label(project["name"], entry["path"], lab["line"], lab["code"], lab["kind"],
                                 lab["note"], frozenset(lines)))
     return labels
