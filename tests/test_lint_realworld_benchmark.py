@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from benchmarks import lint_realworld as lr
 
 TRAIN = '''import torch
