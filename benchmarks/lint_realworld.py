@@ -232,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", "-v", action="store_true", help="list every false positive and negative")
     args = parser.parse_args(argv)
     manifest = json.loads(args.manifest.read_text(encoding="utf-8"))
+    if args.files == DEFAULT_FILES and not DEFAULT_FILES.is_dir() and (HERE / "files").is_dir():
+        args.files = HERE / "files"  # the shared copy's layout: the script next to files/
     absent = missing(manifest, args.files)
     if absent:
         hint = f"`cp -r {SHARED_COPY}/. {args.files}/`" if SHARED_COPY.is_dir() else \
