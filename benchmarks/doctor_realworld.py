@@ -142,7 +142,7 @@ def same_output(plain: str, doctored: str, entry: dict[str, Any]) -> tuple[bool,
         ok = a == head
     if ok:
         return True, ""
-    diff = next((f"plain {x!r} vs doctor {y!r}" for x, y in zip(a, head) if x != y),
+    diff = next((f"plain {x!r} vs doctor {y!r}" for x, y in zip(a, head, strict=False) if x != y),
                 f"{len(a)} plain lines, doctor run printed {len(b)}")
     return False, diff
 
@@ -150,7 +150,7 @@ def same_output(plain: str, doctored: str, entry: dict[str, Any]) -> tuple[bool,
 def evaluate(entry: dict[str, Any], runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     plain, doc = runs["plain"], runs["doctor"]
     rcs = (plain[0]["rc"], doc[0]["rc"])
-    outputs = [same_output(p["stdout"], d["stdout"], entry) for p, d in zip(plain, doc)]
+    outputs = [same_output(p["stdout"], d["stdout"], entry) for p, d in zip(plain, doc, strict=False)]
     reports = [d["report"] for d in doc if d["report"] is not None]
     findings = {(f["code"], f["severity"]): f for r in reports for f in r["findings"]}
     serious = sorted({c for c, s in findings if s in ("warning", "error")})
@@ -160,7 +160,7 @@ def evaluate(entry: dict[str, Any], runs: dict[str, list[dict[str, Any]]]) -> di
     t_doc = statistics.median(d["wall_s"] for d in doc)
     if rcs[0] != 0 and rcs[0] == rcs[1]:
         verdict = "BROKEN"
-    elif any(p["rc"] != d["rc"] for p, d in zip(plain, doc)) or len(reports) < len(doc):
+    elif any(p["rc"] != d["rc"] for p, d in zip(plain, doc, strict=False)) or len(reports) < len(doc):
         verdict = "CRASH"
     elif not all(ok for ok, _ in outputs):
         verdict = "OUTPUT CHANGED"

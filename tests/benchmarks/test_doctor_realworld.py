@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks" / "doctor_realworld.py"
 COMMIT = "0" * 40
