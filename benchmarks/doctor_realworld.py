@@ -203,7 +203,10 @@ def summary(results: list[dict[str, Any]], entries: dict[str, dict[str, Any]]) -
     noisy = [r["name"] for r in correct if any(f.split(":")[1] in ("warning", "error") for f in r["findings"])]
     ratios = [r["ratio"] for r in results if r["verdict"] not in ("BROKEN", "CRASH")]
     verdicts = collections.Counter(r["verdict"] for r in results)
+    blind = [r["name"] for r in results if r["verdict"] != "BROKEN" and r["steps"] and not any(r["steps"])]
     return [f"{len(results)} scripts: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())),
+            "0 optimizer steps counted (not watched: manual updates, spawned workers): "
+            + (", ".join(blind) or "none"),
             f"warning/error findings on the {len(correct)} correct scripts: "
             + (f"{len(noisy)} ({', '.join(noisy)})" if noisy else "none"),
             f"overhead (doctor/plain wall time, median over scripts): x{statistics.median(ratios):.3f}"
@@ -220,8 +223,14 @@ def main() -> int:
     ap.add_argument("--only", nargs="+", metavar="NAME", help="only these scripts")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
     ap.add_argument("--json", type=Path, help="write every result (findings' messages included) here")
+    ap.add_argument("--summarize", type=Path, nargs="+", metavar="JSON", help="print the lines and summary of "
+                    "results saved with --json (several files are joined) and exit")
     args = ap.parse_args()
     entries = json.loads(args.manifest.read_text())["scripts"]
+    if args.summarize:
+        saved = [r for path in args.summarize for r in json.loads(path.read_text())]
+        print("\n".join([*map(line, saved), *summary(saved, {e["name"]: e for e in entries})]))
+        return 0
     if args.only:
         unknown = set(args.only) - {e["name"] for e in entries}
         if unknown:
