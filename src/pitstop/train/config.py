@@ -81,11 +81,13 @@ class TrainConfig:
         return {**asdict(self), "threads": self.threads or threads, "checkpoint": list(self.checkpoint)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        """Inverse of ``to_dict`` (the resolved thread count is kept)."""
+    def from_dict(cls, data: dict[str, Any], run_threads: int | None = None) -> TrainConfig:
+        """Inverse of ``to_dict``: a thread count equal to the run's (``run_threads``) was the default."""
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         values["checkpoint"] = tuple(values.get("checkpoint") or ())
+        if run_threads is not None and values.get("threads") == run_threads:
+            values["threads"] = None
         return cls(**values)
 
     def with_(self, **changes: Any) -> TrainConfig:

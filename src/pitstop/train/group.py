@@ -21,7 +21,7 @@ from pitstop.bench.result import Measurement
 from pitstop.bench.source import ModuleSource, SpecSource, first_forward
 from pitstop.bench.timer import TimingPolicy, chunk_size, precise_enough
 from pitstop.bench.variants.handlers import Target, build
-from pitstop.errors import PitstopError
+from pitstop.errors import PitstopError, UsageError
 from pitstop.train import fidelity
 from pitstop.train.config import NAIVE, TrainConfig
 from pitstop.train.launch import InlineTrainWorker, TrainProcessWorker, WorkerFailed
@@ -89,6 +89,9 @@ class TrainGroup:
         first_forward(self.source.name, module, inputs, torch.device(s.device))
         self.module, self.inputs = module, inputs
         target = self.problem.target_at(s.batch_size, s.seed)
+        if target is not None and (target.dim() == 0 or target.shape[0] != s.batch_size):
+            raise UsageError(f"target: its first dimension must be the batch size {s.batch_size}, got shape "
+                             f"{tuple(target.shape)}; pass the target of the example batch")
         bench_target = Target.detect(s.device, module, [t.dim() for t in inputs.tensors()])
         self.target = TrainTarget(
             device=bench_target.device, native_bf16=bench_target.native_bf16, compiler=bench_target.compiler,
@@ -205,10 +208,12 @@ class TrainGroup:
                 worker.send("setup", payload_path=str(self.payload), recipe=recipe,
                             threads=v.config.threads or self.settings.threads, device=self.settings.device,
                             policy=policy.to_dict(), seed=v.seeds[i], workdir=str(workdir / f"v{k}r{i}"))
+        started = time.monotonic()
         try:
             for v in live:
                 for worker in v.workers:
                     self._receive(v, worker)
+                v.row.phases_s["start"] = time.monotonic() - started  # process start, imports, model load
         except KeyboardInterrupt:
             for v in live:
                 for worker in v.workers:

@@ -72,9 +72,10 @@ class OptimizerSpec:
             raise UsageError(f"optimizer: {len(optimizer.param_groups)} parameter groups; pitstop train "
                              "reproduces optimizers with one group (all parameters, one set of options)")
         options = []
+        accepted = inspect.signature(type(optimizer).__init__).parameters
         for key, value in optimizer.param_groups[0].items():
-            if key == "params" or key in IMPLEMENTATION_FLAGS:
-                continue
+            if key == "params" or key in IMPLEMENTATION_FLAGS or key not in accepted:
+                continue  # e.g. AdamW's group carries decoupled_weight_decay, which its constructor fixes
             if isinstance(value, torch.Tensor) and value.numel() == 1:
                 value = value.item()
             if isinstance(value, tuple) and all(isinstance(v, _LITERALS) for v in value):
