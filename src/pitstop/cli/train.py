@@ -13,7 +13,8 @@ TRAIN_AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threa
 TRAIN_EPILOG = """\
 examples:
   pitstop train zoo:cnn --target 'int64[B]{0,10}' --batch-size 32 --save out/
-  pitstop train my_model.py:build --input 'float32[B,3,64,64]' --target 'int64[B]{0,10}' --optimizer adamw --lr 1e-3 --batch-size 32 --save out/
+  pitstop train my_model.py:build --input 'float32[B,3,64,64]' --target 'int64[B]{0,10}' \
+      --optimizer adamw --lr 1e-3 --batch-size 32 --save out/
   pitstop train zoo:transformer --target 'int64[B]{0,10}' --steps 2000 --json train.json --html train.html
 
 What it measures (within --time-budget-s): every training-step technique against the naive step

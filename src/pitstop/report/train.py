@@ -5,6 +5,7 @@ the HTML page of its JSON document (kind ``train``)."""
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 
@@ -132,12 +133,13 @@ def train_html(doc: dict[str, Any], fragment: bool = False) -> str:
                 (f": {sp['median']:.2f}x [{sp['ci95'][0]:.2f}-{sp['ci95'][1]:.2f}]" if sp else "") + "</p>"]
     final = {r["variant"]: r for r in doc.get("results", []) if r.get("status") == "ok" and r.get("speedup")}
     if final:
-        bars = [Bar(name, r["speedup"]["median"], *r["speedup"]["ci95"],
+        bars = [Bar(name, r["speedup"]["median"], r["speedup"]["ci95"][0], r["speedup"]["ci95"][1],
                     kind="best" if r["speedup"]["ci95"][0] > 1 else "bad" if r["speedup"]["ci95"][1] < 1 else "")
                 for name, r in sorted(final.items(), key=lambda p: -p[1]["speedup"]["median"])]
         sections.append(bar_chart(f"Step-time speed-up over {NAIVE_NAME}", bars, "speed-up (x)", reference=1.0,
                                   reference_label=f"1x = {NAIVE_NAME}"))
-    curves = {f"{r['variant']} seed {seed}": [(i + 1, loss) for i, loss in enumerate(run)]
+    curves: dict[str, Sequence[tuple[float, float | None]]] = {
+        f"{r['variant']} seed {seed}": [(float(i + 1), loss) for i, loss in enumerate(run)]
               for r in doc.get("results", []) if (r.get("fidelity") or {}).get("trajectory")
               for seed, run in zip(r["fidelity"]["trajectory"]["seeds"], r["fidelity"]["trajectory"]["losses"],
                                    strict=False)}

@@ -21,7 +21,7 @@ from pitstop.train.problem import LossSpec, OptimizerSpec, Problem
 from pitstop.train.recipe import full_recipe, write_recipe_files
 from pitstop.train.result import TrainReport, TrainSetup
 from pitstop.train.search import TrainOutcome, TrainSearch
-from pitstop.train.settings import TrainSettings
+from pitstop.train.settings import AXES, TrainSettings
 
 OptimizerFactory = Callable[[Any], torch.optim.Optimizer]
 _RUN_OPTIONS = ("save", "json_path", "on_event", "memory_budget_mb", "techniques", "target_spec")
@@ -62,8 +62,7 @@ def run_train(model: nn.Module | str, inputs: Any = None, target: Any = None, *,
     budget = run.get("memory_budget_mb")
     settings = TrainSettings(**{"batch_size": batch_size, "threads": physical_cores(), **options,
                                 "time_budget_s": time_budget_s, "device": _device(options.get("device", "cpu")),
-                                "axes": tuple(run.get("techniques") or TrainSettings.__dataclass_fields__[
-                                    "axes"].default),
+                                "axes": tuple(run.get("techniques") or AXES),
                                 "memory_budget_bytes": int(budget * 2**20) if budget else None,
                                 "policy": options.get("policy", TimingPolicy())})
     sink = _json_sink(run.get("json_path"))
@@ -103,16 +102,16 @@ def _problem(model: nn.Module | str, inputs: Any, target: Any, loss_fn: Any, opt
     if isinstance(model, str):
         if inputs is not None and not isinstance(inputs, str):
             raise UsageError("with a model spec string, inputs must be an input spec string or None")
-        source: SpecSource | ModuleSource = SpecSource(parse_model_spec(model), parse_input_spec(inputs)
-                                                       if inputs else None, seed)
-        module, example = source.spec.build(None, seed=seed)
-        extra = _factory_extras(source)
+        spec_source = SpecSource(parse_model_spec(model), parse_input_spec(inputs) if inputs else None, seed)
+        module, example = spec_source.spec.build(None, seed=seed)
+        extra = _factory_extras(spec_source)
         target = target if target is not None else extra.get("target")
         loss_fn = loss_fn if loss_fn is not None else extra.get("loss_fn")
         optimizer = optimizer if optimizer is not None else extra.get("optimizer")
-        spec = source.input_spec or source.spec.default_input_spec()
+        spec = spec_source.input_spec or spec_source.spec.default_input_spec()
         batch = (example.batch_size() if example is not None and spec is None else None) or \
-            (source.default_batch_sizes()[-1] if spec is not None else 1)
+            (spec_source.default_batch_sizes()[-1] if spec is not None else 1)
+        source: SpecSource | ModuleSource = spec_source
     else:
         if not isinstance(model, nn.Module):
             raise UsageError(f"model must be an nn.Module or a spec string, got {type(model).__name__}")

@@ -71,7 +71,7 @@ class OptimizerSpec:
         if len(optimizer.param_groups) != 1:
             raise UsageError(f"optimizer: {len(optimizer.param_groups)} parameter groups; pitstop train "
                              "reproduces optimizers with one group (all parameters, one set of options)")
-        options = []
+        options: list[tuple[str, Any]] = []
         accepted = inspect.signature(type(optimizer).__init__).parameters
         for key, value in optimizer.param_groups[0].items():
             if key == "params" or key in IMPLEMENTATION_FLAGS or key not in accepted:

@@ -93,7 +93,7 @@ def recipe_source(config: TrainConfig, target: TrainTarget, threads: int, optimi
     parts = codes(config, target)
     imports = ["import contextlib", "", "import torch", *dict.fromkeys(i for c in parts for i in c.imports),
                *loss.imports]
-    setup = [f"torch.set_num_threads(THREADS)", "model.train()",
+    setup = ["torch.set_num_threads(THREADS)", "model.train()",
              "model = model.to(DEVICE)" if target.device != "cpu" else "", *(s for c in parts for s in c.setup)]
     inputs = ["t = t.to(DEVICE)" if target.device != "cpu" else "", *(s for c in parts for s in c.inputs)]
     impl = next((c.optimizer for c in parts if c.optimizer), "for-loop")

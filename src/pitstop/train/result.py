@@ -115,8 +115,9 @@ Step = Callable[[Any, Any], torch.Tensor]
 
 class TrainSetup:
     """The chosen way to train: ``apply(model)`` -> ``(model, optimizer, step)`` where
-    ``step(inputs, target)`` (inputs: a tensor or a tuple of them) runs one training step the measured way and returns the loss;
-    ``.report`` says why, ``.recipe`` is the code that runs without pitstop."""
+    ``step(inputs, target)`` (inputs: a tensor or a tuple of them) runs one training step the
+    measured way and returns the loss; ``.report`` says why, ``.recipe`` is the code that runs
+    without pitstop."""
 
     def __init__(self, report: TrainReport) -> None:
         self.report = report
@@ -182,15 +183,15 @@ def train_document(report: TrainReport) -> dict[str, Any]:
             if even is not None:
                 doc["break_even_steps"] = even
             results.append(doc)
-    winner, ratio, stage = report.outcome.winner, report.speedup, report.outcome.winner_stage
+    winner, ratio, best = report.outcome.winner, report.speedup, report.outcome.winner_stage
     return envelope(
         "train", report.environment, model=report.model, settings=report.settings, problem=report.problem,
         baseline=NAIVE_NAME, complete=report.outcome.complete, interrupted=report.outcome.interrupted,
         results=results,
         winner={"variant": report.config.name, "config": report.config.to_dict(report.settings["threads"]),
-                "batch_size": report.settings["batch_size"], "stage": stage.name if winner and stage else None,
+                "batch_size": report.settings["batch_size"], "stage": best.name if winner and best else None,
                 "speedup": {"median": ratio.median, "ci95": list(ratio.ci95)} if ratio else None,
-                "break_even_steps": report.break_even_steps(winner, stage) if winner and stage else None,
+                "break_even_steps": report.break_even_steps(winner, best) if winner and best else None,
                 "verdict": report.outcome.verdict, "recipe": report.recipe},
         search={"elapsed_s": report.outcome.elapsed_s, "time_budget_s": report.settings["time_budget_s"],
                 "stages": [{"name": s.name, "elapsed_s": s.elapsed_s, "variants": [r.variant for r in s.rows]}
