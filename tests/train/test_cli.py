@@ -43,7 +43,7 @@ def test_cli_end_to_end(run):
     jsonschema.validate(doc, TRAIN_SCHEMA)
     stages = {r["stage"] for r in doc["results"]}
     assert stages == {"probe", "final"}
-    naive = [r for r in doc["results"] if r["variant"] == "naive" and r["stage"] == "final"][0]
+    naive = next(r for r in doc["results"] if r["variant"] == "naive" and r["stage"] == "final")
     assert len(naive["fidelity"]["trajectory"]["losses"]) == 3  # the fp32 seeds
     assert {r["variant"] for r in doc["results"]} >= {"naive", "foreach", "fused", "zero-grad-zeros"}
     assert "<svg" in (out / "train.html").read_text()
@@ -64,7 +64,8 @@ def test_saved_recipe_trains_without_pitstop(run):
     out, _ = run
     recipe = out / "recipe" / "recipe.py"
     assert "def train_step(model, optimizer, batch)" in recipe.read_text()
-    code = f"import sys; sys.modules['pitstop'] = None; import runpy; runpy.run_path({str(recipe)!r}, run_name='__main__')"
+    code = (f"import sys; sys.modules['pitstop'] = None; import runpy; "
+            f"runpy.run_path({str(recipe)!r}, run_name='__main__')")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=out, timeout=300)
     assert proc.returncode == 0, proc.stderr

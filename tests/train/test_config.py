@@ -20,7 +20,8 @@ def test_names_round_trip_through_parse_and_json():
     assert TrainConfig(checkpoint=("a", "b")).name == "checkpoint2"
 
 
-@pytest.mark.parametrize(("kwargs", "field"), [({"precision": "fp8"}, "precision"), ({"optimizer": "magic"}, "optimizer"),
+@pytest.mark.parametrize(("kwargs", "field"), [({"precision": "fp8"}, "precision"),
+                                               ({"optimizer": "magic"}, "optimizer"),
                                                ({"micro_batch": 0}, "micro_batch"), ({"threads": -1}, "threads")])
 def test_bad_config_names_the_field(kwargs, field):
     with pytest.raises(UsageError, match=field):

@@ -5,9 +5,9 @@ import copy
 
 import pytest
 import torch
-from conftest import namespace
 from torch import nn
 
+from conftest import namespace
 from pitstop.train.config import NAIVE, TrainConfig
 from pitstop.train.fidelity import gradient_report
 from pitstop.train.variants import TrainTarget, gate
@@ -79,7 +79,7 @@ def test_zero_grad_zeros_keeps_gradient_tensors(tmp_path):
 def test_channels_last_converts_weights_and_inputs(tmp_path):
     ns = namespace(TrainConfig(layout="channels_last"), tmp_path)
     model = cnn()
-    fast, _, _ = trains(ns, model)
+    trains(ns, model)
     assert model[0].weight.is_contiguous(memory_format=torch.channels_last)
     assert ns["prepare_input"](X).is_contiguous(memory_format=torch.channels_last)
 
@@ -117,7 +117,7 @@ def test_checkpointing_recomputes_and_keeps_the_gradients(tmp_path):
 @pytest.mark.slow
 def test_compile_handler_compiles_the_training_step(tmp_path):
     ns = namespace(TrainConfig(compile="default"), tmp_path)
-    fast, _, losses = trains(ns, linear(), steps=3)
+    fast, _, _ = trains(ns, linear(), steps=3)
     assert type(fast).__name__ == "OptimizedModule"
 
 

@@ -58,7 +58,7 @@ def run_train(model: nn.Module | str, inputs: Any = None, target: Any = None, *,
     unknown = sorted(set(options) - known)
     if unknown:
         raise UsageError(f"train: unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
-    source, problem, batch_size = _problem(model, inputs, target, loss_fn, optimizer, options.get("seed", 0))
+    source, problem, batch_size = resolve_problem(model, inputs, target, loss_fn, optimizer, options.get("seed", 0))
     budget = run.get("memory_budget_mb")
     settings = TrainSettings(**{"batch_size": batch_size, "threads": physical_cores(), **options,
                                 "time_budget_s": time_budget_s, "device": _device(options.get("device", "cpu")),
@@ -96,8 +96,8 @@ def _report(search: TrainSearch, outcome: TrainOutcome, problem: Problem, with_r
                         "has_target": problem.has_target})
 
 
-def _problem(model: nn.Module | str, inputs: Any, target: Any, loss_fn: Any, optimizer: Any, seed: int
-             ) -> tuple[SpecSource | ModuleSource, Problem, int]:
+def resolve_problem(model: nn.Module | str, inputs: Any, target: Any, loss_fn: Any, optimizer: Any, seed: int
+                    ) -> tuple[SpecSource | ModuleSource, Problem, int]:
     """The source of the model and inputs, the problem, and the batch size."""
     if isinstance(model, str):
         if inputs is not None and not isinstance(inputs, str):
