@@ -181,8 +181,6 @@ class TrainGroup:
                 self.on_event("row", {"row": v.row})
 
     def _seeds(self, config: TrainConfig, replicas: int, trajectory: bool) -> list[int]:
-        if self.inline:
-            return [0]
         if trajectory and config == NAIVE:
             return list(range(self.settings.seeds))
         return [i % self.settings.seeds for i in range(replicas)]
@@ -194,7 +192,7 @@ class TrainGroup:
             row.status, row.reason = "skipped", reason
             return _Live(config, row, [], [])
         if self.inline:
-            return _Live(config, row, [InlineTrainWorker(self.module)], seeds)
+            return _Live(config, row, [InlineTrainWorker(self.module) for _ in seeds], seeds)
         env = {"TORCHINDUCTOR_CACHE_DIR": str(self.workdir / "inductor"), **dict(self.settings.worker_env)}
         threads = config.threads or self.settings.threads
         first = len(list(workdir.iterdir()))
@@ -238,15 +236,15 @@ class TrainGroup:
                 why = fidelity.gradient_verdict(prepared["gradients"], self.seed_cosine)
                 if why:
                     v.reject(why)
-            if memory:
-                measured = self._call(v, worker, "memory")
-                if measured is None:
-                    return
-                peaks.append(measured["peak_memory_bytes"])
             warm = self._call(v, worker, "trajectory" if trajectory else "warmup",
                               **({"steps": self.settings.trajectory_steps} if trajectory else {}))
             if warm is None:
                 return
+            if memory:  # after the trajectory: it starts from the initial weights, and this step trains
+                measured = self._call(v, worker, "memory")
+                if measured is None:
+                    return
+                peaks.append(measured["peak_memory_bytes"])
             if trajectory:
                 runs.append(warm)
             v.row.warmup = v.row.warmup or {k: w for k, w in warm.items() if k not in ("losses", "times")}
