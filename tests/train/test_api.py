@@ -33,7 +33,7 @@ def test_train_is_a_callable_package(setup):
 
 def test_setup_applies_the_chosen_step_and_it_trains(setup):
     fresh = model()
-    fast, optimizer, step = setup.apply(fresh)
+    _, optimizer, step = setup.apply(fresh)
     losses = [float(step((X,), Y)) for _ in range(15)]
     assert losses[-1] < losses[0]
     assert isinstance(optimizer, torch.optim.AdamW) and optimizer.defaults["lr"] == 1e-2

@@ -3,9 +3,9 @@ graphs through compile's reduce-overhead, CUDA-event timing and the scaler's ski
 
 import pytest
 import torch
-from conftest import namespace
 from torch import nn
 
+from conftest import namespace
 from pitstop.bench.source import ModuleSource
 from pitstop.bench.timer import TimingPolicy
 from pitstop.models.inputs import Inputs

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from test_cli import help_examples
 
 README = Path(__file__).resolve().parents[2] / "README.md"
