@@ -273,7 +273,7 @@ class TrainSearch:
             faster.append((total if steps else -c.ratio.median, row))
         if not faster:
             self.outcome.winner = None
-            self.outcome.verdict = "no finalist passed the gate and was faster than naive beyond noise; naive stays"
+            self.outcome.verdict = "no finalist passed the gate and was faster than naive beyond noise"
             return
         faster.sort(key=lambda p: p[0])
         winner = faster[0][1]
