@@ -71,15 +71,15 @@ def run(spec: str, batch: int, search_s: float, budget_s: float, quick: bool) ->
     search_took = time.monotonic() - started
     chosen = report.config
     four_d = len(parse_input_spec(ZOO[spec.removeprefix("zoo:")].input_spec).tensors[0].dims) == 4
-    configs = [NAIVE, chosen, *[c for c in grid(four_d, quick) if c not in (NAIVE, chosen)]]
+    configs = list(dict.fromkeys([NAIVE, chosen, *grid(four_d, quick)]))
     result = measure(spec, batch, configs, budget_s, trajectory=True)
     rows = {r.variant: r for r in result.rows}
     passing = sorted((r for r in rows.values() if r.status == "ok" and r.variant != NAIVE_NAME and r.latency),
                      key=lambda r: r.latency.median)  # type: ignore[union-attr]
     ratio = {name: c.ratio for name in rows if (c := result.comparison(name, batch)) is not None}
     top = [r.variant for r in passing[:3]]
-    recheck = measure(spec, batch, [NAIVE, *[c for c in configs if c.name in top or c == chosen]], 2 * budget_s,
-                      trajectory=False, replicas=2)
+    recheck = measure(spec, batch, list(dict.fromkeys([NAIVE, chosen, *(c for c in configs if c.name in top)])),
+                      2 * budget_s, trajectory=False, replicas=2)
     again = {v: recheck.comparison(chosen.name, batch, v) for v in top if v != chosen.name}
     gap = min((c.ratio.median for c in again.values() if c is not None), default=1.0)
     out = {
