@@ -29,7 +29,7 @@ def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("train")
     models = Path(__file__).parent / "models.py"
     proc = pitstop("train", f"{models}:cnn", "--input", "float32[B,3,16,16]", "--target", "int64[B]{0,4}",
-                   "--optimizer", "adamw", "--lr", "1e-2", "--batch-size", "8", "--techniques", "optimizer,zero_grad",
+                   "--optimizer", "adamw", "--lr", "1e-2", "--batch-size", "8", "--techniques", "zero_grad",
                    "--time-budget-s", "20", "--replicas", "1", "--save", str(out / "recipe"),
                    "--json", str(out / "train.json"), "--html", str(out / "train.html"))
     return out, proc
@@ -45,7 +45,7 @@ def test_cli_end_to_end(run):
     assert stages == {"probe", "final"}
     naive = next(r for r in doc["results"] if r["variant"] == "naive" and r["stage"] == "final")
     assert len(naive["fidelity"]["trajectory"]["losses"]) == 3  # the fp32 seeds
-    assert {r["variant"] for r in doc["results"]} >= {"naive", "foreach", "fused", "zero-grad-zeros"}
+    assert {r["variant"] for r in doc["results"]} == {"naive", "zero-grad-zeros"}
     assert "<svg" in (out / "train.html").read_text()
 
 
@@ -86,11 +86,13 @@ def test_compare_reads_train_files(run):
     (["zoo:cnn", "--techniques", "warp"], "--techniques: unknown warp"),
     (["zoo:cnn", "--optimizer", "adamz"], "unknown optimizer 'adamz'"),
 ])
-def test_usage_errors_are_one_line(args, message):
-    proc = pitstop("train", *args, "--time-budget-s", "10")
-    assert proc.returncode == 2
-    assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
-    assert "Traceback" not in proc.stderr
+def test_usage_errors_are_one_line(args, message, capsys):
+    from pitstop.cli import main
+
+    assert main(["train", *args, "--time-budget-s", "10"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
 
 
 MY_MODEL = '''
