@@ -4,8 +4,8 @@ graphs through compile's reduce-overhead, CUDA-event timing and the scaler's ski
 import pytest
 import torch
 from torch import nn
+from train_helpers import namespace
 
-from conftest import namespace
 from pitstop.bench.source import ModuleSource
 from pitstop.bench.timer import TimingPolicy
 from pitstop.models.inputs import Inputs

@@ -6,8 +6,8 @@ import copy
 import pytest
 import torch
 from torch import nn
+from train_helpers import namespace
 
-from conftest import namespace
 from pitstop.train.config import NAIVE, TrainConfig
 from pitstop.train.fidelity import gradient_report
 from pitstop.train.variants import TrainTarget, gate

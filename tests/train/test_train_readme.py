@@ -1,5 +1,5 @@
 """The README's train section: its CLI examples are the ``--help`` examples (run by
-``test_cli.test_help_examples_run``) and its Python example runs as written (slow)."""
+``test_train_cli.test_help_examples_run``) and its Python example runs as written (slow)."""
 
 import os
 import re
@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from test_cli import help_examples
+from test_train_cli import help_examples
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SRC = str(Path(__file__).resolve().parents[2] / "src")
