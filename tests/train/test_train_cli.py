@@ -27,7 +27,7 @@ def pitstop(*args: str, cwd: str | None = None, timeout: int = 600) -> subproces
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("train")
-    models = Path(__file__).parent / "models.py"
+    models = Path(__file__).parent / "train_models.py"
     proc = pitstop("train", f"{models}:cnn", "--input", "float32[B,3,16,16]", "--target", "int64[B]{0,4}",
                    "--optimizer", "adamw", "--lr", "1e-2", "--batch-size", "8", "--techniques", "zero_grad",
                    "--time-budget-s", "20", "--replicas", "1", "--save", str(out / "recipe"),

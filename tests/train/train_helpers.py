@@ -9,7 +9,7 @@ from pitstop.train.problem import LossSpec, OptimizerSpec
 from pitstop.train.recipe import recipe_source
 from pitstop.train.variants import TrainTarget
 
-MODELS = str(Path(__file__).parent / "models.py")
+MODELS = str(Path(__file__).parent / "train_models.py")
 
 
 def namespace(config: TrainConfig, tmp_path: Path, *, batch_size: int = 8, loss: LossSpec | None = None,
