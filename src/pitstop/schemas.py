@@ -1,5 +1,5 @@
 """JSON Schemas of the documents pitstop writes (validated in the tests): ``BENCH_SCHEMA`` (bench and
-optimize), ``DOCTOR_SCHEMA``, ``FINDING_SCHEMA`` (doctor and lint findings)."""
+optimize), ``DOCTOR_SCHEMA``, ``FINDING_SCHEMA`` (doctor and lint findings), ``TRAIN_SCHEMA``."""
 
 from __future__ import annotations
 
@@ -89,5 +89,49 @@ DOCTOR_SCHEMA: dict[str, Any] = {
         "guard": {"type": "object", "properties": {"skipped_steps": {"type": "array", "items": {"type": "integer"}}}},
         "data_wait_share": {"type": ["number", "null"]},
         "ranks": {"type": "integer", "minimum": 1},
+    },
+}
+
+_TRAIN_AXES = ["precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint"]
+
+TRAIN_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "pitstop train result",
+    "type": "object",
+    "required": ["pitstop", "schema", "kind", "environment", "model", "settings", "problem", "baseline",
+                 "complete", "interrupted", "results", "winner", "search"],
+    "properties": {
+        "pitstop": {"type": "string"},
+        "schema": {"const": SCHEMA_VERSION},
+        "kind": {"const": "train"},
+        "environment": {"type": "object", "required": ["torch", "cpu", "threads", "pitstop", "device"]},
+        "problem": {"type": "object", "required": ["optimizer", "loss"]},
+        "results": {"type": "array", "items": {
+            "type": "object",
+            "required": ["variant", "config", "batch_size", "status", "stage", "latency_ms", "samples_ms",
+                         "throughput_per_s", "peak_memory_bytes", "fidelity"],
+            "properties": {
+                "variant": {"type": "string"},
+                "config": {"type": "object", "required": _TRAIN_AXES},
+                "batch_size": {"type": "integer", "minimum": 1},
+                "status": {"enum": ["ok", "rejected", "failed", "skipped"]},
+                "stage": {"enum": ["probe", "final"]},
+                "reason": {"type": "string"},
+                "latency_ms": _LATENCY,  # per training step
+                "samples_ms": {"type": "array", "items": {"type": "number"}},
+                "throughput_per_s": {"type": ["number", "null"]},
+                "peak_memory_bytes": {"type": ["integer", "null"]},
+                "fidelity": {"type": ["object", "null"], "properties": {
+                    "gradients": {"type": "object", "required": ["overall_cosine", "min_cosine", "max_rel_err"]},
+                    "trajectory": {"type": "object", "required": ["seeds", "losses"]},
+                    "band": {"type": "object", "required": ["low", "high", "finals", "tolerance"]},
+                }},
+                "compile_s": {"type": "number", "minimum": 0},
+                "break_even_steps": {"type": "number", "minimum": 0},
+                "speedup": {"type": "object", "required": ["vs", "median", "ci95", "verdict"]},
+            },
+        }},
+        "winner": {"type": "object", "required": ["variant", "config", "batch_size", "speedup", "verdict", "recipe"]},
+        "search": {"type": "object", "required": ["elapsed_s", "time_budget_s", "stages"]},
     },
 }

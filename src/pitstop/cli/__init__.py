@@ -8,7 +8,7 @@ import os
 import sys
 
 from pitstop import __version__
-from pitstop.cli import bench, compare, data, doctor, lint, memory, optimize
+from pitstop.cli import bench, compare, data, doctor, lint, memory, optimize, train
 from pitstop.cli._args import _Parser
 from pitstop.errors import PitstopError
 
@@ -20,6 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     bench._add_bench(sub)
     optimize._add_optimize(sub)
+    train._add_train(sub)
     doctor._add_doctor(sub)
     lint._add_lint(sub)
     memory._add_memory(sub)

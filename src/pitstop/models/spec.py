@@ -157,8 +157,8 @@ def _accepts(fn: Any, name: str) -> bool:
 def _split(value: Any, text: str) -> tuple[nn.Module, Inputs | None]:
     if isinstance(value, nn.Module):
         return value, None
-    if isinstance(value, tuple | list) and len(value) == 2 and isinstance(value[0], nn.Module):
-        return value[0], Inputs.coerce(value[1])
+    if isinstance(value, tuple | list) and len(value) >= 2 and isinstance(value[0], nn.Module):
+        return value[0], Inputs.coerce(value[1])  # train factories add (target, loss_fn, optimizer)
     raise ModelLoadError(
         f"model {text}: the factory returned {type(value).__name__}, expected an nn.Module "
         "or (module, example_inputs)"

@@ -7,9 +7,14 @@ from typing import Any
 
 
 def text(value: Any) -> str:
-    """The plain-text report of a bench or optimize result."""
+    """The plain-text report of a bench, optimize or train result."""
     from pitstop.optimize.result import OptimizeReport
+    from pitstop.train.result import TrainReport
 
+    if isinstance(value, TrainReport):
+        from pitstop.report.train import render_text as train_text
+
+        return train_text(value)
     if isinstance(value, OptimizeReport):
         from pitstop.report.optimize import render_text as optimize_text
 

@@ -86,9 +86,9 @@ def _load(path: str) -> dict[str, Any]:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path!r} is not JSON ({exc}); give a file written with --json") from None
-    if not isinstance(doc, dict) or doc.get("kind") not in ("bench", "optimize") or "results" not in doc:
+    if not isinstance(doc, dict) or doc.get("kind") not in ("bench", "optimize", "train") or "results" not in doc:
         raise UsageError(f"{path!r} is not a pitstop bench/optimize result (kind {doc.get('kind')!r}); "
-                         f"compare works on `pitstop bench --json` and `pitstop optimize --json` files")
+                         f"compare works on `pitstop bench/optimize/train --json` files")
     return doc
 
 

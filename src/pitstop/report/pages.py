@@ -199,8 +199,14 @@ def _fragment(sections: list[str]) -> str:
     return f"<div class='pitstop'><style>{CSS}</style>" + "".join(sections) + "</div>"
 
 
+def _train_html(doc: dict[str, Any], fragment: bool = False) -> str:
+    from pitstop.report.train import train_html
+
+    return train_html(doc, fragment)
+
+
 RENDERERS = {"bench": bench_html, "optimize": bench_html, "doctor": doctor_html, "memory": memory_html,
-             "compare": compare_html}
+             "compare": compare_html, "train": _train_html}
 
 
 def render(doc: dict[str, Any]) -> str:

@@ -1,0 +1,130 @@
+"""A training variant as a config: every axis stated; its name joins the non-default parts
+(``bf16-autocast+compile+fused``). The all-defaults config is the naive baseline: fp32 eager,
+the optimizer's for-loop implementation, ``zero_grad()`` with its default ``set_to_none=True``,
+the whole batch in one pass."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from pitstop.errors import UsageError
+
+NAIVE_NAME = "naive"  # fp32 eager, for-loop optimizer: what every speed-up is measured against
+
+_CHOICES: dict[str, tuple[Any, ...]] = {
+    "precision": ("fp32", "bf16-autocast", "fp16-autocast"),
+    "compile": (None, "default", "max-autotune", "reduce-overhead"),
+    "optimizer": ("for-loop", "foreach", "fused"),
+    "zero_grad": ("none", "zeros"),
+    "layout": (None, "channels_last"),
+}
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One way of running a training step."""
+
+    precision: str = "fp32"  # fp16-autocast always comes with a GradScaler
+    compile: str | None = None
+    optimizer: str = "for-loop"  # the optimizer's implementation flag (foreach=False / True / fused=True)
+    zero_grad: str = "none"  # "none": zero_grad(set_to_none=True), torch's default; "zeros": fill with 0
+    layout: str | None = None
+    threads: int | None = None  # None = the run's thread count
+    micro_batch: int | None = None  # None = the whole batch; else accumulate batch/micro_batch passes
+    checkpoint: tuple[str, ...] = ()  # blocks run under activation checkpointing
+
+    def __post_init__(self) -> None:
+        for axis, choices in _CHOICES.items():
+            if getattr(self, axis) not in choices:
+                raise UsageError(f"train variant {axis} must be one of {', '.join(map(str, choices))}; "
+                                 f"got {getattr(self, axis)!r}")
+        for axis in ("threads", "micro_batch"):
+            value = getattr(self, axis)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise UsageError(f"train variant {axis} must be a positive integer or None, got {value!r}")
+        if not isinstance(self.checkpoint, tuple):
+            object.__setattr__(self, "checkpoint", tuple(self.checkpoint))
+
+    @property
+    def parts(self) -> list[str]:
+        """The non-default parts of the name, e.g. ``["bf16-autocast", "compile"]``."""
+        parts = [] if self.precision == "fp32" else [self.precision]
+        if self.compile:
+            parts.append("compile" if self.compile == "default" else f"compile-{self.compile}")
+        if self.optimizer != "for-loop":
+            parts.append(self.optimizer)
+        if self.zero_grad != "none":
+            parts.append("zero-grad-zeros")
+        if self.layout:
+            parts.append(self.layout)
+        if self.micro_batch is not None:
+            parts.append(f"micro{self.micro_batch}")
+        if self.checkpoint:
+            parts.append(f"checkpoint{len(self.checkpoint)}")
+        if self.threads is not None:
+            parts.append(f"threads{self.threads}")
+        return parts
+
+    @property
+    def name(self) -> str:
+        """``naive`` or the non-default parts joined with ``+``."""
+        return "+".join(self.parts) or NAIVE_NAME
+
+    @property
+    def axes_set(self) -> list[str]:
+        """The axes this config moves away from the naive step."""
+        return [f.name for f in fields(self) if getattr(self, f.name) != getattr(NAIVE, f.name)]
+
+    def to_dict(self, threads: int) -> dict[str, Any]:
+        """The JSON ``config``: every axis, threads resolved."""
+        return {**asdict(self), "threads": self.threads or threads, "checkpoint": list(self.checkpoint)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], run_threads: int | None = None) -> TrainConfig:
+        """Inverse of ``to_dict``: a thread count equal to the run's (``run_threads``) was the default."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["checkpoint"] = tuple(values.get("checkpoint") or ())
+        if run_threads is not None and values.get("threads") == run_threads:
+            values["threads"] = None
+        return cls(**values)
+
+    def with_(self, **changes: Any) -> TrainConfig:
+        """A copy with some axes changed."""
+        return replace(self, **changes)
+
+
+NAIVE = TrainConfig()
+
+_PARTS: dict[str, tuple[str, Any]] = {
+    "bf16-autocast": ("precision", "bf16-autocast"), "fp16-autocast": ("precision", "fp16-autocast"),
+    "compile": ("compile", "default"), "compile-max-autotune": ("compile", "max-autotune"),
+    "compile-reduce-overhead": ("compile", "reduce-overhead"),
+    "foreach": ("optimizer", "foreach"), "fused": ("optimizer", "fused"),
+    "zero-grad-zeros": ("zero_grad", "zeros"), "channels_last": ("layout", "channels_last"),
+}
+
+
+def parse_train_variant(name: str) -> TrainConfig:
+    """A config from its name (``naive``, ``bf16-autocast+compile+micro8``); checkpointed
+    variants name their blocks in the JSON config, not in the name, so they cannot be parsed."""
+    if name.strip() == NAIVE_NAME:
+        return NAIVE
+    values: dict[str, Any] = {}
+    for part in (p.strip() for p in name.split("+") if p.strip()):
+        if part in _PARTS:
+            axis, value = _PARTS[part]
+        elif part.startswith("threads") and part[7:].isdigit():
+            axis, value = "threads", int(part[7:])
+        elif part.startswith("micro") and part[5:].isdigit():
+            axis, value = "micro_batch", int(part[5:])
+        else:
+            raise UsageError(f"--variants: unknown part {part!r} in {name!r}; known: {', '.join(_PARTS)}, "
+                             "microN, threadsN (or naive)")
+        if axis in values:
+            raise UsageError(f"--variants: {name!r} sets {axis} twice")
+        values[axis] = value
+    if not values:
+        raise UsageError(f"--variants: empty variant name {name!r}")
+    return TrainConfig(**values)

@@ -1,0 +1,323 @@
+"""Training variants measured side by side: each in its own worker processes, its first step
+checked against the fp32 gradients, its trajectory (when asked) judged against the reference
+band, then timed in interleaved rounds until precise enough or out of time.
+
+The naive step's replicas are the fp32 reference seeds: replica ``i`` trains with seed ``i``, its
+trajectory gives that seed's loss curve, and its steps are timed like everyone else's."""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from pitstop.bench.result import Measurement
+from pitstop.bench.source import ModuleSource, SpecSource, first_forward
+from pitstop.bench.timer import TimingPolicy, chunk_size, precise_enough
+from pitstop.bench.variants.handlers import Target, build
+from pitstop.errors import PitstopError, UsageError
+from pitstop.train import fidelity
+from pitstop.train.config import NAIVE, TrainConfig
+from pitstop.train.launch import InlineTrainWorker, TrainProcessWorker, WorkerFailed
+from pitstop.train.problem import Problem
+from pitstop.train.recipe import recipe_source
+from pitstop.train.settings import TrainSettings
+from pitstop.train.variants import TrainTarget, gate
+
+Source = SpecSource | ModuleSource
+OnEvent = Callable[[str, dict[str, Any]], None]
+Worker = TrainProcessWorker | InlineTrainWorker
+
+
+@dataclass
+class _Live:
+    config: TrainConfig
+    row: Measurement
+    workers: list[Worker]
+    seeds: list[int]
+    per_call_s: list[float] = field(default_factory=list)
+    spent_s: float = 0.0
+
+    @property
+    def alive(self) -> bool:
+        return self.row.status not in ("failed", "skipped")
+
+    def fail(self, reason: str) -> None:
+        if self.alive:
+            self.row.status, self.row.reason = "failed", reason
+        for worker in self.workers:
+            worker.kill()
+
+    def reject(self, reason: str) -> None:
+        if self.row.status == "ok":
+            self.row.status, self.row.reason = "rejected", reason
+
+
+class TrainGroup:
+    """Measures groups of training variants for one model, batch and problem."""
+
+    def __init__(self, source: Source, settings: TrainSettings, problem: Problem,
+                 on_event: OnEvent | None = None) -> None:
+        self.source, self.settings, self.problem = source, settings, problem
+        self.on_event = on_event or (lambda kind, info: None)
+        self._tmp = tempfile.TemporaryDirectory(prefix="pitstop-train-")
+        self.workdir = Path(self._tmp.name)
+        self.isolation = "process"
+        self.band: dict[str, Any] | None = None
+        self._groups = 0
+        self._prepared = False
+
+    def close(self) -> None:
+        """Remove the run's temporary files."""
+        self._tmp.cleanup()
+
+    # -- once per run ---------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Build the model and batch, run the first forward (a failure is a usage error), detect
+        the target, compute the fp32 reference gradients of two seeds, and write the payload."""
+        s = self.settings
+        module, inputs = self.source.materialize(s.batch_size)
+        if inputs.kwargs:
+            raise PitstopError("pitstop train calls model(*inputs): keyword inputs are not supported")
+        first_forward(self.source.name, module, inputs, torch.device(s.device))
+        self.module, self.inputs = module, inputs
+        target = self.problem.target_at(s.batch_size, s.seed)
+        if target is not None and (target.dim() == 0 or target.shape[0] != s.batch_size):
+            raise UsageError(f"target: its first dimension must be the batch size {s.batch_size}, got shape "
+                             f"{tuple(target.shape)}; pass the target of the example batch")
+        bench_target = Target.detect(s.device, module, [t.dim() for t in inputs.tensors()])
+        self.target = TrainTarget(
+            device=bench_target.device, native_bf16=bench_target.native_bf16, compiler=bench_target.compiler,
+            physical_cores=bench_target.physical_cores, has_4d_input=bench_target.has_4d_input,
+            batch_size=s.batch_size, optimizer_flags=self.problem.optimizer.flags,
+            checkpoint_blocks=self._checkpoint_blocks(module, inputs.args, target))
+        self.batch = (tuple(inputs.args), target)
+        grads = [self._reference_grads(seed) for seed in (0, 1)]
+        report = fidelity.gradient_report(grads[1], grads[0])
+        self.seed_cosine = report["overall_cosine"]
+        source, inline_reason = self.source.worker_source(module, self.workdir)
+        if not s.isolate:
+            inline_reason = "isolation turned off"
+        self.isolation = f"inline: {inline_reason}" if inline_reason else "process"
+        self.inline = inline_reason is not None
+        self.payload = self.workdir / "payload.pt"
+        torch.save({"source": source or {}, "batch_size": s.batch_size, "args": list(inputs.args), "target": target,
+                    "state_dict": {k: v.detach().cpu() for k, v in module.state_dict().items()}
+                    if source and source["kind"] == "spec" else None,
+                    "reference_grads": grads[0]}, self.payload)
+        self._prepared = True
+
+    def recipe(self, config: TrainConfig, header: str = "") -> str:
+        """The recipe source of ``config`` on this target."""
+        return recipe_source(config, self.target, self.settings.threads, self.problem.optimizer,
+                             self.problem.loss, header)
+
+    def _reference_grads(self, seed: int) -> dict[str, torch.Tensor]:
+        """fp32 eager gradients of one forward and backward (the naive recipe), with ``seed``."""
+        ns = build(self.recipe(NAIVE), self.workdir / "reference.py", name="pitstop_train_reference")
+        threads = torch.get_num_threads()
+        model = copy.deepcopy(self.module)
+        try:
+            model, _ = ns["apply"](model)
+            torch.manual_seed(seed)
+            ns["forward_backward"](model, self.batch)
+        finally:
+            torch.set_num_threads(threads)
+        return {n: p.grad.detach().cpu().float().clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    def _checkpoint_blocks(self, module: torch.nn.Module, args: tuple[Any, ...], target: Any) -> tuple[str, ...]:
+        """The blocks ``pitstop.memory.checkpoint`` picks for half the activation memory, when a
+        memory budget is given and the model has blocks; else none (the axis is skipped)."""
+        if self.settings.memory_budget_bytes is None or "checkpoint" not in self.settings.axes:
+            return ()
+        from pitstop.memory.checkpointing import checkpoint, uncheckpoint
+
+        model = copy.deepcopy(module).train()
+        try:
+            plan = checkpoint(model, args, 0.5, repeats=1)
+        except PitstopError:
+            return ()
+        finally:
+            uncheckpoint(model)
+        return tuple(plan.chosen)
+
+    # -- a group --------------------------------------------------------------------------
+
+    def run(self, configs: list[TrainConfig], out: list[Measurement], *, policy: TimingPolicy,
+            replicas: int = 1, trajectory: bool = False, deadline: float | None = None,
+            memory: bool = False) -> None:
+        """Measure ``configs`` (the naive config first, in ``seeds`` replicas, when ``trajectory``),
+        appending each finished row to ``out``, also on Ctrl-C (re-raised)."""
+        if not self._prepared:
+            self.prepare()
+        self._groups += 1
+        workdir = self.workdir / f"g{self._groups}"
+        workdir.mkdir()
+        self.on_event("group", {"batch_size": self.settings.batch_size, "variants": len(configs)})
+        live = [self._spawn(c, workdir, self._seeds(c, replicas, trajectory)) for c in configs]
+        interrupted = False
+        try:
+            self._setup(live, workdir, policy)
+            for v in live:
+                self._profile(v, memory, trajectory)
+            self._rounds(live, policy, deadline)
+        except KeyboardInterrupt:
+            interrupted = True
+            raise
+        finally:
+            for v in live:
+                for worker in v.workers:
+                    worker.kill() if interrupted else worker.close()
+                if interrupted and v.alive and not v.row.samples_s:
+                    v.row.status, v.row.reason = "failed", "interrupted before any timed step"
+                out.append(v.row)
+                self.on_event("row", {"row": v.row})
+
+    def _seeds(self, config: TrainConfig, replicas: int, trajectory: bool) -> list[int]:
+        if trajectory and config == NAIVE:
+            return list(range(self.settings.seeds))
+        return [i % self.settings.seeds for i in range(replicas)]
+
+    def _spawn(self, config: TrainConfig, workdir: Path, seeds: list[int]) -> _Live:
+        row = Measurement(config.name, config.to_dict(self.settings.threads), self.settings.batch_size)
+        reason = gate(config, self.target)
+        if reason:
+            row.status, row.reason = "skipped", reason
+            return _Live(config, row, [], [])
+        if self.inline:
+            return _Live(config, row, [InlineTrainWorker(self.module) for _ in seeds], seeds)
+        env = {"TORCHINDUCTOR_CACHE_DIR": str(self.workdir / "inductor"), **dict(self.settings.worker_env)}
+        threads = config.threads or self.settings.threads
+        first = len(list(workdir.iterdir()))
+        return _Live(config, row, [TrainProcessWorker(workdir / f"{first + i}.log", threads, env)
+                                   for i in range(len(seeds))], seeds)
+
+    def _setup(self, live: list[_Live], workdir: Path, policy: TimingPolicy) -> None:
+        for k, v in enumerate(live):  # all workers load in parallel
+            recipe = self.recipe(v.config)
+            for i, worker in enumerate(v.workers):
+                worker.send("setup", payload_path=str(self.payload), recipe=recipe,
+                            threads=v.config.threads or self.settings.threads, device=self.settings.device,
+                            policy=policy.to_dict(), seed=v.seeds[i], workdir=str(workdir / f"v{k}r{i}"))
+        started = time.monotonic()
+        try:
+            for v in live:
+                for worker in v.workers:
+                    self._receive(v, worker)
+                v.row.phases_s["start"] = time.monotonic() - started  # process start, imports, model load
+        except KeyboardInterrupt:
+            for v in live:
+                for worker in v.workers:
+                    worker.kill()
+            raise
+
+    def _profile(self, v: _Live, memory: bool, trajectory: bool) -> None:
+        """First step (compile), gradients, memory and trajectory or warm-up of each replica."""
+        if not v.alive:
+            return
+        self.on_event("phase", {"text": f"{v.row.variant}: first step, gradients, "
+                                        f"{'trajectory' if trajectory else 'warm-up'}"})
+        runs, peaks = [], []
+        for i, worker in enumerate(v.workers):
+            prepared = self._call(v, worker, "prepare")
+            if prepared is None:
+                return
+            if i == 0:
+                v.row.compile_s = prepared["first_call_s"] if v.config.compile else None
+                v.row.details = {**prepared["details"], "first_step_s": prepared["first_call_s"]}
+                v.row.fidelity = {"gradients": prepared["gradients"], "seed_cosine": self.seed_cosine}
+                why = fidelity.gradient_verdict(prepared["gradients"], self.seed_cosine)
+                if why:
+                    v.reject(why)
+            warm = self._call(v, worker, "trajectory" if trajectory else "warmup",
+                              **({"steps": self.settings.trajectory_steps} if trajectory else {}))
+            if warm is None:
+                return
+            if memory:  # after the trajectory: it starts from the initial weights, and this step trains
+                measured = self._call(v, worker, "memory")
+                if measured is None:
+                    return
+                peaks.append(measured["peak_memory_bytes"])
+            if trajectory:
+                runs.append(warm)
+            v.row.warmup = v.row.warmup or {k: w for k, w in warm.items() if k not in ("losses", "times")}
+            v.per_call_s.append(warm["per_call_s"])
+            v.row.replica_samples_s.append([])
+        known = sorted(p for p in peaks if p is not None)
+        v.row.peak_memory_bytes = known[len(known) // 2] if known else None
+        if trajectory:
+            self._judge(v, runs)
+
+    def _judge(self, v: _Live, runs: list[dict[str, Any]]) -> None:
+        """The trajectory gate; the naive config's runs are the reference band itself."""
+        losses = [r["losses"] for r in runs]
+        v.row.fidelity = v.row.fidelity or {}
+        v.row.fidelity["trajectory"] = {"seeds": [r["seed"] for r in runs], "losses": losses}
+        if v.config == NAIVE:
+            self.band = fidelity.band(losses, self.settings.tolerance)
+        if self.band is None:
+            v.reject("no fp32 reference trajectory to compare with (the naive variant failed)")
+            return
+        v.row.fidelity["band"] = self.band
+        why = fidelity.trajectory_verdict(losses, self.band)
+        if why:
+            v.reject(why)
+
+    def _rounds(self, live: list[_Live], policy: TimingPolicy, deadline: float | None) -> None:
+        """Interleaved rounds until precise enough, out of budget or past the deadline (once
+        every variant has ``min_samples`` steps)."""
+        round_no = 0
+        while True:
+            alive = [v for v in live if v.alive and v.per_call_s]
+            active = [v for v in alive if v.spent_s < policy.budget_s or len(v.row.samples_s) < policy.min_samples]
+            if not active or all(precise_enough(v.row.replica_samples_s, policy) for v in alive):
+                return
+            if deadline is not None and time.monotonic() >= deadline \
+                    and all(len(v.row.samples_s) >= policy.min_samples for v in active):
+                return
+            turns = [(v, i) for i in range(max(len(v.per_call_s) for v in active)) for v in active
+                     if i < len(v.per_call_s)]
+            shift = round_no % len(turns)
+            for v, i in turns[shift:] + turns[:shift]:
+                self._turn(v, i, policy)
+            round_no += 1
+            self.on_event("round", {"round": round_no, "live": live, "policy": policy})
+
+    def _turn(self, v: _Live, i: int, policy: TimingPolicy) -> None:
+        if not v.alive:
+            return
+        per_call, replicas = v.per_call_s[i], len(v.per_call_s)
+        left = (policy.budget_s - v.spent_s) / replicas
+        n = min(chunk_size(per_call, policy, replicas), max(1, int(left / max(per_call, 1e-9))))
+        chunk = self._call(v, v.workers[i], "run", n=n)
+        if chunk:
+            v.row.replica_samples_s[i].extend(chunk["times"])
+            v.spent_s += sum(chunk["times"])
+            scaler = {"skipped": chunk["skipped"], "steps": chunk["steps"]}
+            if v.row.fidelity is not None and v.config.precision == "fp16-autocast":
+                v.row.fidelity["scaler"] = scaler
+            why = fidelity.scaler_verdict(chunk["skipped"], chunk["steps"])
+            if why:
+                v.reject(why)
+
+    def _call(self, v: _Live, worker: Worker, method: str, **kwargs: Any) -> Any:
+        if not v.alive:
+            return None
+        worker.send(method, **kwargs)
+        return self._receive(v, worker)
+
+    def _receive(self, v: _Live, worker: Worker) -> Any:
+        if not v.alive:
+            return None
+        try:
+            return worker.receive(self.settings.timeout_s)
+        except WorkerFailed as exc:
+            v.fail(str(exc))
+            return None

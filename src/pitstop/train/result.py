@@ -1,0 +1,201 @@
+"""Values of a train run: the report (every stage's rows with their fidelity, the winner, the
+recipe) and the ``TrainSetup`` that applies the winning recipe in this process. JSON kind
+``train``; rows are shaped like bench rows (``latency_ms`` is per training step), so
+``pitstop compare`` reads them. Rendering lives in ``pitstop.report``, through ``pitstop._render``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from pitstop import _render
+from pitstop._document import envelope
+from pitstop.bench.result import BenchResult, Measurement, row_document
+from pitstop.stats import Ratio
+from pitstop.train.config import NAIVE_NAME, TrainConfig
+from pitstop.train.search import Stage, TrainOutcome
+
+
+@dataclass
+class TrainReport:
+    """Everything train measured and decided."""
+
+    model: str
+    settings: dict[str, Any]
+    environment: dict[str, Any]
+    outcome: TrainOutcome
+    recipe: str
+    problem: dict[str, Any] = field(default_factory=dict)  # optimizer and loss, as run
+    saved: list[str] = field(default_factory=list)
+
+    @property
+    def stages(self) -> list[Stage]:
+        return self.outcome.stages
+
+    @property
+    def config(self) -> TrainConfig:
+        """The chosen config (naive when nothing beat it)."""
+        return self.outcome.winner_config
+
+    @property
+    def speedup(self) -> Ratio | None:
+        """The winner's step-time speed-up over the naive step, measured alongside it."""
+        winner, stage = self.outcome.winner, self.outcome.winner_stage
+        if winner is None or stage is None:
+            return None
+        comparison = stage.result.comparison(winner.variant, winner.batch_size)
+        return comparison.ratio if comparison else None
+
+    def candidates(self) -> list[tuple[Stage, Measurement]]:
+        """Each variant once: its row from the last stage that measured it."""
+        latest: dict[str, tuple[Stage, Measurement]] = {}
+        for stage in self.stages:
+            for row in stage.rows:
+                if row.variant not in latest or row.status != "skipped":
+                    latest[row.variant] = (stage, row)
+        return list(latest.values())
+
+    def break_even_steps(self, row: Measurement, stage: Stage) -> float | None:
+        """Steps after which a compiled variant has paid back its compilation (vs naive)."""
+        naive = stage.result.row(NAIVE_NAME, row.batch_size)
+        if row.compile_s is None or not (naive and naive.latency and row.latency):
+            return None
+        saved_s = (naive.latency.median - row.latency.median) / 1e3
+        return row.compile_s / saved_s if saved_s > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document (kind ``train``)."""
+        return train_document(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The JSON document as text."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> TrainReport:
+        """Rebuild a report from its JSON document (raw samples included), e.g. to render it again."""
+        outcome = TrainOutcome(complete=doc["complete"], interrupted=doc["interrupted"],
+                               elapsed_s=doc["search"]["elapsed_s"], notes=list(doc.get("notes", [])),
+                               threads=doc["settings"]["threads"])
+        for name in dict.fromkeys(r["stage"] for r in doc["results"]):
+            rows = [r for r in doc["results"] if r["stage"] == name]
+            result = BenchResult.from_dict({"model": doc["model"], "settings": {}, "environment": doc["environment"],
+                                            "baseline": NAIVE_NAME, "complete": True, "interrupted": False,
+                                            "results": rows})
+            outcome.stages.append(Stage(name, result, next(
+                (s["elapsed_s"] for s in doc["search"]["stages"] if s["name"] == name), 0.0)))
+        win = doc.get("winner") or {}
+        outcome.verdict = win.get("verdict", "")
+        if win.get("stage") and outcome.stages:
+            stage = next(s for s in outcome.stages if s.name == win["stage"])
+            outcome.winner_stage = stage
+            outcome.winner = stage.result.row(win["variant"], win["batch_size"])
+        return cls(doc["model"], doc["settings"], doc["environment"], outcome, win.get("recipe", ""),
+                   doc.get("problem", {}), doc.get("saved", []))
+
+    def table(self) -> str:
+        """The plain-text report."""
+        return _render.text(self)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def _repr_html_(self) -> str:
+        return _render.html(self)
+
+
+Step = Callable[[Any, Any], torch.Tensor]
+
+
+class TrainSetup:
+    """The chosen way to train: ``apply(model)`` -> ``(model, optimizer, step)`` where
+    ``step(inputs, target)`` (inputs: a tensor or a tuple of them) runs one training step the
+    measured way and returns the loss; ``.report`` says why, ``.recipe`` is the code that runs
+    without pitstop."""
+
+    def __init__(self, report: TrainReport) -> None:
+        self.report = report
+        self.recipe = report.recipe
+        self.config = report.config
+
+    def apply(self, model: nn.Module) -> tuple[nn.Module, torch.optim.Optimizer, Step]:
+        """Set ``model`` up the chosen way (its parameters are trained in place)."""
+        import tempfile
+
+        from pitstop.bench.variants.handlers import build
+
+        with tempfile.TemporaryDirectory(prefix="pitstop-train-recipe-") as tmp:
+            ns = build(self.recipe, Path(tmp) / "recipe.py", name="pitstop_train_applied")
+        fast, optimizer = ns["apply"](model)
+        train_step = ns["train_step"]
+
+        def step(inputs: Any, target: torch.Tensor | None = None) -> torch.Tensor:
+            args = tuple(inputs) if isinstance(inputs, tuple | list) else (inputs,)
+            return train_step(fast, optimizer, (args, target))
+
+        return fast, optimizer, step
+
+    def save(self, directory: str | Path) -> list[str]:
+        """Write recipe.py and recipe.json into ``directory``."""
+        from pitstop.train.recipe import write_recipe_files
+
+        self.report.saved = write_recipe_files(self.report, Path(directory))
+        return self.report.saved
+
+    def __repr__(self) -> str:
+        return f"TrainSetup({self.config.name})"
+
+
+def verdict_lines(report: TrainReport) -> list[str]:
+    """The winner (or why naive stays), its speed-up, the search's time."""
+    outcome = report.outcome
+    took = f"search took {outcome.elapsed_s:.0f} s of a {report.settings['time_budget_s']:g} s budget"
+    if not outcome.complete:
+        took += "; interrupted: best so far" if outcome.interrupted else "; incomplete"
+    lines = list(outcome.notes)
+    winner, ratio = outcome.winner, report.speedup
+    if winner is None or ratio is None:
+        lines.append(f"Winner: {NAIVE_NAME} stays: {outcome.verdict}. ({took})")
+    else:
+        even = report.break_even_steps(winner, outcome.winner_stage) if outcome.winner_stage else None
+        pays = f"; compilation pays for itself after {even:,.0f} steps" if even is not None else ""
+        lines.append(f"Winner: {winner.variant}: {ratio.median:.2f}x [{ratio.ci95[0]:.2f}-{ratio.ci95[1]:.2f}] "
+                     f"faster per step than {NAIVE_NAME} (fp32 eager, for-loop optimizer){pays} "
+                     f"({outcome.verdict}; {took})")
+    if report.saved:
+        lines.append(f"Saved: {', '.join(report.saved)}")
+    return lines
+
+
+def train_document(report: TrainReport) -> dict[str, Any]:
+    """The JSON document: every stage's rows (with ``stage`` and ``break_even_steps``), the winner."""
+    results = []
+    for stage in report.stages:
+        for row in stage.rows:
+            doc = {**row_document(stage.result, row), "stage": stage.name}
+            even = report.break_even_steps(row, stage)
+            if even is not None:
+                doc["break_even_steps"] = even
+            results.append(doc)
+    winner, ratio, best = report.outcome.winner, report.speedup, report.outcome.winner_stage
+    return envelope(
+        "train", report.environment, model=report.model, settings=report.settings, problem=report.problem,
+        baseline=NAIVE_NAME, complete=report.outcome.complete, interrupted=report.outcome.interrupted,
+        results=results,
+        winner={"variant": report.config.name, "config": report.config.to_dict(report.settings["threads"]),
+                "batch_size": report.settings["batch_size"], "stage": best.name if winner and best else None,
+                "speedup": {"median": ratio.median, "ci95": list(ratio.ci95)} if ratio else None,
+                "break_even_steps": report.break_even_steps(winner, best) if winner and best else None,
+                "verdict": report.outcome.verdict, "recipe": report.recipe},
+        search={"elapsed_s": report.outcome.elapsed_s, "time_budget_s": report.settings["time_budget_s"],
+                "stages": [{"name": s.name, "elapsed_s": s.elapsed_s, "variants": [r.variant for r in s.rows]}
+                           for s in report.stages]},
+        notes=report.outcome.notes, advice=verdict_lines(report)[-1] if report.stages else None,
+        saved=report.saved,
+    )

@@ -1,0 +1,299 @@
+"""The train search, within ``time_budget_s``: probe each technique alone (one process each,
+briefly; first-step gradients checked), prune to those faster than the naive step beyond noise
+or by 5%, combine the survivors, then measure the finalists interleaved in several processes next
+to the naive step, whose replicas are the fp32 reference seeds; every finalist's trajectory is
+judged against their spread. The winner is the fastest that passes the gate and is faster beyond
+noise (with ``steps``: whose compilation pays for itself within them); a simpler finalist within
+noise and 3% is preferred. When the budget runs out, the best so far is reported."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pitstop.bench.result import BenchResult, Measurement
+from pitstop.bench.timer import TimingPolicy
+from pitstop.train.config import NAIVE, NAIVE_NAME, TrainConfig
+from pitstop.train.group import OnEvent, Source, TrainGroup
+from pitstop.train.problem import Problem
+from pitstop.train.settings import TrainSettings
+
+MEANINGFUL = 1.05  # a technique combines when faster beyond noise, or by 5% (median)
+TIE = 1.03  # within 3% (and within noise): the simpler one is preferred
+PROBE_CALLS, FINAL_CALLS = 3, 5  # timed steps every variant gets at least, whatever the budget
+FINALISTS = 4
+_OPTIONS: dict[str, tuple[Any, ...]] = {
+    "precision": ("bf16-autocast", "fp16-autocast"),
+    "compile": ("default", "reduce-overhead"),
+    "optimizer": ("foreach", "fused"),
+    "zero_grad": ("zeros",),
+    "layout": ("channels_last",),
+}
+
+
+@dataclass
+class Stage:
+    """One interleaved group of the search."""
+
+    name: str  # probe | final
+    result: BenchResult
+    elapsed_s: float = 0.0
+
+    @property
+    def rows(self) -> list[Measurement]:
+        return self.result.rows
+
+
+@dataclass
+class TrainOutcome:
+    """The stages, the winner (None = the naive step stays) and why."""
+
+    stages: list[Stage] = field(default_factory=list)
+    winner: Measurement | None = None
+    winner_stage: Stage | None = None
+    verdict: str = ""
+    elapsed_s: float = 0.0
+    complete: bool = False
+    interrupted: bool = False
+    notes: list[str] = field(default_factory=list)
+    threads: int | None = None  # the run's thread count (a config's own is stated in its name)
+
+    @property
+    def winner_config(self) -> TrainConfig:
+        """The chosen config (the naive one when nothing beat it)."""
+        return TrainConfig.from_dict(self.winner.config, self.threads) if self.winner else NAIVE
+
+
+class TrainSearch:
+    """Runs the stages; ``on_stage(outcome)`` after each (to persist partial results)."""
+
+    def __init__(self, source: Source, settings: TrainSettings, problem: Problem, env: dict[str, Any], *,
+                 on_event: OnEvent | None = None, on_stage: Callable[[TrainOutcome], None] | None = None) -> None:
+        self.source, self.settings, self.env = source, settings, env
+        self.group = TrainGroup(source, settings, problem, on_event)
+        self.on_stage = on_stage or (lambda outcome: None)
+        self.outcome = TrainOutcome(threads=settings.threads)
+        self.t0 = time.monotonic()
+        self.limit_s = settings.time_budget_s * 0.92  # what is left covers the minimum calls and closing
+
+    def left_s(self) -> float:
+        """Seconds of the budget still unspent."""
+        return self.limit_s - (time.monotonic() - self.t0)
+
+    def _policy(self, variants: int, share: float, target: float, min_samples: int) -> TimingPolicy:
+        """Timed seconds per variant: ``share`` of the time left split between the variants (each also
+        pays start-up, compilation and warm-up, hence the factor 2); at least ``min_samples`` steps."""
+        per_variant = max(0.3, min(30.0, share * self.left_s() / max(variants, 1) / 2))
+        return TimingPolicy(target=target, budget_s=per_variant, min_samples=min_samples, warmup_min_calls=2,
+                            warmup_max_s=max(0.3, 0.2 * per_variant))
+
+    def run(self) -> TrainOutcome:
+        """All stages; on Ctrl-C the best so far (marked interrupted)."""
+        try:
+            self.group.prepare()
+            self._stage("probe", [NAIVE, *self.singles()], share=0.2, target=0.05, min_samples=PROBE_CALLS)
+            finalists, replicas = self._plan(self.finalists())
+            self._stage("final", [NAIVE, *finalists], share=0.7, target=self.settings.policy.target,
+                        replicas=replicas, trajectory=True, memory=True)
+            self.outcome.complete = True
+        except KeyboardInterrupt:
+            self.outcome.interrupted = True
+        finally:
+            self._decide()
+            self.outcome.elapsed_s = time.monotonic() - self.t0
+            self.group.close()
+            self.on_stage(self.outcome)
+        return self.outcome
+
+    def _stage(self, name: str, configs: list[TrainConfig], *, share: float, target: float, replicas: int = 1,
+               trajectory: bool = False, memory: bool = False, min_samples: int = FINAL_CALLS) -> Stage:
+        policy = self._policy(len(configs), share, target, min_samples)
+        result = BenchResult(model=self.source.name, inputs={}, settings={}, environment=self.env,
+                             baseline=NAIVE_NAME)
+        stage = Stage(name, result)
+        self.outcome.stages.append(stage)
+        started = time.monotonic()
+        try:
+            self.group.run(configs, result.rows, policy=policy, replicas=replicas, trajectory=trajectory,
+                           deadline=self.t0 + self.limit_s, memory=memory or self._budgeted())
+        finally:
+            result.inputs = {self.settings.batch_size: self.group.inputs.describe()} \
+                if hasattr(self.group, "inputs") else {}
+            stage.elapsed_s = time.monotonic() - started
+            self.outcome.elapsed_s = time.monotonic() - self.t0
+            self.on_stage(self.outcome)
+        return stage
+
+    def _budgeted(self) -> bool:
+        return self.settings.memory_budget_bytes is not None
+
+    # -- candidates -----------------------------------------------------------------------
+
+    def singles(self) -> list[TrainConfig]:
+        """Each technique alone (gated ones become ``skipped`` rows)."""
+        axes, b = self.settings.axes, self.settings.batch_size
+        configs = [NAIVE.with_(**{axis: option}) for axis in axes if axis in _OPTIONS for option in _OPTIONS[axis]]
+        if "threads" in axes:
+            from pitstop._env import physical_cores
+
+            cores = physical_cores()
+            configs += [NAIVE.with_(threads=n) for n in sorted({1, max(1, cores // 2), cores})
+                        if n != self.settings.threads]
+        if "micro_batch" in axes:
+            configs += [NAIVE.with_(micro_batch=b // k) for k in (2, 4) if b % k == 0 and b // k >= 1]
+        blocks = self.group.target.checkpoint_blocks
+        if "checkpoint" in axes and blocks:
+            configs.append(NAIVE.with_(checkpoint=blocks))
+            if b % 2 == 0 and b > 1:
+                configs.append(NAIVE.with_(checkpoint=blocks, micro_batch=b // 2))
+        return configs
+
+    def _faster(self) -> dict[str, list[tuple[TrainConfig, float]]]:
+        """Per axis, the probed options faster than naive beyond noise or by ``MEANINGFUL``, in
+        probe order (simplest first), with their median speed-ups; rejected ones never count."""
+        probe = self.outcome.stages[0]
+        faster: dict[str, list[tuple[TrainConfig, float]]] = {}
+        for row in probe.rows:
+            c = probe.result.comparison(row.variant, row.batch_size)
+            if row.status != "ok" or row.variant == NAIVE_NAME or c is None or not self._fits(row):
+                continue
+            if c.ratio.ci95[0] > 1.0 or c.ratio.median >= MEANINGFUL:
+                config = self._config(row)
+                faster.setdefault("+".join(_axes(config)), []).append((config, c.ratio.median))
+        return faster
+
+    def _config(self, row: Measurement) -> TrainConfig:
+        return TrainConfig.from_dict(row.config, self.settings.threads)
+
+    def _fits(self, row: Measurement) -> bool:
+        budget = self.settings.memory_budget_bytes
+        return budget is None or row.peak_memory_bytes is None or row.peak_memory_bytes <= budget
+
+    def _survivors(self) -> dict[str, tuple[TrainConfig, float]]:
+        """Per axis, the simplest option within ``TIE`` of the axis's fastest."""
+        best = {}
+        for axis, options in self._faster().items():
+            top = max(speedup for _, speedup in options)
+            best[axis] = next((c, sp) for c, sp in options if sp >= top / TIE)
+        return best
+
+    def finalists(self) -> list[TrainConfig]:
+        """The two strongest surviving axes combined, all of them combined, compile on the fastest
+        reduced precision (in eager, autocast pays a cast around every op, which a compiled graph
+        fuses: they compose better than their single speed-ups predict), the best two singles,
+        then the other combinations by predicted speed-up; at most ``FINALISTS``, in that order."""
+        survivors = self._survivors()
+        fixed = {a: s for a, s in survivors.items() if "threads" not in a}
+        axes = sorted(fixed, key=lambda a: -fixed[a][1])[:4]
+
+        def combine(subset: tuple[str, ...]) -> TrainConfig:
+            config = NAIVE
+            for axis in subset:
+                single = fixed[axis][0]
+                config = config.with_(**{a: getattr(single, a) for a in _axes(single)})
+            return config
+
+        firsts = [combine(tuple(axes[:2])), combine(tuple(axes))] if len(axes) >= 2 else []
+        composed = self._composed()
+        singles = [c for c, _ in sorted(survivors.values(), key=lambda p: -p[1])][:2]
+        scored = sorted(((_product(fixed, s), combine(s)) for r in range(2, len(axes) + 1)
+                         for s in itertools.combinations(axes, r)), key=lambda p: -p[0])
+        ordered = [*firsts, *([composed] if composed else []), *singles, *(c for _, c in scored)]
+        return [c for c in dict.fromkeys(ordered) if not (c.checkpoint and c.compile)][:FINALISTS]
+
+    def _composed(self) -> TrainConfig | None:
+        """Compile on the fastest probed reduced precision, if both ran and passed the gradient check."""
+        probe = self.outcome.stages[0]
+        ok = {r.variant for r in probe.rows if r.status == "ok"}
+        if "compile" not in ok:
+            return None
+        precision = [c for c, _ in self._faster().get("precision", [])]
+        return precision[0].with_(compile="default") if precision else None
+
+    def _plan(self, finalists: list[TrainConfig]) -> tuple[list[TrainConfig], int]:
+        """Fewer replicas, then fewer finalists, until the final's estimated cost (start-up, first
+        step or compile, trajectory and minimum timed steps, from the probe) fits in 80% of the time left."""
+        replicas = self.settings.replicas
+        while self._cost(finalists, replicas) > 0.8 * self.left_s():
+            if replicas > 1:
+                replicas -= 1
+            elif len(finalists) > 1:
+                finalists = finalists[:-1]
+            else:
+                break
+        return finalists, replicas
+
+    def _cost(self, finalists: list[TrainConfig], replicas: int) -> float:
+        probe = {r.variant: r for r in self.outcome.stages[0].rows}
+        naive = probe.get(NAIVE_NAME)
+        naive_step = (naive.warmup or {}).get("per_call_s", 1.0) if naive else 1.0
+        steps = self.settings.trajectory_steps + FINAL_CALLS + 2
+        start = max((r.phases_s.get("start", 0.0) for r in probe.values()), default=0.0)  # all started together
+        cost = start + self.settings.seeds * steps * naive_step
+        compiled = (probe["compile"].compile_s or 0.0) if "compile" in probe else 0.0
+        for config in finalists:
+            row = probe.get(config.name)
+            step = (row.warmup or {}).get("per_call_s", naive_step) if row and row.warmup else naive_step
+            cost += replicas * (steps * step + (compiled if config.compile else 0.0))
+        return cost * 1.2
+
+    # -- the winner -----------------------------------------------------------------------
+
+    def _decide(self) -> None:
+        """The winner: in the last stage, the fastest gate-passing finalist faster than naive beyond
+        noise (with ``steps``: the least total time over them, compilation included, and only if
+        its compilation pays for itself); a simpler one within noise and 3% is preferred."""
+        stages = [s for s in self.outcome.stages if s.rows]
+        if not stages:
+            return
+        stage = stages[-1]
+        self.outcome.winner_stage = stage
+        naive = stage.result.row(NAIVE_NAME, self.settings.batch_size)
+        if stage.name != "final":
+            self.outcome.verdict = "the search stopped before the final stage: nothing passed the trajectory gate"
+            return
+        steps = self.settings.steps
+        faster = []
+        for row in stage.rows:
+            c = stage.result.comparison(row.variant, row.batch_size)
+            if row.status != "ok" or row.variant == NAIVE_NAME or c is None or c.ratio.ci95[0] <= 1.0:
+                continue
+            if not self._fits(row):
+                continue
+            if steps is not None and naive and naive.latency and row.latency and row.compile_s:
+                even = row.compile_s / max((naive.latency.median - row.latency.median) / 1e3, 1e-12)
+                if even > steps:
+                    self.outcome.notes.append(f"{row.variant}: compilation ({row.compile_s:.0f} s) pays for itself "
+                                              f"after {even:,.0f} steps, more than --steps {steps}")
+                    continue
+            total = (row.compile_s or 0.0) + (steps or 0) * (row.latency.median if row.latency else 0.0) / 1e3
+            faster.append((total if steps else -c.ratio.median, row))
+        if not faster:
+            self.outcome.winner = None
+            self.outcome.verdict = "no finalist passed the gate and was faster than naive beyond noise"
+            return
+        faster.sort(key=lambda p: p[0])
+        winner = faster[0][1]
+        for _, row in faster[1:]:
+            simpler = len(self._config(row).parts) < len(self._config(winner).parts)
+            vs = stage.result.comparison(winner.variant, winner.batch_size, baseline=row.variant)
+            if simpler and vs and vs.ratio.ci95[0] <= 1.0 and vs.ratio.median < TIE:
+                winner = row
+                break
+        self.outcome.winner = winner
+        self.outcome.verdict = ("least total time over --steps, beyond noise" if steps else
+                                "fastest beyond noise that trains the same")
+
+
+def _axes(config: TrainConfig) -> list[str]:
+    return config.axes_set
+
+
+def _product(fixed: dict[str, tuple[TrainConfig, float]], subset: tuple[str, ...]) -> float:
+    out = 1.0
+    for axis in subset:
+        out *= fixed[axis][1]
+    return out

@@ -1,0 +1,64 @@
+"""``pitstop.train(...)`` in-process (isolate=False, one cheap axis): the setup applies the winner,
+its step trains, the report renders and validates; bad arguments are one-line usage errors."""
+
+import jsonschema
+import pytest
+import torch
+from torch import nn
+
+import pitstop
+from pitstop.errors import UsageError
+from pitstop.schemas import TRAIN_SCHEMA
+
+
+def model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(16, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.1), nn.Linear(32, 4))
+
+
+X, Y = torch.randn(16, 16), torch.randint(0, 4, (16,))
+
+
+@pytest.fixture(scope="module")
+def setup():
+    return pitstop.train(model(), (X,), Y, loss_fn=nn.CrossEntropyLoss(),
+                         optimizer=lambda params: torch.optim.AdamW(params, lr=1e-2), time_budget_s=10,
+                         techniques=("zero_grad",), isolate=False, replicas=1)
+
+
+def test_train_is_a_callable_package(setup):
+    assert callable(pitstop.train) and "train" in pitstop.__all__
+    assert isinstance(setup, pitstop.train.result.TrainSetup)
+
+
+def test_setup_applies_the_chosen_step_and_it_trains(setup):
+    fresh = model()
+    _, optimizer, step = setup.apply(fresh)
+    losses = [float(step((X,), Y)) for _ in range(15)]
+    assert losses[-1] < losses[0]
+    assert isinstance(optimizer, torch.optim.AdamW) and optimizer.defaults["lr"] == 1e-2
+    assert setup.config.name in setup.recipe
+
+
+def test_report_renders_and_validates(setup):
+    doc = setup.report.to_dict()
+    jsonschema.validate(doc, TRAIN_SCHEMA)
+    assert doc["environment"]["isolation"].startswith("inline")
+    assert doc["problem"]["optimizer"]["name"] == "AdamW"
+    naive = next(r for r in doc["results"] if r["variant"] == "naive" and r["stage"] == "final")
+    assert len(naive["fidelity"]["trajectory"]["losses"]) == 3
+    text = str(setup.report)
+    assert "zero-grad-zeros" in text and "Winner:" in text
+    assert "<table>" in setup.report._repr_html_()
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"target": torch.zeros(3, dtype=torch.long)}, "first dimension must be the batch size"),
+    ({"loss_fn": lambda out, y: out.sum()}, "cannot be rebuilt"),
+    ({"warp": 9}, "unknown option"),
+    ({"target": "flot[B]"}, "expected a dtype"),
+])
+def test_bad_arguments_are_usage_errors(kwargs, message):
+    args = {"target": Y, **kwargs}
+    with pytest.raises(UsageError, match=message):
+        pitstop.train(model(), (X,), time_budget_s=10, isolate=False, techniques=("zero_grad",), **args)
