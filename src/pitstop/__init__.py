@@ -26,6 +26,7 @@ __all__ = [
     "optimize",
     "parse_input_spec",
     "parse_model_spec",
+    "profile",
 ]
 
 _LAZY: dict[str, tuple[str, str | None]] = {
@@ -45,6 +46,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "parse_input_spec": ("pitstop.models.inputs", "parse_input_spec"),
     "parse_model_spec": ("pitstop.models.spec", "parse_model_spec"),
     "PitstopError": ("pitstop.errors", "PitstopError"),
+    "profile": ("pitstop.profile", None),
 }
 
 if TYPE_CHECKING:
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     from pitstop.models.spec import parse_model_spec
     from pitstop.optimize.api import optimize
     from pitstop.optimize.result import OptimizedModel, OptimizeReport
+    from pitstop.profile.api import profile
 
 
 def __getattr__(name: str) -> Any:

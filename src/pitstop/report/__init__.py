@@ -7,9 +7,14 @@ from typing import Any
 
 
 def text(value: Any) -> str:
-    """The plain-text report of a bench or optimize result."""
+    """The plain-text report of a bench, optimize or profile result."""
     from pitstop.optimize.result import OptimizeReport
+    from pitstop.profile.result import ProfileReport
 
+    if isinstance(value, ProfileReport):
+        from pitstop.report.profile import render_text as profile_text
+
+        return profile_text(value.to_dict())
     if isinstance(value, OptimizeReport):
         from pitstop.report.optimize import render_text as optimize_text
 
