@@ -8,7 +8,7 @@ import os
 import sys
 
 from pitstop import __version__
-from pitstop.cli import bench, compare, data, doctor, lint, memory, optimize
+from pitstop.cli import bench, compare, data, doctor, lint, memory, optimize, profile
 from pitstop.cli._args import _Parser
 from pitstop.errors import PitstopError
 
@@ -21,6 +21,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench._add_bench(sub)
     optimize._add_optimize(sub)
     doctor._add_doctor(sub)
+    profile._add_profile(sub)
     lint._add_lint(sub)
     memory._add_memory(sub)
     data._add_data(sub)
