@@ -48,6 +48,10 @@ class DrillDown(Consumer):
         from torch.profiler import ProfilerAction
 
         self._step = step
+        if self._prof.current_action == ProfilerAction.NONE and torch.autograd.profiler._is_profiler_enabled:
+            self.error = "another profiler was running (the script's own): no drill-down"
+            self._prof = None  # never started: nothing to stop
+            return
         self._prof.step()
         self.timer.marking = self._prof.current_action in (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
         if step >= self.settings.window[1]:  # recorded and processed: off for good
