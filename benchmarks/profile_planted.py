@@ -3,7 +3,7 @@
 1. Verdicts. Every script in tests/profile/scripts/ (a small training loop with one planted
    bottleneck, named on its docstring's first line "planted: CAUSE", or "clean") runs in its own
    process under `python -m pitstop profile --json -`; the verdict's first cause is compared with
-   the planted one. Goal: at least 9 of 10 planted scripts named first, no cause other than
+   the planted one (a script whose docstring says "needs cuda" or "needs bf16" is skipped elsewhere). Goal: at least 9 of 10 planted scripts named first, no cause other than
    compute-bound first on the clean scripts. (compute-fp32 needs hardware with native bf16.)
 2. Overhead. One process trains an MLP (about 10 ms a step on one thread) in interleaved blocks:
    plain steps, then steps under a fresh Profiler once its drill-down window has passed (the
@@ -32,10 +32,24 @@ from pitstop.stats import speedup
 SCRIPTS = Path(__file__).resolve().parents[1] / "tests" / "profile" / "scripts"
 
 
-def planted(path: Path) -> str:
-    """The cause planted in a script ("clean" for none), from its docstring's first line."""
+def planted(path: Path) -> tuple[str, str | None]:
+    """The cause planted in a script ("clean" for none) and the hardware it needs to show (``cuda``,
+    ``bf16``), from its docstring's first line: "planted: CAUSE[, needs HARDWARE]."."""
     first = path.read_text().split('"""')[1].split(".")[0]
-    return first.split(":", 1)[1].strip() if first.startswith("planted:") else "clean"
+    if not first.startswith("planted:"):
+        return "clean", None
+    cause, _, needs = first.split(":", 1)[1].partition(", needs ")
+    return cause.strip(), needs.strip() or None
+
+
+def available(needs: str | None) -> bool:
+    if needs == "cuda":
+        return torch.cuda.is_available()
+    if needs == "bf16":
+        from pitstop._env import cpu_flags
+
+        return any(f in cpu_flags() for f in ("avx512_bf16", "amx_bf16"))
+    return True
 
 
 def profile_script(path: Path, steps: int) -> dict:
@@ -52,7 +66,10 @@ def verdicts(steps: int) -> None:
     hits = planted_n = clean_ok = clean_n = 0
     print(f"{'script':<24} {'planted':<24} {'first cause':<24} {'share':>6} {'step ms':>8}")
     for path in sorted(SCRIPTS.glob("[!_]*.py")):
-        want = planted(path)
+        want, needs = planted(path)
+        if not available(needs):
+            print(f"{path.name:<24} {want:<24} (skipped: needs {needs})")
+            continue
         doc = profile_script(path, steps)
         first = doc["verdict"][0] if doc["verdict"] else {"cause": "-", "share": 0}
         if want == "clean":

@@ -127,6 +127,7 @@ class Profiler:
             step_ms, phases, syncs, drill.top_ops if drill else {}, verdict(facts) if step_ms["median"] else [],
             self.session.counter.completed(), timeline(self.timer.steps),
             {"steps": list(drill.recorded) if drill and drill.recorded else None,
+             "left_out": [self.settings.wait, self.settings.window[1]] if drill else None,
              "trace": drill.trace_path if drill else None, "error": drill.error if drill else None},
             "CUDA events" if self.timer.clock.device == "cuda" else "wall clock", self.script, exit_,
             list(self.session.internal))

@@ -25,8 +25,8 @@ def _headline(doc: dict[str, Any]) -> str:
     if not s.get("median"):
         return f"{who}\nno optimizer step was measured ({doc.get('steps', 0)} completed): nothing to break down"
     lo, hi = s["ci95"]
-    left = "step 1 (warm-up)" + (f", steps {dd['steps'][0] - 2}-{dd['steps'][1]} (drill-down)" if dd.get("steps")
-                                 else "")
+    left = "step 1 (warm-up)" + (f", steps {dd['left_out'][0]}-{dd['left_out'][1]} (drill-down)"
+                                 if dd.get("left_out") else "")
     return (f"{who}\nstep {s['median']:.3g} ms median [95% CI {lo:.3g}-{hi:.3g}] over {s['n']} of "
             f"{doc.get('steps', 0)} optimizer steps ({doc.get('clock', 'wall clock')}; left out: {left})")
 

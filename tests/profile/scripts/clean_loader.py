@@ -1,10 +1,21 @@
-"""clean: the MLP fed by a DataLoader over tensors in memory (the data wait is small)."""
+"""clean: the MLP fed by a DataLoader over batches already in memory (the data wait is small)."""
 import torch
 from _common import forward, setup, steps
 
+
+class Batches(torch.utils.data.Dataset):
+    def __init__(self, n):
+        self.x, self.y = torch.randn(n, 128, 256), torch.randint(0, 10, (n, 128))
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i], self.y[i]
+
+
 model, opt = setup()
-data = torch.utils.data.TensorDataset(torch.randn(128 * steps(), 256), torch.randint(0, 10, (128 * steps(),)))
-for x, y in torch.utils.data.DataLoader(data, batch_size=128):
+for x, y in torch.utils.data.DataLoader(Batches(steps()), batch_size=None):
     opt.zero_grad()
     forward(model, x, y).backward()
     opt.step()

@@ -1,4 +1,4 @@
-"""planted: compute-fp32. Forward and backward in float32 on hardware with native bfloat16."""
+"""planted: compute-fp32, needs bf16. Forward and backward in float32 on hardware with native bfloat16."""
 from _common import batch, forward, setup, steps
 
 model, opt = setup(width=1024)

@@ -1,4 +1,5 @@
-"""planted: sync-bound. Per-sample losses read with .item() every step (a per-sample metric)."""
+"""planted: sync-bound, needs cuda. Per-sample losses read with .item() every step (a per-sample metric;
+on a CPU an .item() costs microseconds: the line is found, and no verdict is the right answer)."""
 from _common import batch, forward, setup, steps
 
 model, opt = setup()

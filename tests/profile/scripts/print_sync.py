@@ -6,6 +6,6 @@ for _ in range(steps()):
     x, y = batch()
     opt.zero_grad()
     out = model(x)
-    print("logits", out[:16])
+    print("logits", out[:64])
     forward(model, x, y).backward()
     opt.step()
