@@ -68,12 +68,12 @@ def test_help_examples_run(workdir, capsys):
 
 
 def test_readme_examples_run(workdir, capsys):
-    section = README.read_text().split("## Profile")[1].split("\n## ")[0]
+    section = README.read_text().split("## `pitstop profile`")[1].split("\n## ")[0]
     found = examples(section)
     assert found
     for argv in found:
         assert main(["profile", *argv]) == 0
-    code = section.split("```python")[1].split("```")[0]
+    code = section.split("```python")[1].split("```")[0]  # the adapters' block: test_profile_adapters.py
     loader = [(__import__("torch").randn(16, 32), __import__("torch").randn(16, 1)) for _ in range(10)]
     scope = {"pitstop": pitstop, "loader": loader}
     exec(compile(code.replace("...", "train_step(batch)"), "README", "exec"), {**scope, "train_step": _step()})
