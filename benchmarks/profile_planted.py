@@ -3,7 +3,8 @@
 1. Verdicts. Every script in tests/profile/scripts/ (a small training loop with one planted
    bottleneck, named on its docstring's first line "planted: CAUSE", or "clean") runs in its own
    process under `python -m pitstop profile --json -`; the verdict's first cause is compared with
-   the planted one (a script whose docstring says "needs cuda" or "needs bf16" is skipped elsewhere). Goal: at least 9 of 10 planted scripts named first, no cause other than
+   the planted one (a script whose docstring says "needs cuda" or "needs bf16" is skipped on
+   hardware without it). Goal: at least 9 of 10 planted scripts named first, no cause other than
    compute-bound first on the clean scripts. (compute-fp32 needs hardware with native bf16.)
 2. Overhead. One process trains an MLP (about 10 ms a step on one thread) in interleaved blocks:
    plain steps, then steps under a fresh Profiler once its drill-down window has passed (the
@@ -78,7 +79,8 @@ def verdicts(steps: int) -> None:
         else:
             planted_n += 1
             hits += first["cause"] == want
-        mark = "ok" if first["cause"] == want or (want == "clean" and first["cause"] in ("-", "compute-bound")) else "MISS"
+        ok = first["cause"] == want or (want == "clean" and first["cause"] in ("-", "compute-bound"))
+        mark = "ok" if ok else "MISS"
         print(f"{path.name:<24} {want:<24} {first['cause']:<24} {first['share']:>6.0%} "
               f"{doc['step_ms']['median']:>8.3g}  {mark}")
     print(f"\nplanted cause named first: {hits} of {planted_n}; clean scripts without a false verdict: "

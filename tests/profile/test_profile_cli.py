@@ -55,7 +55,7 @@ def test_help_examples_run(workdir, capsys):
     assert len(found) == 3
     for argv in found:
         assert main(["profile", *argv]) == 0
-    out, err = capsys.readouterr()
+    out, _ = capsys.readouterr()
     assert "trained 1 epoch(s)" in out and "phase        ms/step" in out
     doc = json.loads((workdir / "prof.json").read_text())
     jsonschema.validate(doc, PROFILE_SCHEMA)

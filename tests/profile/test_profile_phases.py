@@ -1,6 +1,7 @@
 """The phase timeline: exclusive phases that add up to each step's wall time (an injected clock
 for the accounting; real loops for the events and for the wall time measured independently)."""
 
+import itertools
 import time
 
 import pytest
@@ -73,7 +74,7 @@ def test_steps_match_the_loops_own_clock_and_unmeasured_phases_are_not_zero():
             ends.append(time.perf_counter())
     report = prof.report
     assert report.steps == 10 and [s["step"] for s in report.timeline] == list(range(1, 11))
-    for s, (a, b) in zip(report.timeline[1:], zip(ends[1:], ends[2:], strict=False), strict=False):
+    for s, (a, b) in zip(report.timeline[1:], itertools.pairwise(ends[1:]), strict=False):
         assert sum(s["phases"].values()) == pytest.approx(s["wall_ms"], rel=1e-6)
         assert s["wall_ms"] == pytest.approx((b - a) * 1e3, rel=0.05, abs=0.5)  # the loop's own clock
     total = sum(p["median_ms"] for p in report.phases if p["median_ms"] is not None)

@@ -76,7 +76,7 @@ def summarize_steps(steps: list[StepTimes], seen: set[str]) -> tuple[dict[str, A
         return ({"median": None, "ci95": None, "n": 0},
                 [{"name": p, "median_ms": None, "share": None, "ci95": None} for p in PHASES])
     median, total = statistics.median(walls), sum(walls)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for phase in PHASES:
         if phase not in seen:
             rows.append({"name": phase, "median_ms": None, "share": None, "ci95": None})

@@ -135,7 +135,7 @@ class SyncWatch(Consumer):
                 shown = self._paths[path] = _user_path(path)
             if shown is not None:
                 return f"{shown}:{frame.f_lineno}"
-            if path.startswith(_PITSTOP) or not on_device and path.startswith(_TORCH):
+            if path.startswith(_PITSTOP) or (not on_device and path.startswith(_TORCH)):
                 return None
             frame = frame.f_back
         return None

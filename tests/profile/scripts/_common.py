@@ -7,7 +7,6 @@ import torch
 from torch import nn
 
 
-
 def steps() -> int:
     """--steps N from the script's own arguments (read at each run: the module stays imported)."""
     return int(sys.argv[sys.argv.index("--steps") + 1]) if "--steps" in sys.argv else 14
