@@ -7,15 +7,19 @@ tensor, ``print()``/f-strings of a tensor, and a tensor used as a condition (``i
 data-dependent control flow). With CUDA in use, ``.to()``/``.cuda()`` are wrapped too: copies from
 the host to the device are the ``h2d`` phase, copies back are syncs.
 
-A call counts when the user's code makes it: directly, or, on a device tensor, through library
-code (the line reported is the user's). Calls inside torch on host tensors (an optimizer reading
-its step counter) and pitstop's own reads are not the user's syncs and are left alone. Time is the
-host's wall time inside the call (on CUDA: the wait for the device the call caused)."""
+A call counts when the user's code makes it, in the training loop's own process and thread (a
+DataLoader worker's or the pin-memory thread's calls are not the step's): directly, or, on a
+device tensor, through library code (the line reported is the user's). Calls inside torch on host
+tensors (an optimizer reading its step counter) and pitstop's own reads are not the user's syncs
+and are left alone. Time is the host's wall time inside the call (on CUDA: the wait for the device
+the call caused)."""
 
 from __future__ import annotations
 
 import os
+import statistics
 import sys
+import threading
 import time
 from typing import Any
 
@@ -39,11 +43,13 @@ class SyncWatch(Consumer):
         self.timer = timer
         self.excluded = excluded
         self.totals: dict[tuple[str, str], list[float]] = {}  # (where, kind) -> [calls, seconds]
+        self.by_step: dict[tuple[str, str], list[float]] = {}  # (where, kind) -> seconds in each measured step
         self.steps = 0  # measured steps the totals cover
         self._current: dict[tuple[str, str], list[float]] = {}
         self._saved: list[tuple[Any, str, Any, bool]] = []
         self._inside = False
         self._paths: dict[str, str | None] = {}
+        self._owner = (os.getpid(), threading.get_ident())  # the training loop's process and thread
 
     # -- wrapping -------------------------------------------------------------------------------
 
@@ -51,6 +57,7 @@ class SyncWatch(Consumer):
         """Wrap the syncing methods (and, with ``copies``, ``.to``/``.cuda`` for the h2d phase)."""
         if self._saved:
             return
+        self._owner = (os.getpid(), threading.get_ident())
         for name, kind in KINDS.items():
             self._patch(torch.Tensor, name, self._wrap(getattr(torch.Tensor, name), kind))
         self._patch(torch, "nonzero", self._wrap(torch.nonzero, ".nonzero()"))
@@ -94,7 +101,8 @@ class SyncWatch(Consumer):
             if watch._inside:
                 return orig(tensor, *args, **kwargs)
             target = "cuda" if to_cuda else _target(args, kwargs)
-            if tensor.device.type == "cpu" and target == "cuda":
+            mine = (os.getpid(), threading.get_ident()) == watch._owner
+            if tensor.device.type == "cpu" and target == "cuda" and mine:
                 watch._inside = True
                 watch.timer.enter("h2d")
                 try:
@@ -113,6 +121,8 @@ class SyncWatch(Consumer):
         return copied
 
     def _timed(self, orig: Any, args: tuple[Any, ...], kwargs: dict[str, Any], where: str, kind: str) -> Any:
+        if (os.getpid(), threading.get_ident()) != self._owner:  # a DataLoader worker, a pin-memory thread
+            return orig(*args, **kwargs)
         self._inside = True
         self.timer.enter("sync")
         start = time.perf_counter()
@@ -149,16 +159,22 @@ class SyncWatch(Consumer):
                 total = self.totals.setdefault(key, [0, 0.0])
                 total[0] += calls
                 total[1] += seconds
+                spent = self.by_step.setdefault(key, [])
+                spent += [0.0] * (self.steps - 1 - len(spent)) + [seconds]
         self._current = {}
 
     def on_finish(self) -> None:
         self.uninstall()
 
     def rows(self) -> list[dict[str, Any]]:
-        """``{"where", "kind", "per_step", "ms"}`` per line and kind, the costliest first (``ms``: per step)."""
+        """``{"where", "kind", "per_step", "ms"}`` per line and kind, the costliest first (``per_step``:
+        calls per measured step; ``ms``: the median over the measured steps of the time spent there)."""
         n = max(self.steps, 1)
-        rows = [{"where": where, "kind": kind, "per_step": calls / n, "ms": seconds * 1e3 / n}
-                for (where, kind), (calls, seconds) in self.totals.items()]
+        rows = []
+        for (where, kind), (calls, _) in self.totals.items():
+            spent = self.by_step[(where, kind)]
+            spent = spent + [0.0] * (n - len(spent))
+            rows.append({"where": where, "kind": kind, "per_step": calls / n, "ms": statistics.median(spent) * 1e3})
         return sorted(rows, key=lambda r: (-r["ms"], r["where"]))
 
 

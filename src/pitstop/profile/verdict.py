@@ -56,7 +56,7 @@ def input_bound(f: Facts) -> dict[str, Any] | None:
 
 def sync_bound(f: Facts) -> dict[str, Any] | None:
     waited = sum(r["ms"] for r in f.syncs) / f.step_ms if f.step_ms > 0 else 0.0
-    share = max(f.share("sync"), waited)
+    share = max(f.share("sync"), min(waited, 1.0))
     if share < SYNC or not f.syncs:
         return None
     lines = ", ".join(f"{r['where']} {r['kind']} x{r['per_step']:.3g}/step" for r in f.syncs[:3])
