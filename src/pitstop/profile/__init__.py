@@ -11,11 +11,23 @@ phase timeline), ``syncs`` (Tensor's syncing methods wrapped while profiling), `
 
 from __future__ import annotations
 
+from typing import Any
+
 from pitstop._callable import make_callable
 from pitstop.profile.api import Profiler, profile
 from pitstop.profile.result import ProfileReport
 from pitstop.profile.settings import ProfileSettings
 
 __all__ = ["ProfileReport", "ProfileSettings", "Profiler", "profile"]
+
+
+
+def __getattr__(name: str) -> Any:
+    if name == "adapters":  # pitstop.profile.adapters.lightning.ProfileCallback, imported on first use
+        import importlib
+
+        return importlib.import_module("pitstop.profile.adapters")
+    raise AttributeError(f"module 'pitstop.profile' has no attribute {name!r}")
+
 
 make_callable(__name__, "pitstop.profile.api:profile")
