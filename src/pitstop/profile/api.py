@@ -39,7 +39,7 @@ class Profiler:
         if session is not None and optimizer is not None:
             session.add_optimizer(optimizer)
         self.timer = PhaseTimer(self._excluded)
-        self.drill = DrillDown(self.settings, self.timer) if self.settings.drill_down else None
+        self.drill = DrillDown(self.settings, self.timer, self.session) if self.settings.drill_down else None
         self.syncs = SyncWatch(self.timer, self._excluded)
         self.observed = Observations(self.session, self._in_window)
         self.consumers: list[Consumer] = [c for c in (self.drill, self.timer, self.syncs, self.observed) if c]

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from pitstop.doctor.session import Consumer
+from pitstop.doctor.session import Consumer, Session
 from pitstop.profile.phases import PhaseTimer
 from pitstop.profile.settings import ProfileSettings
 
@@ -23,7 +23,8 @@ TOP = 5  # ops listed per phase
 class DrillDown(Consumer):
     """Runs torch.profiler on the window; ``top_ops`` (phase -> rows) and ``trace_path`` once recorded."""
 
-    def __init__(self, settings: ProfileSettings, timer: PhaseTimer) -> None:
+    def __init__(self, settings: ProfileSettings, timer: PhaseTimer, session: Session | None = None) -> None:
+        self.session = session  # unsubscribed from once done
         self.settings = settings
         self.timer = timer
         self.top_ops: dict[str, list[dict[str, Any]]] = {}
@@ -65,6 +66,8 @@ class DrillDown(Consumer):
         self.timer.marking = False
         if prof is not None:
             prof.stop()
+            if self.session is not None:
+                self.session.unsubscribe(self)
 
     def _ready(self, prof: Any) -> None:
         first = self.settings.wait + self.settings.warmup + 1

@@ -6,7 +6,8 @@ once per root; the input shapes per step (fixed shapes: cudnn.benchmark pays off
 optimizer's parameters and implementation once; ``zero_grad()`` without ``set_to_none`` from the
 version counter of one parameter's gradient (zeroed in place between a step and the next
 backward); a conv with a bias feeding a BatchNorm directly, from the leaf forwards of the first
-two steps only (then that consumer unsubscribes: no per-module cost after)."""
+two steps only (then that consumer unsubscribes: no per-module cost after). All of it over the
+first steps only: these are habits of a script, set before its loop or kept through it."""
 
 from __future__ import annotations
 
@@ -24,7 +25,10 @@ _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 
 
 class Observations(Consumer):
-    """The facts about the run that the causes in ``verdict`` test."""
+    """The facts about the run that the causes in ``verdict`` test, read over the first ``STEPS``
+    steps (then it unsubscribes: a long run's steps pay nothing for it)."""
+
+    STEPS = 30
 
     def __init__(self, session: Session, in_window: Any = lambda step: False) -> None:
         self.session = session
@@ -92,6 +96,11 @@ class Observations(Consumer):
                 if p.grad is not None:
                     self._grad = (weakref.ref(p), weakref.ref(p.grad), p.grad._version)
                     return
+
+    def on_iteration(self, step: int) -> None:
+        if step >= self.STEPS:
+            self.threads = torch.get_num_threads()
+            self.session.unsubscribe(self)
 
     def on_finish(self) -> None:
         self.threads = torch.get_num_threads()

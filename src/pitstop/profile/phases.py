@@ -71,7 +71,12 @@ class PhaseTimer(Consumer):
 
     def leave(self, phase: str) -> None:
         """``phase`` ends (and any phase left open inside it)."""
-        if not any(p == phase for p, _ in self._stack):
+        stack = self._stack
+        if stack and stack[-1][0] == phase and stack[-1][1] is None:  # the common case, kept cheap
+            stack.pop()
+            self._switch(stack[-1][0] if stack else "other")
+            return
+        if not any(p == phase for p, _ in stack):
             return
         while self._stack:
             name, rf = self._stack.pop()
