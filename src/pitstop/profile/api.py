@@ -65,6 +65,7 @@ class Profiler:
             self.session.subscribe(consumer)
         if self.settings.syncs:
             self.syncs.install(copies=torch.cuda.is_available())
+            self.timer.copies_watched = torch.cuda.is_available()
             self.timer.seen.add("sync")  # watched: no sync seen is a measured 0
         self.session.attach()
         self.timer.start()

@@ -45,6 +45,7 @@ class PhaseTimer(Consumer):
         self.steps: list[StepTimes] = []
         self.seen: set[str] = {"other"}
         self.marking = False
+        self.copies_watched = False  # h2d copies are wrapped: on a GPU run, none seen is a measured 0
         self._stack: list[tuple[str, Any]] = []
         self._marks: list[tuple[str, Any]] = []
         self._pending: deque[tuple[int, list[tuple[str, Any]], Any, bool, WallClock | CudaClock]] = deque()
@@ -135,6 +136,8 @@ class PhaseTimer(Consumer):
     def _choose_clock(self, module: torch.nn.Module) -> None:
         self._clock_chosen = True
         clock = clock_for(module)
+        if clock.device == "cuda" and self.copies_watched:
+            self.seen.add("h2d")
         if type(clock) is not type(self.clock):  # this step's earlier marks are on the other clock
             self.clock, self._discard = clock, True
             self._marks = [(self._marks[-1][0] if self._marks else "other", clock.mark())]
