@@ -100,14 +100,15 @@ def render_text(doc: dict[str, Any]) -> str:
 
 
 def stacked_steps(timeline: list[dict[str, Any]]) -> str:
-    """One stacked bar per step, a colour per phase (steps left out of the statistics faded)."""
+    """One stacked bar per step, a colour per phase (steps left out of the statistics faded; the
+    scale is the measured steps', so a slow first step is cut at the top rather than flattening the rest)."""
     steps = timeline[:200]
     if not steps:
         return ""
     height = 300
     plot_w, plot_h = W - PAD_L // 3 - PAD_R, height - PAD_T - PAD_B
     left = PAD_L // 3
-    top = _nice(max(s["wall_ms"] for s in steps) * 1.05)
+    top = _nice(max(s["wall_ms"] for s in [s for s in steps if s["measured"]] or steps) * 1.05)
     bw = plot_w / len(steps)
     body = []
     for t in _ticks(0, top):
@@ -118,7 +119,7 @@ def stacked_steps(timeline: list[dict[str, Any]]) -> str:
         y = PAD_T + plot_h
         for k, phase in enumerate(ORDER):
             ms = s["phases"].get(phase, 0.0)
-            h = plot_h * ms / top
+            h = min(plot_h * ms / top, y - PAD_T)  # cut at the top of the plot
             if h > 0:
                 y -= h
                 body.append(f'<rect x="{left + i * bw:.1f}" y="{y:.1f}" width="{max(bw - 1, 0.5):.1f}" '
@@ -145,9 +146,9 @@ def profile_html(doc: dict[str, Any], fragment: bool = False) -> str:
     timeline = doc.get("timeline", [])
     sections.append(stacked_steps(timeline))
     if timeline:
-        sections.append(line_chart("Step time per optimizer step", {"step ms": [(s["step"], s["wall_ms"])
-                                                                              for s in timeline]},
-                                   "optimizer step", "ms per step"))
+        shown = [(s["step"], s["wall_ms"]) for s in timeline if s["step"] > 1] or [(1, timeline[0]["wall_ms"])]
+        sections.append(line_chart("Step time per optimizer step (from step 2: the first one warms up)",
+                                   {"step ms": shown}, "optimizer step", "ms per step"))
     rows = [[p["name"], _num(p.get("median_ms")) if p.get("share") is not None else NOT_MEASURED[p["name"]],
              f"{p['share']:.0%}" if p.get("share") is not None else "-"] for p in doc.get("phases", [])]
     sections.append("<h2>Phases (per step)</h2>" + _html_table(["phase", "ms/step", "share"], rows))
