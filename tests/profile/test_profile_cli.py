@@ -63,6 +63,8 @@ def test_help_examples_run(workdir, capsys):
     doc = json.loads((workdir / "prof.json").read_text())
     jsonschema.validate(doc, PROFILE_SCHEMA)
     assert [p["name"] for p in doc["phases"]] == ["data", "h2d", "forward", "backward", "optimizer", "sync", "other"]
+    assert doc["drill_down"]["steps"] == [7, 9] and doc["drill_down"]["left_out"] == [5, 9]  # wait 5, warm-up 1
+    assert any(op["op"] == "aten::addmm" for op in doc["top_ops"]["forward"])
     html = (workdir / "prof.html").read_text()
     assert "<svg" in html and "stacked phases" in html and "Step time per optimizer step" in html
     assert "http://" not in html and "<script" not in html

@@ -27,6 +27,7 @@ def profiled(name, steps=12):
 @pytest.mark.parametrize("script, cause", [
     ("slow_loader.py", "input-bound"),
     ("anomaly.py", "debug-mode"),
+    ("autograd_profiler.py", "debug-mode"),  # the script's own profiler: the drill-down stands aside
     ("threads.py", "threads-oversubscribed"),
     ("foreach_off.py", "optimizer-bound"),
     ("fp32.py", "compute-fp32"),
