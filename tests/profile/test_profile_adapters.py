@@ -92,3 +92,11 @@ def test_report_is_a_snapshot_while_attached_and_final_after():
 def test_settings_are_validated_naming_the_field(options, message):
     with pytest.raises(ValueError, match=message):
         pitstop.profile(**options)
+
+
+def test_a_run_without_optimizer_steps_says_so():
+    model = nn.Linear(4, 1)
+    with pitstop.profile(drill_down=False) as prof:
+        model(torch.randn(2, 4)).sum().backward()
+    assert prof.report.steps == 0 and prof.report.verdict == []
+    assert "no optimizer step was measured" in str(prof.report)
