@@ -29,12 +29,14 @@ def test_each_kind_of_sync_is_found_at_its_line(capsys):
                 print("never")
             print(loss)  # SYNC-PRINT
             positives = (out > 0).nonzero()  # SYNC-NONZERO
+            assert torch.nonzero(input=out > 0).shape == positives.shape  # SYNC-TORCH-NONZERO
             loss.backward()
             opt.step()
     assert value == scale and positives.ndim == 2
     rows = {(r["where"].rsplit(":", 1)[1], r["kind"]): r for r in prof.report.syncs}
     expected = {"SYNC-ITEM": ".item()", "SYNC-FLOAT": "float(tensor)", "SYNC-BOOL": "tensor as a condition "
-                "(data-dependent control flow)", "SYNC-PRINT": "print(tensor)", "SYNC-NONZERO": ".nonzero()"}
+                "(data-dependent control flow)", "SYNC-PRINT": "print(tensor)", "SYNC-NONZERO": ".nonzero()",
+                "SYNC-TORCH-NONZERO": ".nonzero()"}
     for marker, kind in expected.items():
         row = rows[(str(line_of(marker)), kind)]
         assert row["per_step"] == 1.0 and row["ms"] >= 0, row

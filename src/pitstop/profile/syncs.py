@@ -82,13 +82,14 @@ class SyncWatch(Consumer):
     def _wrap(self, orig: Any, kind: str) -> Any:
         watch = self
 
-        def synced(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        def synced(*args: Any, **kwargs: Any) -> Any:
+            tensor = args[0] if args else kwargs.get("input")  # torch.nonzero(input=t) too
             if watch._inside or not isinstance(tensor, torch.Tensor):
-                return orig(tensor, *args, **kwargs)
+                return orig(*args, **kwargs)
             where = watch._where(sys._getframe(1), tensor.device.type != "cpu")
             if where is None:
-                return orig(tensor, *args, **kwargs)
-            return watch._timed(orig, (tensor, *args), kwargs, where, kind)
+                return orig(*args, **kwargs)
+            return watch._timed(orig, args, kwargs, where, kind)
 
         synced.__name__ = getattr(orig, "__name__", kind)
         synced.__doc__ = getattr(orig, "__doc__", None)
