@@ -26,6 +26,7 @@ __all__ = [
     "optimize",
     "parse_input_spec",
     "parse_model_spec",
+    "profile",
     "train",
 ]
 
@@ -47,6 +48,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "parse_model_spec": ("pitstop.models.spec", "parse_model_spec"),
     "PitstopError": ("pitstop.errors", "PitstopError"),
     "train": ("pitstop.train", None),
+    "profile": ("pitstop.profile", None),
 }
 
 if TYPE_CHECKING:
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
     from pitstop.models.spec import parse_model_spec
     from pitstop.optimize.api import optimize
     from pitstop.optimize.result import OptimizedModel, OptimizeReport
+    from pitstop.profile.api import profile
     from pitstop.train.api import train
 
 

@@ -1,5 +1,6 @@
 """JSON Schemas of the documents pitstop writes (validated in the tests): ``BENCH_SCHEMA`` (bench and
-optimize), ``DOCTOR_SCHEMA``, ``FINDING_SCHEMA`` (doctor and lint findings), ``TRAIN_SCHEMA``."""
+optimize), ``DOCTOR_SCHEMA``, ``FINDING_SCHEMA`` (doctor and lint findings), ``TRAIN_SCHEMA``,
+``PROFILE_SCHEMA``."""
 
 from __future__ import annotations
 
@@ -133,5 +134,41 @@ TRAIN_SCHEMA: dict[str, Any] = {
         }},
         "winner": {"type": "object", "required": ["variant", "config", "batch_size", "speedup", "verdict", "recipe"]},
         "search": {"type": "object", "required": ["elapsed_s", "time_budget_s", "stages"]},
+    },
+}
+
+_MS_OR_NULL = {"type": ["number", "null"]}
+
+PROFILE_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "pitstop profile report",
+    "type": "object",
+    "required": ["pitstop", "schema", "kind", "environment", "step_ms", "phases", "syncs", "top_ops", "verdict"],
+    "properties": {
+        "pitstop": {"type": "string"},
+        "schema": {"const": SCHEMA_VERSION},
+        "kind": {"const": "profile"},
+        "environment": {"type": "object", "required": ["torch", "cpu", "pitstop"]},
+        "step_ms": {"type": "object", "required": ["median", "ci95"],
+                    "properties": {"median": _MS_OR_NULL, "n": {"type": "integer", "minimum": 0},
+                                   "ci95": {"type": ["array", "null"], "items": {"type": "number"},
+                                            "minItems": 2, "maxItems": 2}}},
+        "phases": {"type": "array", "minItems": 7, "maxItems": 7, "items": {
+            "type": "object", "required": ["name", "median_ms", "share"],
+            "properties": {"name": {"enum": ["data", "h2d", "forward", "backward", "optimizer", "sync", "other"]},
+                           "median_ms": _MS_OR_NULL, "share": _MS_OR_NULL}}},
+        "syncs": {"type": "array", "items": {"type": "object", "required": ["where", "per_step", "ms"],
+                                             "properties": {"where": {"type": "string"}, "kind": {"type": "string"},
+                                                            "per_step": {"type": "number"}, "ms": {"type": "number"}}}},
+        "top_ops": {"type": "object", "additionalProperties": {"type": "array", "items": {
+            "type": "object", "required": ["op", "ms", "calls"]}}},
+        "verdict": {"type": "array", "items": {
+            "type": "object", "required": ["cause", "share", "evidence", "action"],
+            "properties": {"cause": {"type": "string", "pattern": "^[a-z0-9-]+$"}, "share": {"type": "number"},
+                           "saves": {"type": "number"}, "evidence": {"type": "string"},
+                           "action": {"type": "string"}}}},
+        "steps": {"type": "integer", "minimum": 0},
+        "exit": {"type": "object", "required": ["status"],
+                 "properties": {"status": {"enum": ["ok", "crashed", "exited", "interrupted"]}}},
     },
 }

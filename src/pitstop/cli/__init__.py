@@ -8,7 +8,7 @@ import os
 import sys
 
 from pitstop import __version__
-from pitstop.cli import bench, compare, data, doctor, lint, memory, optimize, train
+from pitstop.cli import bench, compare, data, doctor, lint, memory, optimize, profile, train
 from pitstop.cli._args import _Parser
 from pitstop.errors import PitstopError
 
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     optimize._add_optimize(sub)
     train._add_train(sub)
     doctor._add_doctor(sub)
+    profile._add_profile(sub)
     lint._add_lint(sub)
     memory._add_memory(sub)
     data._add_data(sub)

@@ -138,6 +138,7 @@ class Session:
         self.module_names: dict[int, str] = {}
         self.backward_order: list[int] = []  # parameter ids in the order the last backward reached them
         self.last_inputs: dict[int, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        self.data_iter: weakref.ref[Any] | None = None  # the DataLoader iterator of the last on_data_start
         self.attached = False
         self._model, self._optimizer = model, optimizer
         self._consumers: list[Consumer] = []
@@ -299,6 +300,7 @@ class Session:
         def timed_next(it: Any) -> Any:
             if not (session.wants("on_data") or session.wants("on_data_start")):
                 return orig_next(it)
+            session.data_iter = weakref.ref(it)
             session.emit("on_data_start")
             start = time.perf_counter()
             try:

@@ -7,14 +7,19 @@ from typing import Any
 
 
 def text(value: Any) -> str:
-    """The plain-text report of a bench, optimize or train result."""
+    """The plain-text report of a bench, optimize, train or profile result."""
     from pitstop.optimize.result import OptimizeReport
+    from pitstop.profile.result import ProfileReport
     from pitstop.train.result import TrainReport
 
     if isinstance(value, TrainReport):
         from pitstop.report.train import render_text as train_text
 
         return train_text(value)
+    if isinstance(value, ProfileReport):
+        from pitstop.report.profile import render_text as profile_text
+
+        return profile_text(value.to_dict())
     if isinstance(value, OptimizeReport):
         from pitstop.report.optimize import render_text as optimize_text
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from pitstop.errors import UsageError
+from pitstop.report.profile import profile_html
 from pitstop.report.svg import CSS, Bar, bar_chart, line_chart, page
 
 
@@ -206,7 +207,7 @@ def _train_html(doc: dict[str, Any], fragment: bool = False) -> str:
 
 
 RENDERERS = {"bench": bench_html, "optimize": bench_html, "doctor": doctor_html, "memory": memory_html,
-             "compare": compare_html, "train": _train_html}
+             "compare": compare_html, "train": _train_html, "profile": profile_html}
 
 
 def render(doc: dict[str, Any]) -> str:

@@ -1,0 +1,150 @@
+"""``Profiler``: the profile's consumers on a session, composed; ``pitstop.profile()`` makes one.
+
+Consumers, subscribed in this order (the order matters: the drill-down's ``prof.step()`` runs
+before the phase timer closes the step, so its cost lands in a step left out of the statistics):
+``DrillDown`` (torch.profiler on the window), ``PhaseTimer`` (the phases), ``SyncWatch`` (syncs
+and h2d copies), ``Observations`` and ``FirstSteps`` (what the verdict tests). With a session
+given (``pitstop.profile(session=doctor.session)``) profile and doctor share one set of hooks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from pitstop.doctor.session import Consumer, Session
+from pitstop.doctor.sites import crash_site, format_exception_line
+from pitstop.profile.drill import DrillDown
+from pitstop.profile.observe import FirstSteps, Observations
+from pitstop.profile.phases import PhaseTimer
+from pitstop.profile.result import ProfileReport, summarize_steps, timeline
+from pitstop.profile.settings import ProfileSettings
+from pitstop.profile.syncs import SyncWatch
+from pitstop.profile.verdict import Facts, verdict
+
+
+class Profiler:
+    """Where a training step's time goes: ``with pitstop.profile() as prof: train()``, then
+    ``print(prof.report)``. ``model``/``optimizer`` are optional (found as they run); ``session``:
+    an attached or unattached doctor session to share; options as for ``ProfileSettings``."""
+
+    def __init__(self, model: nn.Module | None = None, optimizer: torch.optim.Optimizer | None = None, *,
+                 session: Session | None = None, settings: ProfileSettings | None = None, **options: Any) -> None:
+        self.settings = settings if settings is not None else ProfileSettings(**options)
+        self.session = session if session is not None else Session(model, optimizer)
+        self._own = session is None
+        if session is not None and model is not None:
+            session.add_root(model, "model")
+        if session is not None and optimizer is not None:
+            session.add_optimizer(optimizer)
+        self.timer = PhaseTimer(self._excluded)
+        self.drill = DrillDown(self.settings, self.timer, self.session) if self.settings.drill_down else None
+        self.syncs = SyncWatch(self.timer, self._excluded)
+        self.observed = Observations(self.session, self._in_window)
+        self.consumers: list[Consumer] = [c for c in (self.drill, self.timer, self.syncs, self.observed) if c]
+        self.consumers.append(FirstSteps(self.session, self.observed))
+        self.crash: dict[str, str] | None = None
+        self.script: str | None = None
+        self.attached = False
+        self._report: ProfileReport | None = None
+
+    def _in_window(self, step: int) -> bool:
+        first, last = self.settings.window
+        return self.drill is not None and first - 1 <= step <= last
+
+    def _excluded(self, step: int) -> bool:
+        """Left out of the statistics: the first step (warm-up) and the drill-down's steps (slower)."""
+        return step == 1 or self._in_window(step)
+
+    def attach(self) -> Profiler:
+        """Subscribe, wrap the syncing methods and start the clock (idempotent)."""
+        if self.attached:
+            return self
+        for consumer in self.consumers:
+            self.session.subscribe(consumer)
+        if self.settings.syncs:
+            self.syncs.install(copies=torch.cuda.is_available())
+            self.timer.copies_watched = torch.cuda.is_available()
+            self.timer.seen.add("sync")  # watched: no sync seen is a measured 0
+        self.session.attach()
+        self.timer.start()
+        if self.drill is not None:
+            self.drill.start()
+        self.attached, self._report = True, None
+        return self
+
+    def detach(self) -> None:
+        """Stop: the session too when it is the profiler's own; else only the profiler's consumers."""
+        if not self.attached:
+            return
+        self.attached = False
+        if self._own and self.session.attached:
+            self.session.detach()  # on_finish reaches every consumer
+        else:
+            for consumer in self.consumers:
+                if self.session.attached:
+                    consumer.on_finish()
+                self.session.unsubscribe(consumer)
+        self.syncs.uninstall()
+
+    def __enter__(self) -> Profiler:
+        return self.attach()
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[1] is not None:
+            self.explain(exc[1])
+        self.detach()
+
+    def explain(self, exc: BaseException) -> None:
+        """Record that the run crashed with ``exc`` (the report is still made)."""
+        self.crash = {"error": format_exception_line(exc), "where": crash_site(exc)}
+
+    @property
+    def report(self) -> ProfileReport:
+        """The report (made once detached; while attached, a snapshot of the steps so far)."""
+        if self._report is not None:
+            return self._report
+        report = self._make_report()
+        if not self.attached:
+            self._report = report
+        return report
+
+    def _make_report(self) -> ProfileReport:
+        from pitstop._env import cpu_flags, physical_cores
+
+        step_ms, phases = summarize_steps(self.timer.steps, self.timer.seen)
+        shares = {p["name"]: p["share"] for p in phases}
+        syncs = self.syncs.rows()
+        native = self.settings.native_bf16
+        if native is None:
+            native = _native_bf16(self.observed.device, cpu_flags())
+        facts = Facts(shares, syncs, self.observed, native, self.settings.physical_cores or physical_cores(),
+                      bool(torch.backends.cudnn.benchmark), step_ms["median"] or 0.0)
+        drill = self.drill
+        exit_: dict[str, Any] = {"status": "ok"}
+        if self.crash:
+            exit_ = {"status": "crashed", **self.crash}
+        return ProfileReport(
+            step_ms, phases, syncs, drill.top_ops if drill else {}, verdict(facts) if step_ms["median"] else [],
+            self.session.counter.completed(), timeline(self.timer.steps),
+            {"steps": list(drill.recorded) if drill and drill.recorded else None,
+             "left_out": [self.settings.wait, self.settings.window[1]] if drill else None,
+             "trace": drill.trace_path if drill else None, "error": drill.error if drill else None},
+            "CUDA events" if self.timer.clock.device == "cuda" else "wall clock", self.script, exit_,
+            list(self.session.internal))
+
+
+def _native_bf16(device: str, flags: list[str]) -> bool:
+    """Whether this hardware computes in bfloat16 natively (Ampere+ GPUs; CPUs with AVX512-BF16 or AMX)."""
+    if device == "cuda":
+        return torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
+    return any(f in flags for f in ("avx512_bf16", "amx_bf16"))
+
+
+def profile(model: nn.Module | None = None, optimizer: torch.optim.Optimizer | None = None,
+            **options: Any) -> Profiler:
+    """A ``Profiler`` to use as a context manager: ``with pitstop.profile() as prof: train()``, then
+    ``print(prof.report)``. Options as for ``ProfileSettings`` (``wait``, ``active``, ``trace``, ...)
+    and ``session=`` to share a doctor's session."""
+    return Profiler(model, optimizer, **options)

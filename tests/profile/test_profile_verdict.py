@@ -1,0 +1,49 @@
+"""The causes' rules on given facts (the hardware-dependent ones included: CUDA, core counts), and
+the ranking by expected saving."""
+
+import torch
+from torch import nn
+
+from pitstop.doctor.session import Session
+from pitstop.profile.observe import Observations, describe_optimizer
+from pitstop.profile.verdict import CAUSES, Facts, verdict
+
+SHARES = {"data": None, "h2d": None, "forward": 0.4, "backward": 0.4, "optimizer": 0.1, "sync": 0.0, "other": 0.1}
+
+
+def facts(observed, cores=4, benchmark=False, native=False, **shares):
+    return Facts({**SHARES, **shares}, [], observed, native, cores, benchmark, 10.0)
+
+
+def test_cudnn_benchmark_off_needs_cuda_convs_and_fixed_shapes():
+    observed = Observations(Session())
+    observed.device, observed.has_conv, observed.shapes = "cuda", True, {((8, 3, 32, 32),)}
+    assert "cudnn-benchmark-off" in [v["cause"] for v in verdict(facts(observed))]
+    assert "cudnn-benchmark-off" not in [v["cause"] for v in verdict(facts(observed, benchmark=True))]
+    observed.shapes.add(((4, 3, 32, 32),))  # shapes vary: benchmark would re-tune each time
+    assert "cudnn-benchmark-off" not in [v["cause"] for v in verdict(facts(observed))]
+
+
+def test_threads_times_workers_over_the_cores():
+    observed = Observations(Session())
+    observed.threads, observed.workers = 2, 4
+    found = verdict(facts(observed, cores=4))
+    assert found[0]["cause"] == "threads-oversubscribed" and "2 threads x 4 process(es) on 4" in found[0]["evidence"]
+    observed.threads = 1
+    assert [v["cause"] for v in verdict(facts(observed, cores=4))] == ["compute-bound"]
+
+
+def test_ranked_by_expected_saving_and_every_cause_catalogued():
+    observed = Observations(Session())
+    observed.params["fp32"], observed.anomaly = 1000, True
+    found = verdict(facts(observed, native=True, data=0.3, forward=0.3, backward=0.3, optimizer=0.05, other=0.05))
+    assert [v["cause"] for v in found] == ["debug-mode", "input-bound", "compute-fp32"]  # 0.3, 0.27, 0.18
+    assert all(v["cause"] in CAUSES for v in found)
+    assert [v["saves"] for v in found] == sorted((v["saves"] for v in found), reverse=True)
+
+
+def test_optimizer_implementation_as_torch_optim_picks_it():
+    params = [nn.Parameter(torch.zeros(4)) for _ in range(20)]
+    assert describe_optimizer(torch.optim.Adam(params), "Adam")["impl"] == "for-loop"  # CPU tensors: for-loop
+    assert describe_optimizer(torch.optim.Adam(params, foreach=True), "Adam")["impl"] == "foreach"
+    assert describe_optimizer(torch.optim.LBFGS(params), "LBFGS")["impl"] == "unknown"
