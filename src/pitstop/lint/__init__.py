@@ -6,16 +6,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pitstop.lint.engine import (
-    FileResult,
-    LintConfig,
-    discover,
-    explain,
-    fix_source,
-    lint_file,
-    lint_source,
-    load_config,
-)
+from pitstop.lint.config import LintConfig, discover, load_config
+from pitstop.lint.engine import FileResult, lint_file, lint_source
+from pitstop.lint.explain import explain
+from pitstop.lint.fix import fix_source
 from pitstop.lint.rules import Diagnostic, Edit, Fix
 
 __all__ = ["Diagnostic", "Edit", "Fix", "LintConfig", "LintResult", "explain", "lint", "lint_source"]

@@ -131,7 +131,7 @@ class Module:
 
     def enclosing_loops(self, node: ast.AST) -> list[ast.AST]:
         """Loops around ``node`` inside its own function, innermost first."""
-        found = []
+        found: list[ast.AST] = []
         cur = self.parents.get(id(node))
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                                                        ast.Lambda)):
