@@ -62,7 +62,7 @@ def _add_lint(sub: Any) -> None:
 
 def _lint(args: argparse.Namespace) -> int:
     from pitstop._env import environment
-    from pitstop.codes import CODES, at_least
+    from pitstop.codes import at_least
     from pitstop.lint import lint
     from pitstop.lint import output as out
 
@@ -95,7 +95,7 @@ def _lint(args: argparse.Namespace) -> int:
         print(out.summary(result.findings, result.files, args.unsafe_fixes))
     if args.fail_on == "never":
         return 0
-    return 1 if any(at_least(CODES[d.code].severity, args.fail_on) for d in result.findings) else 0
+    return 1 if any(at_least(d.level, args.fail_on) for d in result.findings) else 0
 
 
 def _explain(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pitstop.lint.config import LintConfig, discover, load_config
-from pitstop.lint.engine import FileResult, lint_file, lint_source
+from pitstop.lint.engine import lint_files, lint_source
 from pitstop.lint.explain import explain
 from pitstop.lint.fix import fix_source
 from pitstop.lint.rules import Diagnostic, Edit, Fix
@@ -35,12 +35,13 @@ def lint(paths: Iterable[str], *, select: Iterable[str] = (), ignore: Iterable[s
     paths = list(paths) or ["."]
     config = load_config(Path(paths[0]), select=select, ignore=ignore, extend_exclude=exclude)
     result = LintResult()
-    for path in discover(paths, config):
-        res: FileResult = lint_file(path, config, keep_source=fix or diff or keep_sources)
+    files = list(discover(paths, config))
+    root = Path(paths[0]).resolve() if Path(paths[0]).is_dir() else Path(paths[0]).resolve().parent
+    for res in lint_files(files, config, keep_source=fix or diff or keep_sources, root=root):
         result.files += 1
         result.lines += res.lines
         if (fix or diff) and res.source is not None and any(d.fix for d in res.findings):
-            new, applied = fix_source(res.source, res.path, config, unsafe_fixes)
+            new, applied = fix_source(res.source, res.path, config, unsafe_fixes, view=res.view)
             if new != res.source:
                 result.fixed[res.path] = len(applied)
                 if diff:
@@ -48,9 +49,9 @@ def lint(paths: Iterable[str], *, select: Iterable[str] = (), ignore: Iterable[s
                         res.source.splitlines(keepends=True), new.splitlines(keepends=True),
                         fromfile=_label("a", res.path), tofile=_label("b", res.path))))
                 else:
-                    path.write_text(new, encoding="utf-8")
-                    res = lint_file(path, config, keep_source=keep_sources)
-                    res.source = res.source or new
+                    Path(res.path).write_text(new, encoding="utf-8")
+                    res.findings = lint_source(new, res.path, config, res.view)
+                    res.source = new
         result.findings += res.findings
         if res.source is not None and keep_sources:
             result.sources[res.path] = res.source

@@ -7,6 +7,7 @@ import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode",
            "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"}
@@ -71,6 +72,8 @@ class Module:
     parents: dict[int, ast.AST] = field(default_factory=dict)
     optimizers: set[str] = field(default_factory=set)  # dotted names bound to torch.optim.X(...)
     trains: bool = False  # the file calls backward() somewhere
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # module-level classes
+    view: Any = None  # what the project knows about this file (pitstop.lint.project.View), once built
 
     calls: list[ast.Call] = field(default_factory=list)  # every call, in one walk
     loop_nodes: list[ast.AST] = field(default_factory=list)
@@ -107,10 +110,11 @@ class Module:
                         m.aliases[a.asname] = a.name
                     else:
                         m.aliases[a.name.split(".")[0]] = a.name.split(".")[0]
-            elif t is ast.ImportFrom and node.module and node.level == 0:  # type: ignore[attr-defined]
+            elif t is ast.ImportFrom:
+                base = "." * node.level + (node.module or "")  # type: ignore[attr-defined]
                 for a in node.names:  # type: ignore[attr-defined]
-                    if a.name != "*":
-                        m.aliases[a.asname or a.name] = f"{node.module}.{a.name}"  # type: ignore[attr-defined]
+                    if a.name != "*" and base:  # relative ones keep their dots: never a torch name
+                        m.aliases[a.asname or a.name] = f"{base}.{a.name}" if base.strip(".") else base + a.name
             elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
                 m.defs.append(node)
                 m.functions.setdefault(node.name, node)  # type: ignore[attr-defined, arg-type]
@@ -118,6 +122,7 @@ class Module:
                     local_defs.add(node.name)  # type: ignore[attr-defined]
             elif t is ast.ClassDef and parents.get(id(node)) is tree:
                 local_defs.add(node.name)  # type: ignore[attr-defined]
+                m.classes[node.name] = node  # type: ignore[attr-defined, assignment]
         for name in local_defs:  # a module-level def shadows an import of the same name
             m.aliases.pop(name, None)
         m.calls.sort(key=lambda c: (c.lineno, c.col_offset))
@@ -288,6 +293,12 @@ class GraphNames:
         if q.startswith("torch.nn.functional."):
             return True
         name = dotted(value.func) or ""
+        view = self.mod.view
+        if view is not None:
+            if view.returns_graph(value):
+                return True  # a project function that returns a graph-attached tensor
+            if name in view.models:
+                return True
         if name in self.mod.functions:
             return False  # a local helper, not a model
         last = name.rsplit(".", 1)[-1]

@@ -1,17 +1,24 @@
-"""Running the rules over one file: read and decode it, parse once, analyse, run every rule,
-apply ``# noqa`` and the configuration."""
+"""Running the rules: every file is read and parsed once, indexed into the project
+(``pitstop.lint.project``), then each file's rules run with the project in view, ``# noqa`` and the
+configuration applied."""
 
 from __future__ import annotations
 
 import ast
+import gc
 import tokenize
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from pitstop.lint.analysis import Module
 from pitstop.lint.config import LintConfig
 from pitstop.lint.noqa import suppressed
+from pitstop.lint.project import Project, View, index_file
+from pitstop.lint.requirements import project_root, torch_minimum
 from pitstop.lint.rules import INVALID_FILE, RULES, Context, Diagnostic
+
+HELD_LINES = 300_000  # files kept parsed between the two passes; past this they are parsed again (memory)
 
 
 @dataclass
@@ -20,6 +27,7 @@ class FileResult:
     findings: list[Diagnostic]
     lines: int
     source: str | None = None  # kept when fixes may apply
+    view: View | None = None  # the project as this file sees it (for fixes)
 
 
 def read_source(path: Path) -> tuple[str | None, str | None]:
@@ -34,19 +42,29 @@ def read_source(path: Path) -> tuple[str | None, str | None]:
         return None, f"cannot read the file ({exc.strerror})"
 
 
-def lint_source(source: str, path: str, config: LintConfig | None = None) -> list[Diagnostic]:
-    """Findings for one file's text, ``# noqa`` and the configuration applied, sorted by place."""
-    config = config or LintConfig()
+def parse(source: str, path: str) -> Module | Diagnostic:
+    """The file analysed, or the PIT001 finding saying why it cannot be."""
     try:
         tree = ast.parse(source, filename=path, type_comments=False)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None) or 1
         col = getattr(exc, "offset", None) or 1
         msg = getattr(exc, "msg", str(exc))
-        found = [Diagnostic("PIT001", INVALID_FILE.message.format(msg=msg), line, col, line, col, None, path)]
-        return [d for d in found if config.wants(d.code, path)]
-    lines = source.splitlines(keepends=True)
-    ctx = Context(Module.of(tree, source), path, lines)
+        return Diagnostic("PIT001", INVALID_FILE.message.format(msg=msg), line, col, line, col, None, path)
+    try:
+        return Module.of(tree, source)
+    except RecursionError:
+        message = INVALID_FILE.variants["nested"].format(rule="the analysis")
+        return Diagnostic("PIT001", message, 1, 1, 1, 1, None, path)
+
+
+def check(mod: Module, path: str, config: LintConfig, view: View | None = None) -> list[Diagnostic]:
+    """Every selected rule on one analysed file; ``# noqa`` applied; sorted by place."""
+    mod.view = view
+    if view is not None:
+        view.mod, view.helper_backwards = mod, None
+    lines = mod.source.splitlines(keepends=True)
+    ctx = Context(mod, path, lines, view)
     for rule in RULES:
         if not config.wants(rule.code, path):
             continue
@@ -60,12 +78,58 @@ def lint_source(source: str, path: str, config: LintConfig | None = None) -> lis
     return sorted(unique.values(), key=lambda d: (d.line, d.col, d.code))
 
 
-def lint_file(path: Path, config: LintConfig, keep_source: bool = False) -> FileResult:
-    name = str(path)
-    source, problem = read_source(path)
-    if source is None:
-        message = INVALID_FILE.variants["unreadable"].format(problem=problem or "unreadable")
-        d = Diagnostic("PIT001", message, 1, 1, 1, 1, None, name)
-        return FileResult(name, [d] if config.wants("PIT001", name) else [], 0)
-    findings = lint_source(source, name, config)
-    return FileResult(name, findings, source.count("\n") + 1, source if keep_source else None)
+def lint_source(source: str, path: str, config: LintConfig | None = None, view: View | None = None
+                ) -> list[Diagnostic]:
+    """Findings for one file's text: a project of its own unless ``view`` places it in one."""
+    config = config or LintConfig()
+    parsed = parse(source, path)
+    if isinstance(parsed, Diagnostic):
+        return [parsed] if config.wants(parsed.code, path) else []
+    if view is None:
+        view = Project.build([index_file(parsed, path, None)]).view(0)
+    return check(parsed, path, config, view)
+
+
+def lint_files(files: list[Path], config: LintConfig, keep_source: bool = False,
+               root: Path | None = None) -> Iterator[FileResult]:
+    """The files as one project: a first pass parses and indexes every file, a second runs the
+    rules. Parsed files are held between the passes up to ``HELD_LINES`` lines, so a project of that
+    size is parsed once; the rest of a larger tree is parsed again rather than kept in memory."""
+    low, named = torch_minimum(project_root(files[0])) if files else (None, False)
+    entries: list[tuple[Path, str | None, Module | Diagnostic | None]] = []
+    indexes = []
+    held = 0
+    enabled = gc.isenabled()
+    gc.disable()  # syntax trees have no cycles; collecting while millions of nodes live costs minutes
+    try:
+        for path in files:
+            source, problem = read_source(path)
+            if source is None:
+                entries.append((path, None, Diagnostic("PIT001", INVALID_FILE.variants["unreadable"].format(
+                    problem=problem or "unreadable"), 1, 1, 1, 1, None, str(path))))
+                continue
+            parsed = parse(source, str(path))
+            if isinstance(parsed, Module):
+                indexes.append(index_file(parsed, str(path), root))
+                size = source.count("\n") + 1
+                if held + size > HELD_LINES:
+                    parsed = None  # parsed again in the second pass
+                else:
+                    held += size
+            entries.append((path, source, parsed))
+        project = Project.build(indexes, low if low is not None else ((0,) if named else None))
+        number = 0
+        for path, source, parsed in entries:
+            name = str(path)
+            if isinstance(parsed, Diagnostic) or source is None:
+                d = parsed if isinstance(parsed, Diagnostic) else None
+                yield FileResult(name, [d] if d and config.wants(d.code, name) else [], 0)
+                continue
+            view = project.view(number)
+            number += 1
+            mod = parsed if parsed is not None else parse(source, name)
+            findings = check(mod, name, config, view) if isinstance(mod, Module) else []
+            yield FileResult(name, findings, source.count("\n") + 1, source if keep_source else None, view)
+    finally:
+        if enabled:
+            gc.enable()

@@ -6,6 +6,7 @@ import ast
 
 from pitstop.lint.config import LintConfig
 from pitstop.lint.engine import lint_source
+from pitstop.lint.project import View
 from pitstop.lint.rules import Diagnostic, Edit
 
 
@@ -21,13 +22,13 @@ def apply_edits(source: str, edits: list[Edit]) -> str:
     return out
 
 
-def fix_source(source: str, path: str, config: LintConfig, unsafe: bool, passes: int = 5
+def fix_source(source: str, path: str, config: LintConfig, unsafe: bool, passes: int = 5, view: View | None = None
                ) -> tuple[str, list[Diagnostic]]:
     """The source with every applicable fix applied (each pass re-lints; a pass whose result does
     not parse is dropped), and the fixes that were applied."""
     applied: list[Diagnostic] = []
     for _ in range(passes):
-        findings = lint_source(source, path, config)
+        findings = lint_source(source, path, config, view)
         todo = [d for d in findings if d.fix is not None and (d.fix.safe or unsafe)]
         if not todo:
             break

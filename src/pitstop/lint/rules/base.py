@@ -12,6 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from pitstop.codes import CODES
 from pitstop.lint.analysis import Module
 
 FixSafety = Literal["safe", "unsafe"]
@@ -47,6 +48,12 @@ class Diagnostic:
     end_col: int
     fix: Fix | None = None
     path: str = ""
+    severity: str | None = None  # when softer than the code's own (e.g. PIT501 where torch's default is unknown)
+
+    @property
+    def level(self) -> str:
+        """The severity this finding is reported at."""
+        return self.severity or CODES[self.code].severity
 
 
 @dataclass
@@ -57,7 +64,7 @@ class Context:
     mod: Module
     path: str
     lines: list[str]
-    project: Any = None
+    project: Any = None  # pitstop.lint.project.View: the project as seen from this file
     offsets: list[int] = field(default_factory=list)  # character offset of each line start
     found: list[Diagnostic] = field(default_factory=list)
 
@@ -82,11 +89,12 @@ class Context:
         start, end = self.span(node)
         return self.mod.source[start:end]
 
-    def report(self, code: str, node: Any, message: str, fix: Fix | None = None) -> None:
+    def report(self, code: str, node: Any, message: str, fix: Fix | None = None, severity: str | None = None
+               ) -> None:
         self.found.append(Diagnostic(code, message, node.lineno, self.char_col(node.lineno, node.col_offset) + 1,
                                      node.end_lineno or node.lineno,
                                      self.char_col(node.end_lineno or node.lineno, node.end_col_offset or 0) + 1,
-                                     fix, self.path))
+                                     fix, self.path, severity))
 
     def keyword_edit(self, call: ast.Call, keyword: str) -> Edit:
         """An edit adding ``keyword`` after the call's last argument (a trailing comma is kept)."""
@@ -117,9 +125,9 @@ class Rule:
         raise NotImplementedError
 
     def report(self, ctx: Context, node: ast.AST, fix: Fix | None = None, variant: str = "",
-               **fields: object) -> None:
+               severity: str | None = None, **fields: object) -> None:
         template = self.variants[variant] if variant else self.message
-        ctx.report(self.code, node, template.format(**fields), fix)
+        ctx.report(self.code, node, template.format(**fields), fix, severity)
 
     def make_fix(self, description: str, *edits: Edit) -> Fix:
         """A fix with this rule's safety."""

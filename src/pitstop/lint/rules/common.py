@@ -5,18 +5,33 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.analysis import GraphNames, Module, method_calls, walk_local
+from pitstop.lint.analysis import GraphNames, Module, is_backward, method_calls, walk_local
 from pitstop.lint.rules.base import is_const
 
 
 def training_loops(mod: Module) -> list[tuple[ast.AST, list[ast.Call]]]:
-    """Loops that run backward (directly or in nested loops), with those backward calls, in
-    source order."""
+    """Loops that run backward (directly, in nested loops, or in a project function they call),
+    with those calls, in source order."""
     by_loop: dict[int, tuple[ast.AST, list[ast.Call]]] = {}
-    for call in mod.backwards:
+    for call in [*mod.backwards, *helper_backwards(mod)]:
         for loop in mod.enclosing_loops(call):
             by_loop.setdefault(id(loop), (loop, []))[1].append(call)
     return sorted(by_loop.values(), key=lambda p: (p[0].lineno, p[0].col_offset))  # type: ignore[attr-defined]
+
+
+def helper_backwards(mod: Module) -> list[ast.Call]:
+    """Calls of project functions that run backward (transitively)."""
+    view = mod.view
+    if view is None:
+        return []
+    if view.helper_backwards is None:
+        view.helper_backwards = [c for c in mod.calls if not is_backward(c) and view.runs("backward", c)]
+    return view.helper_backwards  # type: ignore[no-any-return]
+
+
+def trains(mod: Module) -> bool:
+    """The file runs backward, itself or through a project function it calls."""
+    return mod.trains or bool(helper_backwards(mod))
 
 
 def innermost_loop(mod: Module, node: ast.AST, stop: ast.AST | None = None) -> ast.AST | None:

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from pitstop.lint.analysis import GraphNames, Module, assigned_in, dotted, walk_local
 from pitstop.lint.rules.base import Context, Edit, Fix, Rule
-from pitstop.lint.rules.common import training_loops
+from pitstop.lint.rules.common import training_loops, trains
 
 
 class GraphKeptAlive(Rule):
@@ -41,7 +41,7 @@ class GraphKeptAlive(Rule):
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
-        if not mod.trains:
+        if not trains(mod):
             return
         done: set[int] = set()
         for loop, _ in training_loops(mod):

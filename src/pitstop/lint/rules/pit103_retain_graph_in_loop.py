@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from pitstop.lint.analysis import Module, dotted, target_names, walk_local
 from pitstop.lint.rules.base import Context, Rule, is_const, keyword
-from pitstop.lint.rules.common import innermost_loop, training_loops
+from pitstop.lint.rules.common import innermost_loop, training_loops, trains
 
 
 class RetainGraphInLoop(Rule):
@@ -48,7 +48,7 @@ class RetainGraphInLoop(Rule):
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
-        if not mod.trains:
+        if not trains(mod):
             return
         for loop, calls in training_loops(mod):
             if innermost_loop(mod, calls[0]) is not loop:

@@ -6,7 +6,7 @@ import ast
 
 from pitstop.lint.analysis import backward_targets, is_backward, target_names, walk_local
 from pitstop.lint.rules.base import Context, Rule
-from pitstop.lint.rules.common import training_loops
+from pitstop.lint.rules.common import training_loops, trains
 
 
 class TrainingWithoutGrad(Rule):
@@ -34,7 +34,7 @@ class TrainingWithoutGrad(Rule):
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
-        if not mod.trains:
+        if not trains(mod):
             return
         for loop, calls in training_loops(mod):
             losses = {t.id for c in calls for t in backward_targets(c, mod) if isinstance(t, ast.Name)}

@@ -1,0 +1,202 @@
+"""Per-file facts for the project index: a summary of every function and every call site of a
+function that may live in the project, taken from the file's one parse (``analysis.Module``)."""
+
+from __future__ import annotations
+
+import ast
+import bisect
+from dataclasses import dataclass, field
+
+from pitstop.lint.analysis import (
+    MODEL_NAME,
+    GraphNames,
+    Module,
+    clears_grads,
+    dotted,
+    is_backward,
+    is_step,
+    walk_local,
+)
+
+Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit") or ("qual", "utils.evaluate")
+# calls into these packages are never project functions
+EXTERNAL = ("torch", "numpy", "np", "os", "sys", "math", "re", "json", "time", "random", "collections", "typing",
+            "functools", "itertools", "logging", "argparse", "pathlib", "copy", "pickle", "shutil", "subprocess",
+            "torchvision", "transformers", "tqdm", "matplotlib", "scipy", "sklearn", "pandas", "PIL", "wandb")
+
+
+@dataclass
+class Fn:
+    """What one function does by itself (the project adds what its callees do)."""
+
+    key: str
+    line: int
+    params: list[str]
+    backward: bool = False  # runs backward()
+    step: bool = False  # runs an optimizer step
+    zeroes: bool = False  # clears gradients
+    sets_eval: bool = False
+    sets_train: bool = False
+    no_grad: bool = False  # decorated with no_grad / inference_mode
+    forwards: bool = False  # model forward calls with autograd on
+    returns_graph: bool = False  # returns a graph-attached tensor
+    retain: tuple[int, int] | None = None  # a final backward(retain_graph=True) outside any loop of its own
+    refs: list[Ref] = field(default_factory=list)  # what it calls
+    return_refs: list[Ref] = field(default_factory=list)  # calls whose result it returns
+
+
+@dataclass
+class Site:
+    """One call of a (possibly) project function."""
+
+    ref: Ref
+    caller: str | None  # the calling function's key; None at module level
+    line: int
+    loop: bool  # inside a loop of the caller
+    later: list[Ref]  # calls after it in the same loop iteration
+    later_backward: bool  # a backward()/autograd.grad after it in the same iteration
+    no_grad: bool  # under no_grad / inference_mode
+    mode: str | None  # "eval" / "train": the caller's last mode switch before the call
+    model_args: tuple[int, ...]  # parameter positions that receive a model
+
+
+def enclosing_class(mod: Module, node: ast.AST) -> str | None:
+    """The class whose method ``node`` is in (the innermost function's owner)."""
+    cur = mod.parents.get(id(node))
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        cur = mod.parents.get(id(cur))
+    owner = mod.parents.get(id(cur)) if cur is not None else None
+    return owner.name if isinstance(owner, ast.ClassDef) else None
+
+
+def fn_key(mod: Module, fn: ast.AST) -> str:
+    owner = mod.parents.get(id(fn))
+    name: str = fn.name  # type: ignore[attr-defined]
+    return f"{owner.name}.{name}" if isinstance(owner, ast.ClassDef) else name
+
+
+def ref_of(call: ast.Call, mod: Module) -> Ref | None:
+    """How a call names a function that may be the project's, or None."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        if func.id in mod.functions and func.id not in mod.aliases:
+            return ("local", func.id)
+        q = mod.aliases.get(func.id)
+        return ("qual", q) if q and q.split(".")[0] not in EXTERNAL else None
+    if isinstance(func, ast.Attribute):
+        if isinstance(func.value, ast.Name) and func.value.id == "self":
+            cls = enclosing_class(mod, call)
+            return ("local", f"{cls}.{func.attr}") if cls else None
+        q = mod.qualname(func)
+        return ("qual", q) if q and q.split(".")[0] not in EXTERNAL else None
+    return None
+
+
+def _is_grad_call(n: ast.AST, mod: Module) -> bool:
+    return isinstance(n, ast.Call) and (is_backward(n) or mod.qualname(n.func) == "torch.autograd.grad")
+
+
+def _retain(fn: ast.AST, body: list[ast.AST], mod: Module) -> tuple[int, int] | None:
+    """The position of a ``backward(retain_graph=True)`` that is the function's last backward and
+    is not inside a loop of the function."""
+    grads = sorted((n for n in body if _is_grad_call(n, mod)), key=lambda n: (n.lineno, n.col_offset))  # type: ignore
+    if not grads or not is_backward(grads[-1]):
+        return None
+    last: ast.Call = grads[-1]  # type: ignore[assignment]
+    kw = next((k for k in last.keywords if k.arg == "retain_graph"), None)
+    if kw is None or not (isinstance(kw.value, ast.Constant) and kw.value.value is True):
+        return None
+    if mod.enclosing_loops(last):
+        return None
+    return last.lineno, last.col_offset
+
+
+def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str) -> Fn:
+    body = list(walk_local(fn))
+    calls = [n for n in body if isinstance(n, ast.Call)]
+    a = fn.args
+    out = Fn(key, fn.lineno, [x.arg for x in [*a.posonlyargs, *a.args]])
+    out.backward = any(is_backward(c) for c in calls)
+    out.step = any(is_step(c, mod) for c in calls)
+    out.zeroes = clears_grads(fn, mod)
+    for c in calls:
+        if isinstance(c.func, ast.Attribute) and c.func.attr in ("eval", "train"):
+            if c.func.attr == "eval" and not c.args:
+                out.sets_eval = True
+            elif c.func.attr == "train" and not (c.args and isinstance(c.args[0], ast.Constant)
+                                                 and c.args[0].value is False):
+                out.sets_train = True
+        r = ref_of(c, mod)
+        if r is not None:
+            out.refs.append(r)
+    out.no_grad = any(mod.is_no_grad(d) for d in fn.decorator_list)
+    out.retain = _retain(fn, body, mod) if out.backward else None
+    returns = [n for n in body if isinstance(n, ast.Return) and n.value is not None]
+    if not returns or out.no_grad:
+        return out
+    graph = GraphNames(fn, mod)
+    returned: set[str] = set()
+    for r in returns:
+        value: ast.AST = r.value  # type: ignore[assignment]
+        if graph.carries(value) and mod.under_no_grad(r) is None:
+            out.returns_graph = True
+        for v in (value.elts if isinstance(value, ast.Tuple) else [value]):
+            if isinstance(v, ast.Name):
+                returned.add(v.id)
+            elif isinstance(v, ast.Call) and (ref := ref_of(v, mod)) is not None:
+                out.return_refs.append(ref)
+    for n in body:
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and any(
+                isinstance(t, ast.Name) and t.id in returned for t in n.targets):
+            ref = ref_of(n.value, mod)
+            if ref is not None:
+                out.return_refs.append(ref)
+    return out
+
+
+def _local_models(mod: Module) -> set[str]:
+    return {d for call in mod.calls if (d := dotted(call.func)) and MODEL_NAME.search(d.rsplit(".", 1)[-1])}
+
+
+def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
+    """Every function's summary and every call site of a possibly-project function."""
+    functions: dict[str, Fn] = {}
+    for fn in mod.defs:
+        key = fn_key(mod, fn)
+        if key not in functions:
+            functions[key] = _summarise(mod, fn, key)  # type: ignore[arg-type]
+    sites: list[Site] = []
+    modes: dict[int, list[tuple[tuple[int, int], str]]] = {}
+    loop_calls: dict[int, list[ast.Call]] = {}
+    models = _local_models(mod)
+    for call in mod.calls:
+        ref = ref_of(call, mod)
+        if ref is None:
+            continue
+        scope = mod.enclosing_function(call)
+        if id(scope) not in modes:
+            modes[id(scope)] = sorted(((c.lineno, c.col_offset), c.func.attr) for c in walk_local(scope)
+                                      if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                                      and c.func.attr in ("eval", "train") and not c.args)
+        marks = modes[id(scope)]
+        pos = (call.lineno, call.col_offset)
+        before = bisect.bisect_left(marks, (pos, ""))
+        loops = mod.enclosing_loops(call)
+        later: list[Ref] = []
+        later_backward = False
+        if loops:
+            if id(loops[0]) not in loop_calls:
+                loop_calls[id(loops[0])] = sorted((n for n in walk_local(loops[0]) if isinstance(n, ast.Call)),
+                                                  key=lambda n: (n.lineno, n.col_offset))
+            for n in loop_calls[id(loops[0])]:
+                if (n.lineno, n.col_offset) > pos:
+                    later_backward = later_backward or _is_grad_call(n, mod)
+                    if (r := ref_of(n, mod)) is not None:
+                        later.append(r)
+        offset = 1 if ref[0] == "local" and "." in ref[1] else 0  # self
+        model_args = tuple(k + offset for k, arg in enumerate(call.args)
+                           if (d := dotted(arg)) and (d in models or MODEL_NAME.search(d.rsplit(".", 1)[-1])))
+        caller = fn_key(mod, scope) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        sites.append(Site(ref, caller, call.lineno, bool(loops), later, later_backward,
+                          mod.under_no_grad(call) is not None, marks[before - 1][1] if before else None, model_args))
+    return functions, sites

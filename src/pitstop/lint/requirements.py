@@ -1,0 +1,48 @@
+"""The lowest torch version a project allows, read from its pyproject.toml, setup.cfg, setup.py or
+requirements*.txt (the first folder at or above the linted path that has one of them)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
+_TORCH = re.compile(r"""(?<![\w.-])torch(?:\[[^\]]*\])?\s*\(?\s*(?P<spec>(?:(?:[<>=!~]=?|===)\s*[\w.*+]+\s*,?\s*)*)""",
+                    re.I)
+_CLAUSE = re.compile(r"(>=|==|~=|>|===)\s*(\d+(?:\.\d+)*)")
+
+
+def project_root(start: Path) -> Path | None:
+    """The first folder at or above ``start`` holding a pyproject.toml, setup.cfg, setup.py or requirements*.txt."""
+    here = start.resolve()
+    for folder in [here, *here.parents] if here.is_dir() else [here.parent, *here.parent.parents]:
+        if any((folder / f).is_file() for f in _FILES) or any(folder.glob("requirements*.txt")):
+            return folder
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def torch_minimum(folder: Path | None) -> tuple[tuple[int, ...] | None, bool]:
+    """(the lowest torch version allowed, whether torch is named at all) for the project in ``folder``.
+    ``(None, True)``: torch is required without a lower bound, so any old version is allowed."""
+    if folder is None:
+        return None, False
+    texts = []
+    for path in [*(folder / f for f in _FILES), *sorted(folder.glob("requirements*.txt"))]:
+        try:
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    named, lows = False, []
+    for text in texts:
+        for line in text.splitlines():
+            line = line.split("#", 1)[0]
+            for m in _TORCH.finditer(line):
+                named = True
+                bounds = [tuple(int(x) for x in v.split(".")) for _, v in _CLAUSE.findall(m.group("spec"))]
+                lows.append(min(bounds) if bounds else ())
+    if not lows:
+        return None, named
+    low = min(lows)
+    return (low or None), True
