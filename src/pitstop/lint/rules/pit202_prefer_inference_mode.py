@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.analysis import is_step
+from pitstop.lint.analysis import Module, is_step
 from pitstop.lint.rules.base import Context, Edit, Rule
 
 
 class PreferInferenceMode(Rule):
     """What it does:
         Finds `torch.no_grad()` (a block or a decorator) in a file that never runs backward or an
-        optimizer step.
+        optimizer step. Blocks that copy into or initialise tensors in place (`p.copy_(...)`,
+        `torch.nn.init.*`, `p.data = ...`) load or initialise weights and are left alone.
 
     Why is this bad:
         In pure inference code torch.inference_mode() does everything no_grad does and also skips
@@ -43,13 +44,32 @@ class PreferInferenceMode(Rule):
                 exprs = list(n.decorator_list)
             for e in exprs:
                 target = e.func if isinstance(e, ast.Call) else e
-                if (mod.qualname(target) or "") not in ("torch.no_grad", "torch.autograd.no_grad"):
+                if (mod.qualname(target) or "") not in ("torch.no_grad", "torch.autograd.no_grad") \
+                        or _writes_parameters(n, mod):
                     continue
                 fix = None
                 if isinstance(target, ast.Attribute) and not _stores_state(n):
                     end = ctx.span(target)[1]
                     fix = self.make_fix("use torch.inference_mode", Edit(end - len("no_grad"), end, "inference_mode"))
                 self.report(ctx, e, fix)
+
+
+def _writes_parameters(node: ast.AST, mod: Module) -> bool:
+    """The block copies into or initialises tensors in place (``p.copy_(...)``, ``w.normal_()``,
+    ``torch.nn.init.*``, ``p.data = ...``): loading or initialising weights, not inference, and
+    inference_mode would be wrong there."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            f = n.func
+            if isinstance(f, ast.Attribute) and f.attr.endswith("_") and not f.attr.startswith("_"):
+                return True
+            if (mod.qualname(f) or "").startswith("torch.nn.init."):
+                return True
+        elif isinstance(n, (ast.Assign, ast.AugAssign)):
+            for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                if isinstance(t, ast.Attribute) and t.attr in ("data", "weight", "bias"):
+                    return True
+    return False
 
 
 def _stores_state(node: ast.AST) -> bool:

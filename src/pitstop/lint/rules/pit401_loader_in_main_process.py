@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import ast
+import re
+from typing import ClassVar
 
+from pitstop.lint.analysis import Module, dotted
 from pitstop.lint.rules.base import Context, Rule, is_const, keyword
+from pitstop.lint.rules.common import training_loops
 
+# evaluation data by name: val_loader, testloader, dev_set (not "device", "interval")
+EVAL_DATA = re.compile(r"(?<![a-z])(val|valid|validation|test|testing|eval|evaluation|dev)(?![a-z])|"
+                       r"(val|test|eval)_?(loader|set|data|ds|dataset)", re.I)
 _LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
 
 
 class LoaderInMainProcess(Rule):
     """What it does:
-        Finds a training `DataLoader` (shuffled, with a sampler, or over a dataset named like
-        training data) left at `num_workers=0`; with CUDA in use, also without `pin_memory=True`.
+        Finds a training `DataLoader` (shuffled, with a sampler, over a dataset named like training
+        data, or iterated by a loop that runs backward; never one named like test/val/eval data)
+        left at `num_workers=0`, or, when the project uses CUDA anywhere, without
+        `pin_memory=True`.
 
     Why is this bad:
         With no workers every batch is loaded and collated in the training process while the model
@@ -29,23 +38,54 @@ class LoaderInMainProcess(Rule):
     name = "loader-in-main-process"
     message = "training DataLoader loads batches in the main process (num_workers=0){extra}; measure settings " \
               "with `pitstop data`"
+    variants: ClassVar[dict[str, str]] = {
+        "pin": "training DataLoader without pin_memory=True although the project uses CUDA: each copy to the GPU "
+               "is slower and synchronous; measure settings with `pitstop data`",
+    }
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
-        cuda = "cuda" in mod.source
+        cuda = ctx.project.project.cuda if ctx.project is not None else "cuda" in mod.source
+        iterated: dict[str, bool] | None = None
         for call in mod.calls:
             if (mod.qualname(call.func) or "") not in _LOADERS or any(k.arg is None for k in call.keywords):
                 continue
-            if not self.training(ctx, call):
+            iterated = _iterated_by_training(mod) if iterated is None else iterated
+            if not self.training(ctx, call, iterated):
                 continue
             workers = keyword(call, "num_workers")
+            pin = keyword(call, "pin_memory")
+            unpinned = cuda and (pin is None or is_const(pin.value, False))
             if workers is None or (isinstance(workers.value, ast.Constant) and workers.value.value == 0):
-                pin = keyword(call, "pin_memory")
-                extra = " and no pin_memory=True although CUDA is used" if cuda and (
-                    pin is None or is_const(pin.value, False)) else ""
-                self.report(ctx, call, extra=extra)
+                self.report(ctx, call, extra=" and no pin_memory=True although CUDA is used" if unpinned else "")
+            elif unpinned:
+                self.report(ctx, call, variant="pin")
 
-    def training(self, ctx: Context, call: ast.Call) -> bool:
+    def training(self, ctx: Context, call: ast.Call, iterated: dict[str, bool]) -> bool:
+        """Shuffled, sampled, over a dataset named like training data, or iterated by a training loop;
+        never one named like evaluation data (test, val, eval, dev)."""
+        parent = ctx.mod.parents.get(id(call))
+        names = [d for t in parent.targets if (d := dotted(t))] if isinstance(parent, ast.Assign) else []
+        data = ctx.text(call.args[0]) if call.args else ctx.text(keyword(call, "dataset").value) \
+            if keyword(call, "dataset") else ""
+        if any(EVAL_DATA.search(x.rsplit(".", 1)[-1]) for x in [*names, data]) and \
+                not any("train" in x.lower() for x in [*names, data]):
+            return False
+        if any(iterated.get(n) for n in names):
+            return True
         shuffle = keyword(call, "shuffle")
         return (shuffle is not None and not is_const(shuffle.value, False)) or keyword(call, "sampler") is not None \
-            or "train" in ctx.text(call.args[0] if call.args else call).lower()
+            or "train" in data.lower() or any("train" in n.lower() for n in names)
+
+
+def _iterated_by_training(mod: Module) -> dict[str, bool]:
+    """Loader names a training loop iterates (``for x, y in loader:`` with backward inside)."""
+    found: dict[str, bool] = {}
+    for loop, _ in training_loops(mod):
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            it = loop.iter
+            while isinstance(it, ast.Call) and it.args:  # enumerate(loader), tqdm(loader)
+                it = it.args[0]
+            if (d := dotted(it)) is not None:
+                found[d] = True
+    return found
