@@ -19,6 +19,10 @@ MODEL_NAME = re.compile(r"(^|_)(model|net|net_?[gd]|network|criterion|crit|encod
                         r"head|classifier|backbone|policy|critic|actor|rnn|lstm|gru|loss_?fn|loss_?func|[gd])\d*$")
 EVAL_NAME = re.compile(r"^(eval|evaluate|validate|validation|valid|val|predict|infer|inference)(_|$)|"
                        r"(_eval|_evaluate|_validate|_validation|_val|_predict|_inference)$", re.I)
+# methods that run a model for inference when called on one (net.predict(x), model.generate(ids))
+MODEL_METHOD = re.compile(r"^(forward|predict\w*|generate\w*|sample\w*|infer\w*|decode\w*|encode\w*|beam_search\w*|"
+                          r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*)$")
+LOSS_NAME = re.compile(r"(^|_)(criterion|crit|loss_?fn|loss_?func|loss|metric)\d*$", re.I)
 EVAL_LOADER = re.compile(r"(val|valid|test|eval|dev)", re.I)
 
 
@@ -327,6 +331,31 @@ class GraphNames:
     def culprit(self, expr: ast.AST) -> ast.Name | None:
         """The graph name ``expr`` is (for a fix), when it is exactly one."""
         return expr if isinstance(expr, ast.Name) and expr.id in self.names else None
+
+
+def is_forward(call: ast.Call, mod: Module) -> bool:
+    """A model's forward pass: a call of a model (built from an nn.Module class or a well-known
+    constructor, handed in where a model is, or named like one), or of an inference method on one
+    (``net.predict(x)``). Not a loss, not torch's own functions, not a project function."""
+    name = dotted(call.func)
+    if not name or (mod.qualname(call.func) or "").startswith("torch."):
+        return False
+    view = mod.view
+    models: set[str] = view.models if view is not None else set()
+    last = name.rsplit(".", 1)[-1]
+    if LOSS_NAME.search(last):
+        return False
+    if name in models:
+        return True
+    if name in mod.functions or (view is not None and view.callee(call) is not None):
+        return False
+    if last == last.lower() and MODEL_NAME.search(last):
+        return True
+    if isinstance(call.func, ast.Attribute) and MODEL_METHOD.match(call.func.attr):
+        recv = dotted(call.func.value) or ""
+        end = recv.rsplit(".", 1)[-1]
+        return recv in models or (end == end.lower() and bool(MODEL_NAME.search(end)) and not LOSS_NAME.search(end))
+    return False
 
 
 def loops(scope: ast.AST) -> list[ast.AST]:

@@ -198,6 +198,19 @@ class Project:
     def sites_of(self, fid: FnId) -> list[tuple[int, Site]]:
         return self.callers.get(fid, [])
 
+    def always_no_grad(self, fid: FnId) -> bool:
+        """Autograd is off whenever the function runs: it is decorated so, or every call of it
+        sits under no_grad or in a function that always runs so."""
+        key = ("always_no_grad", fid)
+        if key not in self._memo:
+            self._memo[key] = False  # a cycle: not proven
+            fn = self.files[fid[0]].functions[fid[1]]
+            sites = self.sites_of(fid)
+            self._memo[key] = fn.no_grad or (bool(sites) and all(
+                s.no_grad or (s.caller is not None and s.caller in self.files[i].functions
+                              and self.always_no_grad((i, s.caller))) for i, s in sites))
+        return self._memo[key]
+
     def view(self, i: int) -> View:
         return View(self, i)
 
@@ -215,6 +228,10 @@ class View:
     def __post_init__(self) -> None:
         f = self.project.files[self.i]
         self.models = {t for t, callee in f.constructors.items() if self.project.is_model_constructor(self.i, callee)}
+        for (j, key), positions in self.project.model_params.items():  # parameters that receive a model
+            if j == self.i:
+                params = f.functions[key].params
+                self.models.update(params[k] for k in positions if k < len(params))
 
     def fn_id(self, key: str) -> FnId | None:
         return (self.i, key) if key in self.project.files[self.i].functions else None

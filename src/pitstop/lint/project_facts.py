@@ -17,6 +17,7 @@ from pitstop.lint.analysis import (
     is_step,
     walk_local,
 )
+from pitstop.lint.flow import Flow
 
 Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit") or ("qual", "utils.evaluate")
 # calls into these packages are never project functions
@@ -58,6 +59,7 @@ class Site:
     no_grad: bool  # under no_grad / inference_mode
     mode: str | None  # "eval" / "train": the caller's last mode switch before the call
     model_args: tuple[int, ...]  # parameter positions that receive a model
+    result_used: bool = True  # its value reaches a backward, escapes or is returned in the caller
 
 
 def enclosing_class(mod: Module, node: ast.AST) -> str | None:
@@ -169,6 +171,7 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
     modes: dict[int, list[tuple[tuple[int, int], str]]] = {}
     loop_calls: dict[int, list[ast.Call]] = {}
     models = _local_models(mod)
+    flows: dict[int, Flow] = {}
     for call in mod.calls:
         ref = ref_of(call, mod)
         if ref is None:
@@ -197,6 +200,9 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
         model_args = tuple(k + offset for k, arg in enumerate(call.args)
                            if (d := dotted(arg)) and (d in models or MODEL_NAME.search(d.rsplit(".", 1)[-1])))
         caller = fn_key(mod, scope) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        if id(scope) not in flows:
+            flows[id(scope)] = Flow(scope, mod)
         sites.append(Site(ref, caller, call.lineno, bool(loops), later, later_backward,
-                          mod.under_no_grad(call) is not None, marks[before - 1][1] if before else None, model_args))
+                          mod.under_no_grad(call) is not None, marks[before - 1][1] if before else None, model_args,
+                          flows[id(scope)].fate(call) != "dead"))
     return functions, sites

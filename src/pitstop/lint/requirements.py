@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 _FILES = ("pyproject.toml", "setup.cfg", "setup.py")
-_TORCH = re.compile(r"""(?<![\w.-])torch(?:\[[^\]]*\])?\s*\(?\s*(?P<spec>(?:(?:[<>=!~]=?|===)\s*[\w.*+]+\s*,?\s*)*)""",
-                    re.I)
+_TORCH = re.compile(r"(?<![\w.-])torch(?![\w.-])(?:\[[^\]]*\])?\s*\(?\s*"  # torch, torch[extra], torch (
+                    r"(?P<spec>(?:(?:[<>=!~]=?|===)\s*[\w.*+]+\s*,?\s*)*)", re.I)
 _CLAUSE = re.compile(r"(>=|==|~=|>|===)\s*(\d+(?:\.\d+)*)")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.analysis import GraphNames, Module, is_backward, method_calls, walk_local
+from pitstop.lint.analysis import Module, is_backward, is_forward, method_calls, walk_local
 from pitstop.lint.rules.base import is_const
 
 
@@ -53,8 +53,5 @@ def train_calls(scope: ast.AST) -> list[ast.Call]:
 
 
 def forwards(scope: ast.AST, mod: Module) -> list[ast.Call]:
-    """Calls under ``scope`` that look like a model's forward pass (not torch.nn.functional)."""
-    g = GraphNames.__new__(GraphNames)
-    g.mod = mod
-    return [n for n in walk_local(scope) if isinstance(n, ast.Call) and GraphNames.model_call(g, n)
-            and not (mod.qualname(n.func) or "").startswith("torch.nn.functional")]
+    """Calls under ``scope`` that are a model's forward pass (``analysis.is_forward``)."""
+    return [n for n in walk_local(scope) if isinstance(n, ast.Call) and is_forward(n, mod)]
