@@ -23,6 +23,7 @@ EVAL_NAME = re.compile(r"^(eval|evaluate|validate|validation|valid|val|predict|i
 MODEL_METHOD = re.compile(r"^(forward|predict\w*|generate\w*|sample\w*|infer\w*|decode\w*|encode\w*|beam_search\w*|"
                           r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*)$")
 LOSS_NAME = re.compile(r"(^|_)(criterion|crit|loss_?fn|loss_?func|loss|metric)\d*$", re.I)
+CONSTRUCTOR = re.compile(r"^(create|build|make|get|load|init|new|setup|prepare|wrap|construct)_", re.I)
 EVAL_LOADER = re.compile(r"(val|valid|test|eval|dev)", re.I)
 
 
@@ -347,15 +348,14 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
         return False
     if name in models:
         return True
-    if name in mod.functions or (view is not None and view.callee(call) is not None):
+    if name in mod.functions or (view is not None and view.callee(call) is not None) or CONSTRUCTOR.match(last):
         return False
-    if last == last.lower() and MODEL_NAME.search(last):
-        return True
-    if isinstance(call.func, ast.Attribute) and MODEL_METHOD.match(call.func.attr):
+    if isinstance(call.func, ast.Attribute):
         recv = dotted(call.func.value) or ""
         end = recv.rsplit(".", 1)[-1]
-        return recv in models or (end == end.lower() and bool(MODEL_NAME.search(end)) and not LOSS_NAME.search(end))
-    return False
+        if recv in models or (end == end.lower() and MODEL_NAME.search(end) and not LOSS_NAME.search(end)):
+            return bool(MODEL_METHOD.match(call.func.attr))  # a method of a model: only the inference ones
+    return last == last.lower() and bool(MODEL_NAME.search(last))
 
 
 def loops(scope: ast.AST) -> list[ast.AST]:

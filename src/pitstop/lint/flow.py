@@ -18,7 +18,7 @@ from pitstop.lint.analysis import DETACHING, NUMBER_FUNCS, SAFE_ATTRS, Module, d
 
 Fate = Literal["live", "returned", "dead"]
 # a call that consumes a graph for training: its arguments are sinks
-SINK_CALL = re.compile(r"backward|(^|_)step$|update|(^|_)fit$|optimi[sz]e|minimize|accumulate|^scale$", re.I)
+SINK_CALL = re.compile(r"backward|(^|_)step$|update|(^|_)fit$|optimi[sz]e|minimize|accumulate|^scale$|scaler$", re.I)
 _STOP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -99,11 +99,21 @@ class Flow:
 
     def _call(self, n: ast.Call, live: set[str]) -> None:
         f = n.func
+        args = [*n.args, *(k.value for k in n.keywords)]
         if isinstance(f, ast.Attribute) and f.attr in ("append", "extend", "insert", "add", "put", "appendleft") \
                 and isinstance(f.value, ast.Name) and n.args:
             self.sources.setdefault(f.value.id, set()).update(carried(n.args[-1]))
-        if self.sink(n):
-            live.update(x for a in [f, *n.args, *(k.value for k in n.keywords)] for x in carried(a))
+        elif self.sink(n) or self.stores(n):
+            live.update(x for a in [f, *args] for x in carried(a))
+
+    def stores(self, call: ast.Call) -> bool:
+        """A method called for its effect on an object (``memory.push(s, a)``, ``policy.rewards.append(r)``,
+        ``pi.put_data(...)``): what it is given escapes the scope. Functions of imported modules
+        (``plt.plot``, ``vutils.save_image``) and builtins are not."""
+        f = call.func
+        parent = self.mod.parents.get(id(call))
+        return isinstance(f, ast.Attribute) and isinstance(parent, ast.Expr) and self.mod.qualname(f) is None \
+            and bool(call.args or call.keywords)
 
     def sink(self, call: ast.Call) -> bool:
         """A call that differentiates or trains on what it is given."""
@@ -112,6 +122,9 @@ class Flow:
         last = (dotted(call.func) or "").rsplit(".", 1)[-1]
         if last and SINK_CALL.search(last):
             return True
+        if any((d := dotted(a)) and ("optim" in d.rsplit(".", 1)[-1].lower() or d in self.mod.optimizers)
+               for a in [*call.args, *(k.value for k in call.keywords)]):
+            return True  # loss_scaler(loss, optimizer, ...): a step on what it is given
         view = self.mod.view
         return view is not None and view.runs("backward", call)
 

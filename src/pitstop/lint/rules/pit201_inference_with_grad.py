@@ -88,7 +88,7 @@ class InferenceWithGrad(Rule):
         found: list[ast.Call] = []
         reported: set[str] = set()
         for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
-            if mod.under_no_grad(call) is not None:
+            if mod.under_no_grad(call) is not None or _deliberate(mod, call) or _in_env_loop(mod, call, scope):
                 continue
             fate = flow.fate(call)
             if fate == "returned":
@@ -99,7 +99,7 @@ class InferenceWithGrad(Rule):
             inputs = {x for a in [*call.args, *(k.value for k in call.keywords)] for x in carried(a)}
             if not inputs & reported:
                 found.append(call)
-            reported |= _bound_by(mod, call) | inputs
+            reported |= _bound_by(mod, call)
         return found
 
     def dropped_by_callers(self, ctx: Context, scope: ast.AST) -> bool:
@@ -107,9 +107,31 @@ class InferenceWithGrad(Rule):
         view = ctx.project
         if view is None or scope is ctx.mod.tree:
             return False
+        if scope.name in ("forward", "__call__"):  # type: ignore[attr-defined]
+            return False  # called as model(x): its callers are not all known
         fid = view.fn_id(fn_key(ctx.mod, scope))
         sites = view.project.sites_of(fid) if fid is not None else []
         return bool(sites) and not any(s.result_used for _, s in sites)
+
+
+def _deliberate(mod: Module, call: ast.Call) -> bool:
+    """``model(x).detach()`` (the graph cut on purpose, as GAN steps do) or a bare ``model(x)``
+    statement (a warm-up or smoke test run for its effect)."""
+    parent = mod.parents.get(id(call))
+    if isinstance(parent, ast.Attribute) and parent.attr in ("detach", "detach_"):
+        return True
+    return isinstance(parent, ast.Expr)
+
+
+def _in_env_loop(mod: Module, call: ast.Call, scope: ast.AST) -> bool:
+    """Acting in an environment (reinforcement learning): a loop around the forward calls
+    ``env.step(action)``; the action is chosen with the policy as it stands."""
+    for loop in mod.enclosing_loops(call):
+        for n in walk_local(loop):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step" \
+                    and "env" in (dotted(n.func.value) or "").rsplit(".", 1)[-1].lower():
+                return True
+    return False
 
 
 def _bound_by(mod: Module, call: ast.Call) -> set[str]:
