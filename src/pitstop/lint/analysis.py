@@ -23,6 +23,7 @@ EVAL_NAME = re.compile(r"^(eval|evaluate|validate|validation|valid|val|predict|i
 MODEL_METHOD = re.compile(r"^(forward|predict\w*|generate\w*|sample\w*|infer\w*|decode\w*|encode\w*|beam_search\w*|"
                           r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*)$")
 LOSS_NAME = re.compile(r"(^|_)(criterion|crit|loss_?fn|loss_?func|loss|metric)\d*$", re.I)
+STAR_DEFAULTS = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "optim": "torch.optim"}
 CONSTRUCTOR = re.compile(r"^(create|build|make|get|load|init|new|setup|prepare|wrap|construct)_", re.I)
 EVAL_LOADER = re.compile(r"(val|valid|test|eval|dev)", re.I)
 
@@ -78,6 +79,7 @@ class Module:
     optimizers: set[str] = field(default_factory=set)  # dotted names bound to torch.optim.X(...)
     trains: bool = False  # the file calls backward() somewhere
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # module-level classes
+    star: bool = False  # the file has a `from X import *`
     view: Any = None  # what the project knows about this file (pitstop.lint.project.View), once built
 
     calls: list[ast.Call] = field(default_factory=list)  # every call, in one walk
@@ -117,6 +119,7 @@ class Module:
                         m.aliases[a.name.split(".")[0]] = a.name.split(".")[0]
             elif t is ast.ImportFrom:
                 base = "." * node.level + (node.module or "")  # type: ignore[attr-defined]
+                m.star = m.star or any(a.name == "*" for a in node.names)  # type: ignore[attr-defined]
                 for a in node.names:  # type: ignore[attr-defined]
                     if a.name != "*" and base:  # relative ones keep their dots: never a torch name
                         m.aliases[a.asname or a.name] = f"{base}.{a.name}" if base.strip(".") else base + a.name
@@ -128,6 +131,9 @@ class Module:
             elif t is ast.ClassDef and parents.get(id(node)) is tree:
                 local_defs.add(node.name)  # type: ignore[attr-defined]
                 m.classes[node.name] = node  # type: ignore[attr-defined, assignment]
+        if m.star:  # `from model import *` (which imports torch): the usual names mean what they usually do
+            for name, qual in STAR_DEFAULTS.items():
+                m.aliases.setdefault(name, qual)
         for name in local_defs:  # a module-level def shadows an import of the same name
             m.aliases.pop(name, None)
         m.calls.sort(key=lambda c: (c.lineno, c.col_offset))
@@ -286,9 +292,19 @@ class GraphNames:
                 targets = a.targets if isinstance(a, ast.Assign) else [a.target]
                 if self.carries(value) or self.model_call(value):
                     for t in targets:
-                        self.names.update(target_names(t))
+                        self.names.update(self.bound(t, value))
             if len(self.names) == before:
                 break
+
+    def bound(self, target: ast.AST, value: ast.AST) -> list[str]:
+        """The names of ``target`` that receive graph-attached values (``out, loss_value = step()``
+        where the project function returns ``out, loss.item()``: only ``out``)."""
+        view = self.mod.view
+        if view is not None and isinstance(value, ast.Call) and isinstance(target, ast.Tuple):
+            positions = view.graph_positions(value)
+            if positions is not None:
+                return [n for k, e in enumerate(target.elts) if k in positions for n in target_names(e)]
+        return target_names(target)
 
     def model_call(self, value: ast.AST) -> bool:
         """A call of something named like a model or criterion, or of torch.nn.functional."""

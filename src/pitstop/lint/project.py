@@ -43,7 +43,7 @@ class FileIndex:
     constructors: dict[str, str]  # dotted target -> what was called to build it (qualified where imported)
     sites: list[Site]
     cuda: bool
-    trains: bool
+    trains: bool  # runs backward, builds an optimizer or clears gradients
 
 
 def module_names(path: str, root: Path | None) -> list[str]:
@@ -71,8 +71,10 @@ def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
                     if d:
                         constructors[d] = callee
     functions, sites = index_functions(mod)
+    trains = mod.trains or bool(mod.optimizers) or any(
+        isinstance(c.func, ast.Attribute) and c.func.attr == "zero_grad" for c in mod.calls)
     return FileIndex(path, module_names(path, root), dict(mod.aliases), functions, classes, constructors, sites,
-                     "cuda" in mod.source, mod.trains)
+                     "cuda" in mod.source, trains)
 
 
 @dataclass
@@ -245,6 +247,11 @@ class View:
     def returns_graph(self, call: ast.Call) -> bool:
         fid = self.callee(call)
         return fid is not None and self.project.fact("returns_graph", fid)
+
+    def graph_positions(self, call: ast.Call) -> tuple[int, ...] | None:
+        """Which places of the tuple a project function returns hold graph-attached tensors (None: all)."""
+        fid = self.callee(call)
+        return self.project.files[fid[0]].functions[fid[1]].graph_positions if fid is not None else None
 
     def runs(self, what: str, call: ast.Call) -> bool:
         """Whether the project function ``call`` calls does ``what`` (backward, step, ...), transitively."""

@@ -41,6 +41,7 @@ class Fn:
     no_grad: bool = False  # decorated with no_grad / inference_mode
     forwards: bool = False  # model forward calls with autograd on
     returns_graph: bool = False  # returns a graph-attached tensor
+    graph_positions: tuple[int, ...] | None = None  # when every return is a tuple: the graph-attached places
     retain: tuple[int, int] | None = None  # a final backward(retain_graph=True) outside any loop of its own
     refs: list[Ref] = field(default_factory=list)  # what it calls
     return_refs: list[Ref] = field(default_factory=list)  # calls whose result it returns
@@ -138,15 +139,21 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
         return out
     graph = GraphNames(fn, mod)
     returned: set[str] = set()
+    positions: set[int] | None = set()
     for r in returns:
         value: ast.AST = r.value  # type: ignore[assignment]
         if graph.carries(value) and mod.under_no_grad(r) is None:
             out.returns_graph = True
+            if isinstance(value, ast.Tuple) and positions is not None:
+                positions.update(k for k, e in enumerate(value.elts) if graph.carries(e))
+            else:
+                positions = None
         for v in (value.elts if isinstance(value, ast.Tuple) else [value]):
             if isinstance(v, ast.Name):
                 returned.add(v.id)
             elif isinstance(v, ast.Call) and (ref := ref_of(v, mod)) is not None:
                 out.return_refs.append(ref)
+    out.graph_positions = tuple(sorted(positions)) if positions and out.returns_graph else None
     for n in body:
         if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and any(
                 isinstance(t, ast.Name) and t.id in returned for t in n.targets):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import ClassVar
 
 from pitstop.lint.analysis import Module, dotted
 from pitstop.lint.rules.base import Context, Rule, is_const, keyword
@@ -20,8 +19,8 @@ class LoaderInMainProcess(Rule):
     """What it does:
         Finds a training `DataLoader` (shuffled, with a sampler, over a dataset named like training
         data, or iterated by a loop that runs backward; never one named like test/val/eval data)
-        left at `num_workers=0`, or, when the project uses CUDA anywhere, without
-        `pin_memory=True`.
+        left at `num_workers=0`; when the project uses CUDA anywhere (in any file), the message
+        also names the missing `pin_memory=True`.
 
     Why is this bad:
         With no workers every batch is loaded and collated in the training process while the model
@@ -38,10 +37,6 @@ class LoaderInMainProcess(Rule):
     name = "loader-in-main-process"
     message = "training DataLoader loads batches in the main process (num_workers=0){extra}; measure settings " \
               "with `pitstop data`"
-    variants: ClassVar[dict[str, str]] = {
-        "pin": "training DataLoader without pin_memory=True although the project uses CUDA: each copy to the GPU "
-               "is slower and synchronous; measure settings with `pitstop data`",
-    }
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
@@ -58,8 +53,6 @@ class LoaderInMainProcess(Rule):
             unpinned = cuda and (pin is None or is_const(pin.value, False))
             if workers is None or (isinstance(workers.value, ast.Constant) and workers.value.value == 0):
                 self.report(ctx, call, extra=" and no pin_memory=True although CUDA is used" if unpinned else "")
-            elif unpinned:
-                self.report(ctx, call, variant="pin")
 
     def training(self, ctx: Context, call: ast.Call, iterated: dict[str, bool]) -> bool:
         """Shuffled, sampled, over a dataset named like training data, or iterated by a training loop;
@@ -68,8 +61,9 @@ class LoaderInMainProcess(Rule):
         names = [d for t in parent.targets if (d := dotted(t))] if isinstance(parent, ast.Assign) else []
         data = ctx.text(call.args[0]) if call.args else ctx.text(keyword(call, "dataset").value) \
             if keyword(call, "dataset") else ""
-        if any(EVAL_DATA.search(x.rsplit(".", 1)[-1]) for x in [*names, data]) and \
-                not any("train" in x.lower() for x in [*names, data]):
+        if any(EVAL_DATA.search(x.rsplit(".", 1)[-1]) for x in names):
+            return False  # test_loader = DataLoader(MNIST(train=False)): named for evaluation
+        if not names and EVAL_DATA.search(data) and "train" not in data.lower():
             return False
         if any(iterated.get(n) for n in names):
             return True
