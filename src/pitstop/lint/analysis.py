@@ -21,7 +21,8 @@ EVAL_NAME = re.compile(r"^(eval|evaluate|validate|validation|valid|val|predict|i
                        r"(_eval|_evaluate|_validate|_validation|_val|_predict|_inference)$", re.I)
 # methods that run a model for inference when called on one (net.predict(x), model.generate(ids))
 MODEL_METHOD = re.compile(r"^(forward|predict\w*|generate\w*|sample\w*|infer\w*|decode\w*|encode\w*|beam_search\w*|"
-                          r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*)$")
+                          r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*|"
+                          r"pi|q|v|act|get_action\w*|select_action\w*|policy|actor|critic)$")
 LOSS_NAME = re.compile(r"(^|_)(criterion|crit|loss_?fn|loss_?func|loss|metric)\d*$", re.I)
 STAR_DEFAULTS = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "optim": "torch.optim"}
 CONSTRUCTOR = re.compile(r"^(create|build|make|get|load|init|new|setup|prepare|wrap|construct)_", re.I)
@@ -80,6 +81,7 @@ class Module:
     trains: bool = False  # the file calls backward() somewhere
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # module-level classes
     star: bool = False  # the file has a `from X import *`
+    star_modules: list[str] = field(default_factory=list)  # the X of each
     view: Any = None  # what the project knows about this file (pitstop.lint.project.View), once built
 
     calls: list[ast.Call] = field(default_factory=list)  # every call, in one walk
@@ -119,7 +121,9 @@ class Module:
                         m.aliases[a.name.split(".")[0]] = a.name.split(".")[0]
             elif t is ast.ImportFrom:
                 base = "." * node.level + (node.module or "")  # type: ignore[attr-defined]
-                m.star = m.star or any(a.name == "*" for a in node.names)  # type: ignore[attr-defined]
+                if any(a.name == "*" for a in node.names):  # type: ignore[attr-defined]
+                    m.star = True
+                    m.star_modules.append(base)
                 for a in node.names:  # type: ignore[attr-defined]
                     if a.name != "*" and base:  # relative ones keep their dots: never a torch name
                         m.aliases[a.asname or a.name] = f"{base}.{a.name}" if base.strip(".") else base + a.name

@@ -18,7 +18,11 @@ from pitstop.lint.analysis import DETACHING, NUMBER_FUNCS, SAFE_ATTRS, Module, d
 
 Fate = Literal["live", "returned", "dead"]
 # a call that consumes a graph for training: its arguments are sinks
-SINK_CALL = re.compile(r"backward|(^|_)step$|update|(^|_)fit$|optimi[sz]e|minimize|accumulate|^scale$|scaler$", re.I)
+SINK_CALL = re.compile(r"backward|^((train|training|optimi[sz]er|optim|opt|update|sgd|learn)_?)?step$|update|(^|_)fit$|"
+                       r"optimi[sz]e|minimize|accumulate|^scale$|scaler$", re.I)
+# methods called to keep what they are given (a replay memory, a rollout buffer, a list on an object)
+STORE_CALL = re.compile(r"^(push\w*|put\w*|add|append\w*|extend|insert|store\w*|record\w*|remember|memorize|"
+                        r"cache\w*|register\w*|set_\w+|save_\w+)$")
 _STOP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -69,12 +73,20 @@ def _targets(t: ast.AST) -> tuple[list[str], bool]:
 class Flow:
     """Links and sinks of one scope; ``fate(expr)`` says where an expression's value ends."""
 
-    def __init__(self, scope: ast.AST, mod: Module) -> None:
+    def __init__(self, scope: ast.AST, mod: Module, after: ast.AST | None = None) -> None:
+        """``after``: follow only what runs after that node (later lines, or anywhere in a loop
+        around it), so that a name reused by an earlier training step does not count."""
         self.mod, self.scope = mod, scope
         self.sources: dict[str, set[str]] = {}  # target -> names flowing into it
         live: set[str] = set()
         ret: set[str] = set()
+        spans = [(lp.lineno, lp.end_lineno or lp.lineno) for lp in mod.enclosing_loops(after)] if after else []
+        start = after.lineno if after is not None else 0  # type: ignore[attr-defined]
         for n in walk_local(scope):
+            line = getattr(n, "lineno", None)
+            if after is not None and line is not None and line <= start \
+                    and not any(a <= line <= b for a, b in spans):
+                continue
             if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 names = set(carried(n.value))
@@ -107,12 +119,10 @@ class Flow:
             live.update(x for a in [f, *args] for x in carried(a))
 
     def stores(self, call: ast.Call) -> bool:
-        """A method called for its effect on an object (``memory.push(s, a)``, ``policy.rewards.append(r)``,
-        ``pi.put_data(...)``): what it is given escapes the scope. Functions of imported modules
-        (``plt.plot``, ``vutils.save_image``) and builtins are not."""
+        """A method called to keep what it is given (``memory.push(s, a)``, ``policy.rewards.append(r)``,
+        ``pi.put_data(...)``): it escapes the scope. Functions of imported modules are not."""
         f = call.func
-        parent = self.mod.parents.get(id(call))
-        return isinstance(f, ast.Attribute) and isinstance(parent, ast.Expr) and self.mod.qualname(f) is None \
+        return isinstance(f, ast.Attribute) and bool(STORE_CALL.match(f.attr)) and self.mod.qualname(f) is None \
             and bool(call.args or call.keywords)
 
     def sink(self, call: ast.Call) -> bool:

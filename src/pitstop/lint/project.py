@@ -44,6 +44,7 @@ class FileIndex:
     sites: list[Site]
     cuda: bool
     trains: bool  # runs backward, builds an optimizer or clears gradients
+    stars: list[str] = field(default_factory=list)  # modules imported with `from X import *`
 
 
 def module_names(path: str, root: Path | None) -> list[str]:
@@ -68,13 +69,13 @@ def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
             if callee and not callee.startswith("torch.optim"):
                 for t in parent.targets:
                     d = dotted(t)
-                    if d:
+                    if d and not callee.startswith(d + "."):  # model = model.to(device) keeps what it was
                         constructors[d] = callee
     functions, sites = index_functions(mod)
     trains = mod.trains or bool(mod.optimizers) or any(
         isinstance(c.func, ast.Attribute) and c.func.attr == "zero_grad" for c in mod.calls)
     return FileIndex(path, module_names(path, root), dict(mod.aliases), functions, classes, constructors, sites,
-                     "cuda" in mod.source, trains)
+                     "cuda" in mod.source, trains, list(mod.star_modules))
 
 
 @dataclass
@@ -155,6 +156,12 @@ class Project:
         """The project class ``name`` refers to (as stored: qualified through file ``i``'s imports)."""
         if name in self.files[i].classes:
             return i, name
+        if "." not in name:  # a bare name: perhaps from a `from X import *`
+            for star in self.files[i].stars:
+                for j in self._modules(i, star):
+                    if name in self.files[j].classes:
+                        return j, name
+            return None
         head, _, rest = name.rpartition(".")
         for j in self._modules(i, head) if head.strip(".") else []:
             if rest in self.files[j].classes:

@@ -6,7 +6,7 @@ import ast
 import re
 from typing import ClassVar
 
-from pitstop.lint.analysis import Module, dotted, names_in, walk_local
+from pitstop.lint.analysis import Module, dotted, is_backward, is_step, names_in, walk_local
 from pitstop.lint.flow import Flow, carried
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Rule
@@ -85,12 +85,16 @@ class InferenceWithGrad(Rule):
         mod = ctx.mod
         flow = Flow(scope, mod)
         dropped = None
+        trains = any(_trains(n, mod) for n in walk_local(scope) if isinstance(n, ast.Call))
         found: list[ast.Call] = []
         reported: set[str] = set()
         for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
-            if mod.under_no_grad(call) is not None or _deliberate(mod, call) or _in_env_loop(mod, call, scope):
+            if mod.under_no_grad(call) is not None or _deliberate(mod, call) or (
+                    trains and _in_env_loop(mod, call)):
                 continue
             fate = flow.fate(call)
+            if fate != "dead" and len(calls) <= 64:  # what runs after it only (a name reused by training)
+                fate = Flow(scope, mod, after=call).fate(call)
             if fate == "returned":
                 dropped = self.dropped_by_callers(ctx, scope) if dropped is None else dropped
                 fate = "dead" if dropped else fate
@@ -114,6 +118,18 @@ class InferenceWithGrad(Rule):
         return bool(sites) and not any(s.result_used for _, s in sites)
 
 
+_TRAIN_CALL = re.compile(r"train|update|learn|optimi[sz]e|(^|_)fit$", re.I)
+
+
+def _trains(call: ast.Call, mod: Module) -> bool:
+    """A call that trains: backward, an optimizer step, a project function that runs backward, or
+    a method named like a training step (``agent.train_net()``, ``learner.update(batch)``)."""
+    if is_backward(call) or is_step(call, mod) or (mod.view is not None and mod.view.runs("backward", call)):
+        return True
+    last = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    return bool(_TRAIN_CALL.search(last)) and not (last == "train" and not call.args)  # model.train(): a mode
+
+
 def _deliberate(mod: Module, call: ast.Call) -> bool:
     """``model(x).detach()`` (the graph cut on purpose, as GAN steps do) or a bare ``model(x)``
     statement (a warm-up or smoke test run for its effect)."""
@@ -123,9 +139,9 @@ def _deliberate(mod: Module, call: ast.Call) -> bool:
     return isinstance(parent, ast.Expr)
 
 
-def _in_env_loop(mod: Module, call: ast.Call, scope: ast.AST) -> bool:
-    """Acting in an environment (reinforcement learning): a loop around the forward calls
-    ``env.step(action)``; the action is chosen with the policy as it stands."""
+def _in_env_loop(mod: Module, call: ast.Call) -> bool:
+    """Acting in an environment while training (reinforcement learning): a loop around the forward
+    calls ``env.step(action)``; the action is chosen with the policy as it stands."""
     for loop in mod.enclosing_loops(call):
         for n in walk_local(loop):
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step" \
