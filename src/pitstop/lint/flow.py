@@ -1,11 +1,14 @@
 """Where a value goes: does the result of a forward pass ever reach a backward?
 
-One scope (a function body or the module's top level) at a time, flow-insensitive, no type
-inference: names are linked by the assignments between them (``loss = crit(out, y)`` links ``out``
-to ``loss``), except through what detaches (``.item()``, ``.detach()``, ``.data``, ``float()``).
-Sinks are what backward runs on (``loss.backward()``, ``torch.autograd.grad``, a project function
-that runs backward, a call named like an update step), what is stored on an object (escapes the
-scope) and what is returned. A forward whose value reaches none of them built a graph nothing uses."""
+One scope (a function body or the module's top level) at a time, no type inference: names are
+linked by the assignments between them (``loss = crit(out, y)`` links ``out`` to ``loss``), except
+through what turns a tensor into numbers (``.item()``, ``.data``, ``float()``, ``.numpy()``); a
+detached value still flows (a target computed for a loss). Sinks are what backward runs on
+(``loss.backward()``, ``torch.autograd.grad``, a project function that runs backward, a call named
+like an update step), what is kept on an object (escapes the scope) and what is returned. A forward
+whose value reaches none of them built a graph nothing uses. ``after=`` follows only what runs
+after a statement (later lines, or its loop), so that a name an earlier training step reused does
+not count."""
 
 from __future__ import annotations
 
@@ -23,6 +26,9 @@ SINK_CALL = re.compile(r"backward|^((train|training|optimi[sz]er|optim|opt|updat
 # methods called to keep what they are given (a replay memory, a rollout buffer, a list on an object)
 STORE_CALL = re.compile(r"^(push\w*|put\w*|add|append\w*|extend|insert|store\w*|record\w*|remember|memorize|"
                         r"cache\w*|register\w*|set_\w+|save_\w+)$")
+# where a value stops mattering here: numbers and arrays. ``.detach()`` does not stop it: a detached
+# target (a GAN's real features, a DQN's next-state values) still feeds the loss it was computed for
+CUTS = DETACHING - {"detach", "detach_"}
 _STOP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -34,7 +40,7 @@ def carried(expr: ast.AST | None) -> Iterator[str]:
         yield expr.id
     elif isinstance(expr, ast.Call):
         f = expr.func
-        if (isinstance(f, ast.Attribute) and f.attr in DETACHING) or (isinstance(f, ast.Name) and f.id in NUMBER_FUNCS):
+        if (isinstance(f, ast.Attribute) and f.attr in CUTS) or (isinstance(f, ast.Name) and f.id in NUMBER_FUNCS):
             return
         if isinstance(f, ast.Attribute):
             yield from carried(f.value)
@@ -118,6 +124,7 @@ class Flow:
         elif self.sink(n) or self.stores(n):
             live.update(x for a in [f, *args] for x in carried(a))
 
+
     def stores(self, call: ast.Call) -> bool:
         """A method called to keep what it is given (``memory.push(s, a)``, ``policy.rewards.append(r)``,
         ``pi.put_data(...)``): it escapes the scope. Functions of imported modules are not."""
@@ -161,7 +168,7 @@ class Flow:
                 elif isinstance(parent.func, ast.Name) and parent.func.id in NUMBER_FUNCS:
                     return "dead"
             elif isinstance(parent, ast.Attribute):
-                if parent.attr in SAFE_ATTRS or parent.attr in DETACHING:
+                if parent.attr in SAFE_ATTRS or parent.attr in CUTS:
                     return "dead"
                 if parent.attr == "backward":
                     return "live"

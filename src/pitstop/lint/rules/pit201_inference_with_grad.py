@@ -25,7 +25,9 @@ class InferenceWithGrad(Rule):
         `torch.autograd.grad`, an update call, a project function that runs backward, or is stored
         on an object; a returned value is used unless every caller in the project drops it.
         Forwards under `no_grad`/`inference_mode` (also where every caller opens one), of frozen
-        models (`requires_grad_(False)`) and in framework evaluation hooks are left alone.
+        models (`requires_grad_(False)`), in framework evaluation hooks, bare `model(x)` warm-up
+        statements, action selection in an environment loop that trains, and files that test
+        autograd with gradcheck are left alone.
 
     Why is this bad:
         Autograd records a graph for every forward and keeps the activations it would need for a
@@ -53,7 +55,7 @@ class InferenceWithGrad(Rule):
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
         frozen = _frozen(mod)
-        if _grad_disabled_globally(mod):
+        if _grad_disabled_globally(mod) or _tests_autograd(mod):
             return
         for scope in [mod.tree, *mod.defs]:
             calls = [c for c in forwards(scope, mod)
@@ -131,12 +133,8 @@ def _trains(call: ast.Call, mod: Module) -> bool:
 
 
 def _deliberate(mod: Module, call: ast.Call) -> bool:
-    """``model(x).detach()`` (the graph cut on purpose, as GAN steps do) or a bare ``model(x)``
-    statement (a warm-up or smoke test run for its effect)."""
-    parent = mod.parents.get(id(call))
-    if isinstance(parent, ast.Attribute) and parent.attr in ("detach", "detach_"):
-        return True
-    return isinstance(parent, ast.Expr)
+    """A bare ``model(x)`` statement: a warm-up or smoke test run for its effect."""
+    return isinstance(mod.parents.get(id(call)), ast.Expr)
 
 
 def _in_env_loop(mod: Module, call: ast.Call) -> bool:
@@ -189,3 +187,8 @@ def _grad_disabled_globally(mod: Module) -> bool:
     """``torch.set_grad_enabled(False)`` as a statement at module level: the script runs without autograd."""
     return any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and mod.is_no_grad(s.value)
                for s in mod.tree.body)
+
+
+def _tests_autograd(mod: Module) -> bool:
+    """A file that runs gradcheck: its forwards build graphs on purpose, to test them."""
+    return any((mod.qualname(c.func) or "").rsplit(".", 1)[-1] in ("gradcheck", "gradgradcheck") for c in mod.calls)

@@ -5,14 +5,16 @@ from __future__ import annotations
 import ast
 from typing import ClassVar
 
-from pitstop.lint.analysis import Module
+from pitstop.lint.analysis import Module, walk_local
 from pitstop.lint.rules.base import Context, Edit, Rule, keyword
 
 
 class UnstableLogsumexp(Rule):
     """What it does:
         Finds `log(sum(exp(x)))` and `log(softmax(x))` written by hand, in their torch, method and
-        `F.` spellings (an `exp(x - max)` shifted by hand is left alone).
+        `F.` spellings, also across statements (a softmax gathered, indexed or given an epsilon
+        before the log) and through a local `log()` helper (an `exp(x - max)` shifted by hand is
+        left alone).
 
     Why is this bad:
         exp(x) overflows to inf for large x and softmax underflows to 0 for very negative logits, so
@@ -33,9 +35,21 @@ class UnstableLogsumexp(Rule):
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
+        helpers = _log_helpers(mod)
+        origins: dict[int, dict[str, ast.AST]] = {}
         for call in mod.calls:
-            inner = _log_of(call, mod)
+            inner = _log_of(call, mod, helpers)
             if inner is None:
+                continue
+            scope = mod.enclosing_function(call)
+            if id(scope) not in origins:
+                origins[id(scope)] = _origins(scope)
+            traced = _trace(inner, origins[id(scope)])
+            if traced is not inner:  # through names, indexing, gather or an epsilon: no rewrite offered
+                if _exp_sums(traced, mod):
+                    self.report(ctx, call)
+                elif _softmax_of(traced, mod) is not None:
+                    self.report(ctx, call, variant="softmax")
                 continue
             exp_sum = _sum_of_exp(inner, mod)
             if exp_sum is not None and isinstance(exp_sum[0], ast.BinOp) and isinstance(exp_sum[0].op, ast.Sub):
@@ -59,9 +73,11 @@ class UnstableLogsumexp(Rule):
                 self.report(ctx, call, fix, variant="softmax")
 
 
-def _log_of(call: ast.Call, mod: Module) -> ast.AST | None:
-    """The argument of torch.log(X) or X.log()."""
+def _log_of(call: ast.Call, mod: Module, helpers: frozenset[str] = frozenset()) -> ast.AST | None:
+    """The argument of torch.log(X), X.log() or a local helper that returns torch.log of its argument."""
     if (mod.qualname(call.func) or "") == "torch.log" and len(call.args) == 1 and not call.keywords:
+        return call.args[0]
+    if isinstance(call.func, ast.Name) and call.func.id in helpers and len(call.args) == 1:
         return call.args[0]
     if isinstance(call.func, ast.Attribute) and call.func.attr == "log" and not call.args and not call.keywords \
             and mod.qualname(call.func) is None:
@@ -112,3 +128,50 @@ def _softmax_of(node: ast.AST, mod: Module) -> tuple[ast.AST, ast.AST | None] | 
     if isinstance(node.func, ast.Attribute) and node.func.attr == "softmax" and not q:
         return node.func.value, _arg(node, list(node.args), 0, "dim")
     return None
+
+
+def _log_helpers(mod: Module) -> frozenset[str]:
+    """Local functions whose body is ``return torch.log(x [+ eps])`` of their one parameter."""
+    found = set()
+    for name, fn in mod.functions.items():
+        if len(fn.body) == 1 and isinstance(fn.body[0], ast.Return) and isinstance(fn.body[0].value, ast.Call) \
+                and len(fn.args.args) == 1:
+            arg = _log_of(fn.body[0].value, mod)
+            if arg is not None and fn.args.args[0].arg in {n.id for n in ast.walk(arg) if isinstance(n, ast.Name)}:
+                found.add(name)
+    return frozenset(found)
+
+
+def _origins(scope: ast.AST) -> dict[str, ast.AST]:
+    found: dict[str, ast.AST] = {}
+    for n in sorted((n for n in walk_local(scope) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
+        for t in n.targets:
+            if isinstance(t, ast.Name):
+                found[t.id] = n.value
+    return found
+
+
+def _trace(node: ast.AST, origins: dict[str, ast.AST], depth: int = 0) -> ast.AST:
+    """What a log's argument is made of: names followed to their value, through indexing,
+    ``gather``/``index_select`` and an added epsilon."""
+    if depth > 6:
+        return node
+    if isinstance(node, ast.Name) and node.id in origins:
+        return _trace(origins[node.id], origins, depth + 1)
+    if isinstance(node, ast.Subscript):
+        return _trace(node.value, origins, depth + 1)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.right, ast.Constant) \
+            and isinstance(node.right.value, float) and abs(node.right.value) <= 1e-3:  # an epsilon, not a shift
+        return _trace(node.left, origins, depth + 1)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in ("gather", "index_select", "squeeze", "unsqueeze", "view", "reshape"):
+        return _trace(node.func.value, origins, depth + 1)
+    return node
+
+
+def _exp_sums(node: ast.AST, mod: Module) -> bool:
+    """A sum of exps, or several added together (``sum(exp(a)) + sum(exp(b))``), not shifted by hand."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _exp_sums(node.left, mod) and _exp_sums(node.right, mod)
+    found = _sum_of_exp(node, mod)
+    return found is not None and not (isinstance(found[0], ast.BinOp) and isinstance(found[0].op, ast.Sub))
