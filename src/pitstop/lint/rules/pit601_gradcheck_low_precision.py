@@ -15,9 +15,10 @@ _FACTORIES = {"randn", "rand", "zeros", "ones", "empty", "full", "tensor", "rand
 class GradcheckLowPrecision(Rule):
     """What it does:
         Finds `gradcheck`/`gradgradcheck` called on an input whose dtype is known to be below
-        float64: created by a torch factory without a dtype or with float32/16 (also through the
-        tuples and names it is passed in, `.to(...)`, `.float()` and `Variable(...)`). Inputs whose
-        dtype cannot be told (a parameter, a helper's result) are left alone.
+        float64: created by a torch factory without a dtype or with float32/16, followed through
+        the tuples and names it is passed in, `.to(...)`, `.float()`, `Variable(...)`,
+        `torch.from_numpy` of a numpy `astype(np.float32)` array and local helper functions.
+        Inputs whose dtype cannot be told (a parameter nobody passes) are left alone.
 
     Why is this bad:
         gradcheck compares analytical gradients with finite differences; in float32 the finite
@@ -38,7 +39,7 @@ class GradcheckLowPrecision(Rule):
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
-        module_level: dict[str, ast.AST] | None = None
+        module_env: Env | None = None
         for call in mod.calls:
             q = mod.qualname(call.func) or ""
             if q.rsplit(".", 1)[-1] not in ("gradcheck", "gradgradcheck") or not q.startswith("torch.autograd"):
@@ -46,86 +47,128 @@ class GradcheckLowPrecision(Rule):
             inputs = call.args[1] if len(call.args) > 1 else getattr(keyword(call, "inputs"), "value", None)
             if inputs is None:
                 continue
-            module_level = _origins(mod.tree) if module_level is None else module_level
-            created = {**module_level, **_origins(mod.enclosing_function(call))}
-            for el in _elements(inputs, created):
-                if low_precision(el, mod, created):
+            module_env = _env(mod.tree, {}) if module_env is None else module_env
+            scope = mod.enclosing_function(call)
+            env = _env(scope, module_env) if scope is not mod.tree else module_env
+            for el, el_env in _elements(inputs, env):
+                if Dtypes(mod).of(el, el_env) == "low":
                     self.report(ctx, call, fn=q.rsplit(".", 1)[-1], arg=ctx.text(el))
                     break
 
 
-def _origins(scope: ast.AST) -> dict[str, ast.AST]:
-    """What each name was last bound to in the scope (in source order)."""
-    found: dict[str, ast.AST] = {}
-    assigns = sorted((n for n in walk_local(scope) if isinstance(n, ast.Assign)), key=lambda n: n.lineno)
-    for n in assigns:
+Env = dict[str, tuple[ast.AST, "Env"]]  # name -> (what it was bound to, the scope that binds it)
+
+
+def _env(scope: ast.AST, outer: Env) -> Env:
+    """What each name was last bound to in the scope (in source order); ``a, b = f()`` binds
+    ``f()[0]`` and ``f()[1]``."""
+    env: Env = dict(outer)
+    for n in sorted((n for n in walk_local(scope) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
         for t in n.targets:
-            if isinstance(t, ast.Name):
-                found[t.id] = n.value
-            elif isinstance(t, (ast.Tuple, ast.List)) and isinstance(n.value, (ast.Tuple, ast.List)) \
-                    and len(t.elts) == len(n.value.elts):
-                for a, b in zip(t.elts, n.value.elts, strict=True):
+            if isinstance(t, ast.Name):  # x = x.cuda(): the x it reads is the one bound before
+                reads_itself = any(isinstance(x, ast.Name) and x.id == t.id for x in ast.walk(n.value))
+                env[t.id] = (n.value, dict(env) if reads_itself else env)
+            elif isinstance(t, (ast.Tuple, ast.List)):
+                for k, a in enumerate(t.elts):
                     if isinstance(a, ast.Name):
-                        found[a.id] = b
-    return found
+                        if isinstance(n.value, (ast.Tuple, ast.List)) and len(n.value.elts) == len(t.elts):
+                            env[a.id] = (n.value.elts[k], env)
+                        else:
+                            env[a.id] = (ast.Subscript(n.value, ast.Constant(k)), env)
+    return env
 
 
-def _elements(node: ast.AST, created: dict[str, ast.AST], depth: int = 0) -> list[ast.AST]:
+def _elements(node: ast.AST, env: Env, depth: int = 0) -> list[tuple[ast.AST, Env]]:
     """The tensors an inputs expression stands for: tuple/list elements, names followed to what
     they were bound to."""
     if depth > 4:
         return []
-    if isinstance(node, ast.Name) and node.id in created and isinstance(created[node.id], (ast.Tuple, ast.List)):
-        return _elements(created[node.id], created, depth + 1)
+    if isinstance(node, ast.Name) and node.id in env and isinstance(env[node.id][0], (ast.Tuple, ast.List)):
+        return _elements(*env[node.id], depth + 1)
     if isinstance(node, (ast.Tuple, ast.List)):
-        return [e for el in node.elts for e in _elements(el, created, depth + 1)]
-    return [node]
+        return [e for el in node.elts for e in _elements(el, env, depth + 1)]
+    return [(node, env)]
 
 
-def _dtype_low(node: ast.AST, created: dict[str, ast.AST]) -> bool | None:
-    """True for a float32/16 dtype, False for float64, None when it cannot be told."""
-    if isinstance(node, ast.Name) and node.id in created:
-        node = created[node.id]
+def _dtype_text(node: ast.AST) -> str | None:
+    """"low" for float32/16 written out, "high" for float64, None when it cannot be told."""
     text = ast.unparse(node)
-    if "float64" in text or "double" in text:
-        return False
-    if re.search(r"float(32|16)?\b|half|bfloat16", text) and "float64" not in text:
-        return True
+    if "float64" in text or "double" in text or re.search(r"\bf8\b", text):
+        return "high"
+    if re.search(r"float(32|16)?\b|half|bfloat16|single|\bf4\b", text):
+        return "low"
     return None
 
 
-def low_precision(node: ast.AST, mod: Module, created: dict[str, ast.AST] | None = None, depth: int = 0) -> bool:
-    """A tensor built by a torch factory (possibly followed by .requires_grad_(), .to(), wrapped in
-    Variable) whose dtype is known to be below float64."""
-    created = created or {}
-    if depth > 4:
-        return False
-    if isinstance(node, ast.Name):
-        return node.id in created and low_precision(created[node.id], mod, created, depth + 1)
-    if not isinstance(node, ast.Call):
-        return False
-    f = node.func
-    if isinstance(f, ast.Attribute) and f.attr in ("requires_grad_", "detach", "clone", "contiguous", "cpu", "cuda"):
-        return low_precision(f.value, mod, created, depth + 1)
-    if isinstance(f, ast.Attribute) and f.attr in ("double",):
-        return False
-    if isinstance(f, ast.Attribute) and f.attr in ("float", "half", "bfloat16"):
-        return True
-    if isinstance(f, ast.Attribute) and f.attr in ("to", "type"):
-        for a in [*node.args, *(k.value for k in node.keywords if k.arg == "dtype")]:
-            low = _dtype_low(a, created)
-            if low is not None:
-                return low
-        return low_precision(f.value, mod, created, depth + 1)
-    q = mod.qualname(f) or ""
-    if q.endswith("autograd.Variable") or q == "torch.autograd.variable.Variable":
-        return bool(node.args) and low_precision(node.args[0], mod, created, depth + 1)
-    if not (q.startswith("torch.") and q.rsplit(".", 1)[-1] in _FACTORIES):
-        return False
-    dtype = keyword(node, "dtype")
-    if dtype is None:
-        if q.endswith(".tensor") or q.endswith(".as_tensor"):
-            return bool(node.args) and any(isinstance(c, ast.Constant) and isinstance(c.value, float)
-                                           for c in ast.walk(node.args[0]))
-        return not q.endswith("_like")  # randn_like(x) takes x's dtype
-    return bool(_dtype_low(dtype.value, created))
+class Dtypes:
+    """The floating dtype an expression's tensor has, followed through names, tuples, local
+    helper functions (their parameters bound to the caller's arguments), ``torch.from_numpy``,
+    numpy's ``astype`` and torch's conversions."""
+
+    def __init__(self, mod: Module) -> None:
+        self.mod = mod
+
+    def of(self, node: ast.AST, env: Env, depth: int = 0) -> str | None:
+        if depth > 40:  # a bound on the chase (names, helpers), not a cycle guard alone
+            return None
+        if isinstance(node, ast.Name):
+            return self.of(*env[node.id], depth + 1) if node.id in env else None
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) \
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, int):
+            returned = self.returned(node.value, env, depth)
+            if returned is not None and isinstance(returned[0], (ast.Tuple, ast.List)) \
+                    and node.slice.value < len(returned[0].elts):
+                return self.of(returned[0].elts[node.slice.value], returned[1], depth + 1)
+            return None
+        return self.call(node, env, depth) if isinstance(node, ast.Call) else None
+
+    def call(self, node: ast.Call, env: Env, depth: int) -> str | None:
+        f = node.func
+        if isinstance(f, ast.Attribute):
+            if f.attr in ("requires_grad_", "detach", "clone", "contiguous", "cpu", "cuda", "requires_grad"):
+                return self.of(f.value, env, depth + 1)
+            if f.attr == "double":
+                return "high"
+            if f.attr in ("float", "half", "bfloat16"):
+                return "low"
+            if f.attr in ("to", "type", "astype"):
+                for a in [*node.args, *(k.value for k in node.keywords if k.arg == "dtype")]:
+                    if (found := _dtype_text(a)) is not None:
+                        return found
+                return self.of(f.value, env, depth + 1) if f.attr != "astype" else None
+        q = self.mod.qualname(f) or ""
+        last = q.rsplit(".", 1)[-1]
+        if q.endswith("autograd.Variable") or q in ("torch.autograd.variable.Variable", "torch.from_numpy"):
+            return self.of(node.args[0], env, depth + 1) if node.args else None
+        if q.startswith(("numpy.", "np.")):
+            dtype = keyword(node, "dtype")
+            return _dtype_text(dtype.value) if dtype else ("low" if last in ("float32", "float16") else None)
+        if q.startswith("torch.") and last in _FACTORIES:
+            dtype = keyword(node, "dtype")
+            if dtype is not None:
+                return _dtype_text(dtype.value) or self.of(dtype.value, env, depth + 1)
+            if last in ("tensor", "as_tensor"):
+                if node.args and any(isinstance(c, ast.Constant) and isinstance(c.value, float)
+                                     for c in ast.walk(node.args[0])):
+                    return "low"
+                return self.of(node.args[0], env, depth + 1) if node.args else None
+            return None if last.endswith("_like") else "low"  # randn_like(x) takes x's dtype
+        returned = self.returned(node, env, depth)
+        return self.of(*returned, depth + 1) if returned is not None else None
+
+    def returned(self, call: ast.Call, env: Env, depth: int) -> tuple[ast.AST, Env] | None:
+        """What a local helper returns, in its own scope with its parameters bound to the call's arguments."""
+        if not isinstance(call.func, ast.Name) or call.func.id not in self.mod.functions or depth > 40:
+            return None
+        fn = self.mod.functions[call.func.id]
+        returns = [n for n in walk_local(fn) if isinstance(n, ast.Return) and n.value is not None]
+        if len(returns) != 1:
+            return None
+        inner: Env = {k: v for k, v in env.items()}
+        params = [a.arg for a in fn.args.args]
+        for k, a in enumerate(call.args[:len(params)]):
+            inner[params[k]] = (a, env)
+        for kw in call.keywords:
+            if kw.arg in params:
+                inner[kw.arg] = (kw.value, env)
+        return returns[0].value, _env(fn, inner)  # type: ignore[return-value]
