@@ -6,15 +6,19 @@ import ast
 from typing import ClassVar
 
 from pitstop.lint.analysis import EVAL_NAME, Module, is_backward, is_step, method_calls, walk_local
+from pitstop.lint.project import FnId, Project
+from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Rule
 from pitstop.lint.rules.common import eval_calls, forwards, train_calls, training_loops
 
 
 class WrongModuleMode(Rule):
     """What it does:
-        Finds `.eval()` in a training loop (directly or in a helper it calls) with no `.train()` in
-        the loop; and an evaluation function (named eval/validate/test/predict/...) with forward
-        passes, no backward and no `.eval()`, in a file that never calls `.eval()`.
+        Finds `.eval()` in a training loop (directly or in a helper it calls, in any file) with no
+        `.train()` in the loop; and an evaluation function (named eval/validate/predict/...) with
+        forward passes, no backward and no `.eval()` of its own, when a caller anywhere in the
+        project runs it in training mode (no `.eval()` before the call), or, with no caller in the
+        project, in a file that never calls `.eval()`.
 
     Why is this bad:
         In eval mode dropout is off and batch-norm stops updating its statistics, so training
@@ -57,11 +61,43 @@ class WrongModuleMode(Rule):
             if where is not None and not train_calls(loop):
                 seen.add(id(loop))
                 self.report(ctx, where, call=ctx.text(where))
-        if any(isinstance(c.func, ast.Attribute) and c.func.attr == "eval" and not c.args for c in mod.calls):
-            return  # the file sets eval mode somewhere: callers are assumed to handle it
-        for fn in mod.functions.values():
-            if EVAL_NAME.search(fn.name) and forwards(fn, mod) and not any(is_backward(n) for n in walk_local(fn)):
-                self.report(ctx, fn, variant="no-eval", fn=fn.name)
+        file_evals = any(isinstance(c.func, ast.Attribute) and c.func.attr == "eval" and not c.args for c in mod.calls)
+        for fn in mod.defs:
+            name: str = fn.name  # type: ignore[attr-defined]
+            if not EVAL_NAME.search(name) or eval_calls(fn) or not forwards(fn, mod) \
+                    or any(is_backward(n) for n in walk_local(fn)):
+                continue
+            verdict = self.callers_mode(ctx, fn)
+            if (verdict is None and not file_evals) or verdict == "train":
+                self.report(ctx, fn, variant="no-eval", fn=name)
+
+    def callers_mode(self, ctx: Context, fn: ast.AST) -> str | None:
+        """"train" when some caller in the project runs the function in training mode (its last
+        switch before the call was train(), or none in a function that trains or at a script's top
+        level), "eval" when every caller switched to eval() first, None when it has no callers."""
+        view = ctx.project
+        fid = view.fn_id(fn_key(ctx.mod, fn)) if view is not None else None
+        return _mode(view.project, fid, 0) if fid is not None else None
+
+
+def _mode(project: Project, fid: FnId, depth: int) -> str | None:
+    """The module mode a function runs in, from its callers: the caller's last switch before the
+    call; with none, the caller's own callers' (a script's top level starts in training mode, as a
+    freshly built model does)."""
+    sites = project.sites_of(fid)
+    if not sites or depth > 6:
+        return None
+    verdicts = set()
+    for i, s in sites:
+        if s.mode is not None:
+            verdicts.add(s.mode)
+        elif s.caller is None or s.caller not in project.files[i].functions:
+            verdicts.add("train")
+        elif project.fact("backward", (i, s.caller)):
+            verdicts.add("train")
+        else:
+            verdicts.add(_mode(project, (i, s.caller), depth + 1) or "unknown")
+    return "train" if "train" in verdicts else "eval" if verdicts == {"eval"} else None
 
 
 def _calls_eval_helper(loop: ast.AST, mod: Module) -> ast.Call | None:
@@ -71,4 +107,7 @@ def _calls_eval_helper(loop: ast.AST, mod: Module) -> ast.Call | None:
             fn = mod.functions[n.func.id]
             if eval_calls(fn) and not train_calls(fn):
                 return n
+        if isinstance(n, ast.Call) and mod.view is not None and mod.view.runs("sets_eval", n) \
+                and not mod.view.runs("sets_train", n):
+            return n  # a project function (another file) that leaves the model in eval mode
     return None
