@@ -15,7 +15,7 @@ from pitstop.lint.analysis import Module
 from pitstop.lint.config import LintConfig
 from pitstop.lint.noqa import suppressed
 from pitstop.lint.project import Project, View, index_file
-from pitstop.lint.requirements import project_root, torch_minimum
+from pitstop.lint.requirements import Requirements
 from pitstop.lint.rules import INVALID_FILE, RULES, Context, Diagnostic
 
 HELD_LINES = 300_000  # files kept parsed between the two passes; past this they are parsed again (memory)
@@ -95,7 +95,6 @@ def lint_files(files: list[Path], config: LintConfig, keep_source: bool = False,
     """The files as one project: a first pass parses and indexes every file, a second runs the
     rules. Parsed files are held between the passes up to ``HELD_LINES`` lines, so a project of that
     size is parsed once; the rest of a larger tree is parsed again rather than kept in memory."""
-    low, named = torch_minimum(project_root(files[0])) if files else (None, False)
     entries: list[tuple[Path, str | None, Module | Diagnostic | None]] = []
     indexes = []
     held = 0
@@ -117,7 +116,8 @@ def lint_files(files: list[Path], config: LintConfig, keep_source: bool = False,
                 else:
                     held += size
             entries.append((path, source, parsed))
-        project = Project.build(indexes, low if low is not None else ((0,) if named else None))
+        project = Project.build(indexes)
+        requirements = Requirements()
         number = 0
         for path, source, parsed in entries:
             name = str(path)
@@ -126,6 +126,7 @@ def lint_files(files: list[Path], config: LintConfig, keep_source: bool = False,
                 yield FileResult(name, [d] if d and config.wants(d.code, name) else [], 0)
                 continue
             view = project.view(number)
+            view.torch_min = requirements.torch_min(path)
             number += 1
             mod = parsed if parsed is not None else parse(source, name)
             findings = check(mod, name, config, view) if isinstance(mod, Module) else []

@@ -90,12 +90,11 @@ class Project:
     retain_flagged: set[FnId] = field(default_factory=set)
     cuda: bool = False
     trains: bool = False
-    torch_min: tuple[int, ...] | None = None  # the lowest torch the project allows, when it says
     _memo: dict[tuple[str, FnId], bool] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, files: Iterable[FileIndex], torch_min: tuple[int, ...] | None = None) -> Project:
-        p = cls(list(files), torch_min=torch_min)
+    def build(cls, files: Iterable[FileIndex]) -> Project:
+        p = cls(list(files))
         for i, f in enumerate(p.files):
             for name in f.names:
                 p.by_module.setdefault(name, []).append(i)
@@ -233,6 +232,7 @@ class View:
     models: set[str] = field(default_factory=set)  # dotted names holding models in this file
     mod: Module | None = None  # the file's analysis, while its rules run
     helper_backwards: list[ast.Call] | None = None  # calls of project functions that run backward
+    torch_min: tuple[int, ...] | None = None  # the lowest torch this file's project allows, when it says
 
     def __post_init__(self) -> None:
         f = self.project.files[self.i]

@@ -46,3 +46,23 @@ def torch_minimum(folder: Path | None) -> tuple[tuple[int, ...] | None, bool]:
         return None, named
     low = min(lows)
     return (low or None), True
+
+
+class Requirements:
+    """Each file's project torch requirement, each folder looked at once."""
+
+    def __init__(self) -> None:
+        self._roots: dict[Path, Path | None] = {}
+        self._mins: dict[Path | None, tuple[int, ...] | None] = {}
+
+    def torch_min(self, path: Path) -> tuple[int, ...] | None:
+        """The lowest torch the file's project allows; ``(0,)`` when it names torch without a lower
+        bound; None when it says nothing (or no project file was found)."""
+        folder = path.resolve().parent
+        if folder not in self._roots:
+            self._roots[folder] = project_root(folder)
+        root = self._roots[folder]
+        if root not in self._mins:
+            low, named = torch_minimum(root)
+            self._mins[root] = low if low is not None else ((0,) if named else None)
+        return self._mins[root]

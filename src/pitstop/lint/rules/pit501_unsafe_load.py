@@ -41,7 +41,7 @@ class UnsafeLoad(Rule):
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
-        low = ctx.project.project.torch_min if ctx.project is not None else None
+        low = ctx.project.torch_min if ctx.project is not None else None
         saved = None
         for call in mod.calls:
             if mod.qualname(call.func) != "torch.load" or _under_safe_globals(mod, call):
