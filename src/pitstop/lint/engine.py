@@ -107,7 +107,7 @@ def lint_files(files: list[Path], config: LintConfig, keep_source: bool = False,
                 entries.append((path, None, Diagnostic("PIT001", INVALID_FILE.variants["unreadable"].format(
                     problem=problem or "unreadable"), 1, 1, 1, 1, None, str(path))))
                 continue
-            parsed = parse(source, str(path))
+            parsed: Module | Diagnostic | None = parse(source, str(path))
             if isinstance(parsed, Module):
                 indexes.append(index_file(parsed, str(path), root))
                 size = source.count("\n") + 1

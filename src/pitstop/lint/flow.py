@@ -79,15 +79,16 @@ def _targets(t: ast.AST) -> tuple[list[str], bool]:
 class Flow:
     """Links and sinks of one scope; ``fate(expr)`` says where an expression's value ends."""
 
-    def __init__(self, scope: ast.AST, mod: Module, after: ast.AST | None = None) -> None:
+    def __init__(self, scope: ast.AST, mod: Module, after: ast.stmt | ast.expr | None = None) -> None:
         """``after``: follow only what runs after that node (later lines, or anywhere in a loop
         around it), so that a name reused by an earlier training step does not count."""
         self.mod, self.scope = mod, scope
         self.sources: dict[str, set[str]] = {}  # target -> names flowing into it
         live: set[str] = set()
         ret: set[str] = set()
-        spans = [(lp.lineno, lp.end_lineno or lp.lineno) for lp in mod.enclosing_loops(after)] if after else []
-        start = after.lineno if after is not None else 0  # type: ignore[attr-defined]
+        loops: list[ast.stmt] = mod.enclosing_loops(after) if after is not None else []  # type: ignore[assignment]
+        spans = [(lp.lineno, lp.end_lineno or lp.lineno) for lp in loops]
+        start = after.lineno if after is not None else 0
         for n in walk_local(scope):
             line = getattr(n, "lineno", None)
             if after is not None and line is not None and line <= start \
@@ -185,7 +186,7 @@ class Flow:
         if isinstance(stmt, ast.Return):
             return "returned"
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            targets: list[ast.expr] = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             return self._names_fate(targets)
         if isinstance(stmt, (ast.For, ast.AsyncFor)) and node is stmt.iter:
             return self._names_fate([stmt.target])
@@ -202,7 +203,7 @@ class Flow:
             return "dead"
         return "live"
 
-    def _names_fate(self, targets: list[ast.AST]) -> Fate:
+    def _names_fate(self, targets: list[ast.expr]) -> Fate:
         fate: Fate = "dead"
         for t in targets:
             names, escapes = _targets(t)

@@ -140,9 +140,9 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
     graph = GraphNames(fn, mod)
     returned: set[str] = set()
     positions: set[int] | None = set()
-    for r in returns:
-        value: ast.AST = r.value  # type: ignore[assignment]
-        if graph.carries(value) and mod.under_no_grad(r) is None:
+    for ret in returns:
+        value: ast.AST = ret.value  # type: ignore[assignment]
+        if graph.carries(value) and mod.under_no_grad(ret) is None:
             out.returns_graph = True
             if isinstance(value, ast.Tuple) and positions is not None:
                 positions.update(k for k, e in enumerate(value.elts) if graph.carries(e))

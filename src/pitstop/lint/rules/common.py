@@ -26,7 +26,7 @@ def helper_backwards(mod: Module) -> list[ast.Call]:
         return []
     if view.helper_backwards is None:
         view.helper_backwards = [c for c in mod.calls if not is_backward(c) and view.runs("backward", c)]
-    return view.helper_backwards  # type: ignore[no-any-return]
+    return view.helper_backwards
 
 
 def trains(mod: Module) -> bool:

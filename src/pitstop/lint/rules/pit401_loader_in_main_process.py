@@ -59,8 +59,8 @@ class LoaderInMainProcess(Rule):
         never one named like evaluation data (test, val, eval, dev)."""
         parent = ctx.mod.parents.get(id(call))
         names = [d for t in parent.targets if (d := dotted(t))] if isinstance(parent, ast.Assign) else []
-        data = ctx.text(call.args[0]) if call.args else ctx.text(keyword(call, "dataset").value) \
-            if keyword(call, "dataset") else ""
+        dataset = call.args[0] if call.args else getattr(keyword(call, "dataset"), "value", None)
+        data = ctx.text(dataset) if dataset is not None else ""
         if any(EVAL_DATA.search(x.rsplit(".", 1)[-1]) for x in names):
             return False  # test_loader = DataLoader(MNIST(train=False)): named for evaluation
         if not names and EVAL_DATA.search(data) and "train" not in data.lower():
