@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +37,8 @@ def lint(paths: Iterable[str], *, select: Iterable[str] = (), ignore: Iterable[s
     config = load_config(Path(paths[0]), select=select, ignore=ignore, extend_exclude=exclude)
     result = LintResult()
     files = list(discover(paths, config))
-    root = Path(paths[0]).resolve() if Path(paths[0]).is_dir() else Path(paths[0]).resolve().parent
+    folders = [str(p.resolve() if p.is_dir() else p.resolve().parent) for p in map(Path, paths)]
+    root = Path(os.path.commonpath(folders)) if folders else None  # module names are relative to it
     for res in lint_files(files, config, keep_source=fix or diff or keep_sources, root=root):
         result.files += 1
         result.lines += res.lines
