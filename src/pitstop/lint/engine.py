@@ -14,7 +14,7 @@ from pathlib import Path
 from pitstop.lint.analysis import Module
 from pitstop.lint.config import LintConfig
 from pitstop.lint.noqa import suppressed
-from pitstop.lint.project import Project, View, index_file
+from pitstop.lint.project import FileIndex, Project, View, index_file, module_names
 from pitstop.lint.requirements import Requirements
 from pitstop.lint.rules import INVALID_FILE, RULES, Context, Diagnostic
 
@@ -58,6 +58,15 @@ def parse(source: str, path: str) -> Module | Diagnostic:
         return Diagnostic("PIT001", message, 1, 1, 1, 1, None, path)
 
 
+def safe_index(mod: Module, path: str, root: Path | None) -> FileIndex:
+    """The file's index; one nested too deeply to summarise joins the project with its names only."""
+    try:
+        return index_file(mod, path, root)
+    except RecursionError:
+        return FileIndex(path, module_names(path, root), dict(mod.aliases), {}, {}, {}, [], "cuda" in mod.source,
+                         mod.trains)
+
+
 def check(mod: Module, path: str, config: LintConfig, view: View | None = None) -> list[Diagnostic]:
     """Every selected rule on one analysed file; ``# noqa`` applied; sorted by place."""
     mod.view = view
@@ -86,7 +95,7 @@ def lint_source(source: str, path: str, config: LintConfig | None = None, view: 
     if isinstance(parsed, Diagnostic):
         return [parsed] if config.wants(parsed.code, path) else []
     if view is None:
-        view = Project.build([index_file(parsed, path, None)]).view(0)
+        view = Project.build([safe_index(parsed, path, None)]).view(0)
     return check(parsed, path, config, view)
 
 
@@ -109,7 +118,7 @@ def lint_files(files: list[Path], config: LintConfig, keep_source: bool = False,
                 continue
             parsed: Module | Diagnostic | None = parse(source, str(path))
             if isinstance(parsed, Module):
-                indexes.append(index_file(parsed, str(path), root))
+                indexes.append(safe_index(parsed, str(path), root))
                 size = source.count("\n") + 1
                 if held + size > HELD_LINES:
                     parsed = None  # parsed again in the second pass

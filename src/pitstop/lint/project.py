@@ -132,9 +132,9 @@ class Project:
             found = sorted(found, key=lambda j: str(Path(self.files[j].path).parent) != here)
         return found
 
-    def resolve(self, i: int, ref: Ref | None) -> FnId | None:
+    def resolve(self, i: int, ref: Ref | None, depth: int = 0) -> FnId | None:
         """The project function a call refers to, if it is one."""
-        if ref is None:
+        if ref is None or depth > 8:  # re-exports that go round in circles
             return None
         kind, name = ref
         if kind == "local":
@@ -148,7 +148,7 @@ class Project:
                 if rest in self.files[j].functions:
                     return j, rest
                 if rest in self.files[j].aliases and j != i:  # re-exported (package __init__)
-                    return self.resolve(j, ("qual", self.files[j].aliases[rest]))
+                    return self.resolve(j, ("qual", self.files[j].aliases[rest]), depth + 1)
         return None
 
     def class_of(self, i: int, name: str) -> tuple[int, str] | None:
@@ -188,25 +188,28 @@ class Project:
 
     # -- transitive facts --------------------------------------------------------------------
 
-    def fact(self, what: str, fid: FnId | None) -> bool:
+    def fact(self, what: str, fid: FnId | None, depth: int = 0) -> bool:
         """``what`` (a boolean field of ``Fn``: backward, step, zeroes, sets_eval, returns_graph ...)
-        holds for the function or, through its calls, for a function it calls."""
+        holds for the function or, through its calls, for a function it calls (followed 40 calls
+        deep: a bound on the stack, far beyond real call chains)."""
         if fid is None:
             return False
         key = (what, fid)
         if key in self._memo:
             return self._memo[key]
-        self._memo[key] = False  # a cycle answers False while it is being worked out
         fn = self.files[fid[0]].functions[fid[1]]
+        if getattr(fn, what) or depth > 40:
+            return bool(getattr(fn, what))
+        self._memo[key] = False  # a cycle answers False while it is being worked out
         refs = fn.return_refs if what == "returns_graph" else fn.refs
-        result = bool(getattr(fn, what)) or any(self.fact(what, self.resolve(fid[0], r)) for r in refs)
+        result = any(self.fact(what, self.resolve(fid[0], r), depth + 1) for r in refs)
         self._memo[key] = result
         return result
 
     def sites_of(self, fid: FnId) -> list[tuple[int, Site]]:
         return self.callers.get(fid, [])
 
-    def always_no_grad(self, fid: FnId) -> bool:
+    def always_no_grad(self, fid: FnId, depth: int = 0) -> bool:
         """Autograd is off whenever the function runs: it is decorated so, or every call of it
         sits under no_grad or in a function that always runs so."""
         key = ("always_no_grad", fid)
@@ -214,9 +217,9 @@ class Project:
             self._memo[key] = False  # a cycle: not proven
             fn = self.files[fid[0]].functions[fid[1]]
             sites = self.sites_of(fid)
-            self._memo[key] = fn.no_grad or (bool(sites) and all(
+            self._memo[key] = fn.no_grad or (bool(sites) and depth < 20 and all(
                 s.no_grad or (s.caller is not None and s.caller in self.files[i].functions
-                              and self.always_no_grad((i, s.caller))) for i, s in sites))
+                              and self.always_no_grad((i, s.caller), depth + 1)) for i, s in sites))
         return self._memo[key]
 
     def view(self, i: int) -> View:
