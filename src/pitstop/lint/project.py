@@ -86,7 +86,8 @@ class Project:
     by_module: dict[str, list[int]] = field(default_factory=dict)
     module_classes: set[tuple[int, str]] = field(default_factory=set)
     callers: dict[FnId, list[tuple[int, Site]]] = field(default_factory=dict)
-    model_params: dict[FnId, set[int]] = field(default_factory=dict)
+    model_params: dict[FnId, set[int]] = field(default_factory=dict)  # parameter positions given a model
+    model_functions: dict[int, set[str]] = field(default_factory=dict)  # file -> its functions in model_params
     retain_flagged: set[FnId] = field(default_factory=set)
     cuda: bool = False
     trains: bool = False
@@ -109,6 +110,7 @@ class Project:
                 p.callers.setdefault(target, []).append((i, site))
                 if site.model_args:
                     p.model_params.setdefault(target, set()).update(site.model_args)
+                    p.model_functions.setdefault(target[0], set()).add(target[1])
         for i, f in enumerate(p.files):
             for site in f.sites:
                 target = p.resolve(i, site.ref)
@@ -240,10 +242,9 @@ class View:
     def __post_init__(self) -> None:
         f = self.project.files[self.i]
         self.models = {t for t, callee in f.constructors.items() if self.project.is_model_constructor(self.i, callee)}
-        for (j, key), positions in self.project.model_params.items():  # parameters that receive a model
-            if j == self.i:
-                params = f.functions[key].params
-                self.models.update(params[k] for k in positions if k < len(params))
+        for key in self.project.model_functions.get(self.i, ()):  # parameters that receive a model
+            params = f.functions[key].params
+            self.models.update(params[k] for k in self.project.model_params[(self.i, key)] if k < len(params))
 
     def fn_id(self, key: str) -> FnId | None:
         return (self.i, key) if key in self.project.files[self.i].functions else None
