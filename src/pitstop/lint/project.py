@@ -116,7 +116,7 @@ class Project:
                 target = p.resolve(i, site.ref)
                 if target is not None and site.loop and p.files[target[0]].functions[target[1]].retain \
                         and not site.later_backward and not any(p.fact("backward", p.resolve(i, r))
-                                                                for r in site.later):
+                                                                for r in site.loop_refs[site.later_from:]):
                     p.retain_flagged.add(target)
         return p
 

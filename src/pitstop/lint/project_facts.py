@@ -55,7 +55,8 @@ class Site:
     caller: str | None  # the calling function's key; None at module level
     line: int
     loop: bool  # inside a loop of the caller
-    later: list[Ref]  # calls after it in the same loop iteration
+    loop_refs: list[Ref]  # the project-function calls of its loop, in order (shared by the loop's sites)
+    later_from: int  # loop_refs[later_from:] come after it in the same iteration
     later_backward: bool  # a backward()/autograd.grad after it in the same iteration
     no_grad: bool  # under no_grad / inference_mode
     mode: str | None  # "eval" / "train": the caller's last mode switch before the call
@@ -167,6 +168,29 @@ def _local_models(mod: Module) -> set[str]:
     return {d for call in mod.calls if (d := dotted(call.func)) and MODEL_NAME.search(d.rsplit(".", 1)[-1])}
 
 
+@dataclass
+class _LoopCalls:
+    """The project-function calls of one loop in order, and where its last backward is: built once
+    per loop, shared by its call sites (memory and time linear in the loop's size)."""
+
+    positions: list[tuple[int, int]]
+    refs: list[Ref]
+    last_grad: tuple[int, int]
+
+    @classmethod
+    def of(cls, loop: ast.AST, mod: Module, cache: dict[int, _LoopCalls]) -> _LoopCalls:
+        if id(loop) not in cache:
+            calls = sorted((n for n in walk_local(loop) if isinstance(n, ast.Call)),
+                           key=lambda n: (n.lineno, n.col_offset))
+            found = [((n.lineno, n.col_offset), r) for n in calls if (r := ref_of(n, mod)) is not None]
+            grads = [(n.lineno, n.col_offset) for n in calls if _is_grad_call(n, mod)]
+            cache[id(loop)] = cls([p for p, _ in found], [r for _, r in found], max(grads, default=(0, 0)))
+        return cache[id(loop)]
+
+
+_NO_LOOP = _LoopCalls([], [], (0, 0))
+
+
 def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
     """Every function's summary and every call site of a possibly-project function."""
     functions: dict[str, Fn] = {}
@@ -176,7 +200,7 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
             functions[key] = _summarise(mod, fn, key)  # type: ignore[arg-type]
     sites: list[Site] = []
     modes: dict[int, list[tuple[tuple[int, int], str]]] = {}
-    loop_calls: dict[int, list[ast.Call]] = {}
+    loop_calls: dict[int, _LoopCalls] = {}
     models = _local_models(mod)
     flows: dict[int, Flow] = {}
     for call in mod.calls:
@@ -192,24 +216,16 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
         pos = (call.lineno, call.col_offset)
         before = bisect.bisect_left(marks, (pos, ""))
         loops = mod.enclosing_loops(call)
-        later: list[Ref] = []
-        later_backward = False
-        if loops:
-            if id(loops[0]) not in loop_calls:
-                loop_calls[id(loops[0])] = sorted((n for n in walk_local(loops[0]) if isinstance(n, ast.Call)),
-                                                  key=lambda n: (n.lineno, n.col_offset))
-            for n in loop_calls[id(loops[0])]:
-                if (n.lineno, n.col_offset) > pos:
-                    later_backward = later_backward or _is_grad_call(n, mod)
-                    if (r := ref_of(n, mod)) is not None:
-                        later.append(r)
+        loop = _LoopCalls.of(loops[0], mod, loop_calls) if loops else _NO_LOOP
+        later_from = bisect.bisect_right(loop.positions, pos)
+        later_backward = pos < loop.last_grad
         offset = 1 if ref[0] == "local" and "." in ref[1] else 0  # self
         model_args = tuple(k + offset for k, arg in enumerate(call.args)
                            if (d := dotted(arg)) and (d in models or MODEL_NAME.search(d.rsplit(".", 1)[-1])))
         caller = fn_key(mod, scope) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
         if id(scope) not in flows:
             flows[id(scope)] = Flow(scope, mod)
-        sites.append(Site(ref, caller, call.lineno, bool(loops), later, later_backward,
+        sites.append(Site(ref, caller, call.lineno, bool(loops), loop.refs, later_from, later_backward,
                           mod.under_no_grad(call) is not None, marks[before - 1][1] if before else None, model_args,
                           flows[id(scope)].fate(call) != "dead"))
     return functions, sites

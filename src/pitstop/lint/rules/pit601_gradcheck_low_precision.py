@@ -67,7 +67,7 @@ def _env(scope: ast.AST, outer: Env) -> Env:
         for t in n.targets:
             if isinstance(t, ast.Name):  # x = x.cuda(): the x it reads is the one bound before
                 reads_itself = any(isinstance(x, ast.Name) and x.id == t.id for x in ast.walk(n.value))
-                env[t.id] = (n.value, dict(env) if reads_itself else env)
+                env[t.id] = (n.value, dict(env) if reads_itself and len(env) < 400 else env)  # bounded copies
             elif isinstance(t, (ast.Tuple, ast.List)):
                 for k, a in enumerate(t.elts):
                     if isinstance(a, ast.Name):
