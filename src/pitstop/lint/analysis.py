@@ -82,6 +82,7 @@ class Module:
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # module-level classes
     star: bool = False  # the file has a `from X import *`
     star_modules: list[str] = field(default_factory=list)  # the X of each
+    bodies: dict[int, list[ast.AST]] = field(default_factory=dict)  # Module.body's cache
     view: Any = None  # what the project knows about this file (pitstop.lint.project.View), once built
 
     calls: list[ast.Call] = field(default_factory=list)  # every call, in one walk
@@ -148,6 +149,13 @@ class Module:
                 if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
                     m.optimizers.update(d for t in parent.targets if (d := dotted(t)))
         return m
+
+    def body(self, scope: ast.AST) -> list[ast.AST]:
+        """``walk_local(scope)`` as a list, walked once per scope and kept (rules and the index share it)."""
+        found = self.bodies.get(id(scope))
+        if found is None:
+            found = self.bodies[id(scope)] = list(walk_local(scope))
+        return found
 
     def enclosing_loops(self, node: ast.AST) -> list[ast.AST]:
         """Loops around ``node`` inside its own function, innermost first."""
@@ -359,11 +367,15 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
     constructor, handed in where a model is, or named like one), or of an inference method on one
     (``net.predict(x)``). Not a loss, not torch's own functions, not a project function."""
     name = dotted(call.func)
-    if not name or (mod.qualname(call.func) or "").startswith("torch."):
+    if not name:
         return False
     view = mod.view
     models: set[str] = view.models if view is not None else set()
     last = name.rsplit(".", 1)[-1]
+    if name not in models and not MODEL_NAME.search(last.lower()) and not MODEL_METHOD.match(last):
+        return False  # the common case, decided without resolving anything
+    if (mod.qualname(call.func) or "").startswith("torch."):
+        return False
     if LOSS_NAME.search(last):
         return False
     if name in models:

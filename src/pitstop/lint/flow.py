@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from typing import Literal
 
-from pitstop.lint.analysis import DETACHING, NUMBER_FUNCS, SAFE_ATTRS, Module, dotted, is_backward, walk_local
+from pitstop.lint.analysis import DETACHING, NUMBER_FUNCS, SAFE_ATTRS, Module, dotted, is_backward
 
 Fate = Literal["live", "returned", "dead"]
 # a call that consumes a graph for training: its arguments are sinks
@@ -89,7 +89,7 @@ class Flow:
         loops: list[ast.stmt] = mod.enclosing_loops(after) if after is not None else []  # type: ignore[assignment]
         spans = [(lp.lineno, lp.end_lineno or lp.lineno) for lp in loops]
         start = after.lineno if after is not None else 0
-        for n in walk_local(scope):
+        for n in mod.body(scope):
             line = getattr(n, "lineno", None)
             if after is not None and line is not None and line <= start \
                     and not any(a <= line <= b for a, b in spans):

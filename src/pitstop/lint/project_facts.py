@@ -11,11 +11,9 @@ from pitstop.lint.analysis import (
     MODEL_NAME,
     GraphNames,
     Module,
-    clears_grads,
     dotted,
     is_backward,
     is_step,
-    walk_local,
 )
 from pitstop.lint.flow import Flow
 
@@ -115,14 +113,36 @@ def _retain(fn: ast.AST, body: list[ast.AST], mod: Module) -> tuple[int, int] | 
     return last.lineno, last.col_offset
 
 
+def _zeroes(body: list[ast.AST]) -> bool:
+    """``zero_grad()``, ``p.grad = None``, ``p.grad.zero_()`` in the body (helpers it calls are the
+    project's business)."""
+    for n in body:
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and (
+                n.func.attr == "zero_grad" or (n.func.attr in ("zero_", "detach_", "fill_", "requires_grad_")
+                                               and "grad" in (dotted(n.func.value) or "").split("."))):
+            return True
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in n.targets):
+            return True
+    return False
+
+
+def _graph_source(call: ast.Call, mod: Module) -> bool:
+    """A call that may make a graph-attached tensor: a model-like callee, torch.nn.functional, or a
+    project function (its own summary decides)."""
+    name = dotted(call.func) or ""
+    last = name.rsplit(".", 1)[-1].lower()
+    return bool(MODEL_NAME.search(last)) or (mod.qualname(call.func) or "").startswith("torch.nn.functional") \
+        or ref_of(call, mod) is not None
+
+
 def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str) -> Fn:
-    body = list(walk_local(fn))
+    body = mod.body(fn)
     calls = [n for n in body if isinstance(n, ast.Call)]
     a = fn.args
     out = Fn(key, fn.lineno, [x.arg for x in [*a.posonlyargs, *a.args]])
     out.backward = any(is_backward(c) for c in calls)
     out.step = any(is_step(c, mod) for c in calls)
-    out.zeroes = clears_grads(fn, mod)
+    out.zeroes = _zeroes(body)
     for c in calls:
         if isinstance(c.func, ast.Attribute) and c.func.attr in ("eval", "train"):
             if c.func.attr == "eval" and not c.args:
@@ -136,8 +156,8 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
     out.no_grad = any(mod.is_no_grad(d) for d in fn.decorator_list)
     out.retain = _retain(fn, body, mod) if out.backward else None
     returns = [n for n in body if isinstance(n, ast.Return) and n.value is not None]
-    if not returns or out.no_grad:
-        return out
+    if not returns or out.no_grad or not (out.backward or any(_graph_source(c, mod) for c in calls)):
+        return out  # nothing in it makes a graph-attached tensor of its own
     graph = GraphNames(fn, mod)
     returned: set[str] = set()
     positions: set[int] | None = set()
@@ -180,7 +200,7 @@ class _LoopCalls:
     @classmethod
     def of(cls, loop: ast.AST, mod: Module, cache: dict[int, _LoopCalls]) -> _LoopCalls:
         if id(loop) not in cache:
-            calls = sorted((n for n in walk_local(loop) if isinstance(n, ast.Call)),
+            calls = sorted((n for n in mod.body(loop) if isinstance(n, ast.Call)),
                            key=lambda n: (n.lineno, n.col_offset))
             found = [((n.lineno, n.col_offset), r) for n in calls if (r := ref_of(n, mod)) is not None]
             grads = [(n.lineno, n.col_offset) for n in calls if _is_grad_call(n, mod)]
@@ -209,7 +229,7 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
             continue
         scope = mod.enclosing_function(call)
         if id(scope) not in modes:
-            modes[id(scope)] = sorted(((c.lineno, c.col_offset), c.func.attr) for c in walk_local(scope)
+            modes[id(scope)] = sorted(((c.lineno, c.col_offset), c.func.attr) for c in mod.body(scope)
                                       if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
                                       and c.func.attr in ("eval", "train") and not c.args)
         marks = modes[id(scope)]

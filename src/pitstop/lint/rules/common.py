@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.analysis import Module, is_backward, is_forward, method_calls, walk_local
+from pitstop.lint.analysis import Module, is_backward, is_forward, method_calls
 from pitstop.lint.rules.base import is_const
 
 
@@ -54,4 +54,4 @@ def train_calls(scope: ast.AST) -> list[ast.Call]:
 
 def forwards(scope: ast.AST, mod: Module) -> list[ast.Call]:
     """Calls under ``scope`` that are a model's forward pass (``analysis.is_forward``)."""
-    return [n for n in walk_local(scope) if isinstance(n, ast.Call) and is_forward(n, mod)]
+    return [n for n in mod.body(scope) if isinstance(n, ast.Call) and is_forward(n, mod)]
