@@ -19,13 +19,7 @@ MODEL_NAME = re.compile(r"(^|_)(model|net|net_?[gd]|network|criterion|crit|encod
                         r"head|classifier|backbone|policy|critic|actor|rnn|lstm|gru|loss_?fn|loss_?func|[gd])\d*$")
 EVAL_NAME = re.compile(r"^(eval|evaluate|validate|validation|valid|val|predict|infer|inference)(_|$)|"
                        r"(_eval|_evaluate|_validate|_validation|_val|_predict|_inference)$", re.I)
-# methods that run a model for inference when called on one (net.predict(x), model.generate(ids))
-MODEL_METHOD = re.compile(r"^(forward|predict\w*|generate\w*|sample\w*|infer\w*|decode\w*|encode\w*|beam_search\w*|"
-                          r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*|"
-                          r"pi|q|v|act|get_action\w*|select_action\w*|policy|actor|critic)$")
-LOSS_NAME = re.compile(r"(^|_)(criterion|crit|loss_?fn|loss_?func|loss|metric)\d*$", re.I)
 STAR_DEFAULTS = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "optim": "torch.optim"}
-CONSTRUCTOR = re.compile(r"^(create|build|make|get|load|init|new|setup|prepare|wrap|construct)_", re.I)
 EVAL_LOADER = re.compile(r"(val|valid|test|eval|dev)", re.I)
 
 
@@ -277,117 +271,6 @@ def clears_grads(scope: ast.AST, mod: Module, seen: set[str] | None = None) -> b
                     if clears_grads(mod.functions[name], mod, seen):
                         return True
     return False
-
-
-class GraphNames:
-    """Names that hold graph-attached tensors inside one loop: what backward runs on, results of
-    model / criterion / torch.nn.functional calls, and anything computed from them without
-    ``.item()``, ``.detach()``, ``float()`` and the like."""
-
-    def __init__(self, loop: ast.AST, mod: Module) -> None:
-        self.mod = mod
-        self.names: set[str] = set()
-        self.scalar: set[str] = set()  # backward() without arguments ran on them: one element
-        for call in method_calls(loop, "backward"):
-            for t in backward_targets(call, mod):
-                if isinstance(t, ast.Name):
-                    self.names.add(t.id)
-                    if not call.args and not any(k.arg in ("gradient", "grad_tensors") for k in call.keywords):
-                        self.scalar.add(t.id)
-        assigns = [n for n in walk_local(loop) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
-        for _ in range(3):  # to a fixed point (assignments may come in any order)
-            before = len(self.names)
-            for a in assigns:
-                value = a.value
-                if value is None:
-                    continue
-                targets = a.targets if isinstance(a, ast.Assign) else [a.target]
-                if self.carries(value) or self.model_call(value):
-                    for t in targets:
-                        self.names.update(self.bound(t, value))
-            if len(self.names) == before:
-                break
-
-    def bound(self, target: ast.AST, value: ast.AST) -> list[str]:
-        """The names of ``target`` that receive graph-attached values (``out, loss_value = step()``
-        where the project function returns ``out, loss.item()``: only ``out``)."""
-        view = self.mod.view
-        if view is not None and isinstance(value, ast.Call) and isinstance(target, ast.Tuple):
-            positions = view.graph_positions(value)
-            if positions is not None:
-                return [n for k, e in enumerate(target.elts) if k in positions for n in target_names(e)]
-        return target_names(target)
-
-    def model_call(self, value: ast.AST) -> bool:
-        """A call of something named like a model or criterion, or of torch.nn.functional."""
-        if not isinstance(value, ast.Call):
-            return False
-        q = self.mod.qualname(value.func) or ""
-        if q.startswith("torch.nn.functional."):
-            return True
-        name = dotted(value.func) or ""
-        view = self.mod.view
-        if view is not None:
-            if view.returns_graph(value):
-                return True  # a project function that returns a graph-attached tensor
-            if name in view.models:
-                return True
-        if name in self.mod.functions:
-            return False  # a local helper, not a model
-        last = name.rsplit(".", 1)[-1]
-        return bool(last) and last == last.lower() and bool(MODEL_NAME.search(last)) and not q.startswith("torch.")
-
-    def carries(self, expr: ast.AST) -> bool:
-        """Whether ``expr`` evaluates to something still attached to a graph name."""
-        if isinstance(expr, ast.Name):
-            return expr.id in self.names
-        if isinstance(expr, ast.Call):
-            f = expr.func
-            if isinstance(f, ast.Attribute) and f.attr in DETACHING:
-                return False
-            if isinstance(f, ast.Name) and f.id in NUMBER_FUNCS:
-                return False
-            return self.carries(f.value) if isinstance(f, ast.Attribute) else \
-                any(self.carries(a) for a in [*expr.args, *(k.value for k in expr.keywords)])
-        if isinstance(expr, ast.Attribute):
-            return expr.attr not in SAFE_ATTRS and self.carries(expr.value)
-        if isinstance(expr, (ast.Compare, ast.Constant, ast.JoinedStr, ast.Lambda)):
-            return False
-        if isinstance(expr, ast.Subscript):
-            return self.carries(expr.value)
-        return any(self.carries(c) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr))
-
-    def culprit(self, expr: ast.AST) -> ast.Name | None:
-        """The graph name ``expr`` is (for a fix), when it is exactly one."""
-        return expr if isinstance(expr, ast.Name) and expr.id in self.names else None
-
-
-def is_forward(call: ast.Call, mod: Module) -> bool:
-    """A model's forward pass: a call of a model (built from an nn.Module class or a well-known
-    constructor, handed in where a model is, or named like one), or of an inference method on one
-    (``net.predict(x)``). Not a loss, not torch's own functions, not a project function."""
-    name = dotted(call.func)
-    if not name:
-        return False
-    view = mod.view
-    models: set[str] = view.models if view is not None else set()
-    last = name.rsplit(".", 1)[-1]
-    if name not in models and not MODEL_NAME.search(last.lower()) and not MODEL_METHOD.match(last):
-        return False  # the common case, decided without resolving anything
-    if (mod.qualname(call.func) or "").startswith("torch."):
-        return False
-    if LOSS_NAME.search(last):
-        return False
-    if name in models:
-        return True
-    if name in mod.functions or (view is not None and view.callee(call) is not None) or CONSTRUCTOR.match(last):
-        return False
-    if isinstance(call.func, ast.Attribute):
-        recv = dotted(call.func.value) or ""
-        end = recv.rsplit(".", 1)[-1]
-        if recv in models or (end == end.lower() and MODEL_NAME.search(end) and not LOSS_NAME.search(end)):
-            return bool(MODEL_METHOD.match(call.func.attr))  # a method of a model: only the inference ones
-    return last == last.lower() and bool(MODEL_NAME.search(last))
 
 
 def loops(scope: ast.AST) -> list[ast.AST]:

@@ -7,15 +7,9 @@ import ast
 import bisect
 from dataclasses import dataclass, field
 
-from pitstop.lint.analysis import (
-    MODEL_NAME,
-    GraphNames,
-    Module,
-    dotted,
-    is_backward,
-    is_step,
-)
+from pitstop.lint.analysis import MODEL_NAME, Module, dotted, is_backward, is_step
 from pitstop.lint.flow import Flow
+from pitstop.lint.graph import GraphNames
 
 Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit") or ("qual", "utils.evaluate")
 # calls into these packages are never project functions
@@ -163,10 +157,10 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
     positions: set[int] | None = set()
     for ret in returns:
         value: ast.AST = ret.value  # type: ignore[assignment]
-        if graph.carries(value) and mod.under_no_grad(ret) is None:
+        if graph.carries(value, ret) and mod.under_no_grad(ret) is None:
             out.returns_graph = True
             if isinstance(value, ast.Tuple) and positions is not None:
-                positions.update(k for k, e in enumerate(value.elts) if graph.carries(e))
+                positions.update(k for k, e in enumerate(value.elts) if graph.carries(e, ret))
             else:
                 positions = None
         for v in (value.elts if isinstance(value, ast.Tuple) else [value]):

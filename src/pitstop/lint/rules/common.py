@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.analysis import Module, is_backward, is_forward, method_calls
+from pitstop.lint.analysis import Module, is_backward, method_calls
+from pitstop.lint.graph import is_forward
 from pitstop.lint.rules.base import is_const
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ast
 from typing import ClassVar
 
-from pitstop.lint.analysis import GraphNames, Module, assigned_in, dotted, walk_local
+from pitstop.lint.analysis import Module, assigned_in, dotted, walk_local
+from pitstop.lint.graph import GraphNames
 from pitstop.lint.rules.base import Context, Edit, Fix, Rule
 from pitstop.lint.rules.common import training_loops, trains
 
@@ -63,18 +64,18 @@ class GraphKeptAlive(Rule):
                 and n.func.attr in ("append", "extend", "insert") and n.args:
             holder = dotted(n.func.value)
             value = n.args[-1]
-            if holder and (("." in holder) or not assigned_in(loop, holder)) and graph.carries(value):
+            if holder and (("." in holder) or not assigned_in(loop, holder)) and graph.carries(value, n):
                 return "", holder, value
         elif isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add):
             holder = dotted(n.target)
-            if holder and graph.carries(n.value) and not assigned_in(loop, holder):
+            if holder and graph.carries(n.value, n) and not assigned_in(loop, holder):
                 return "sum", holder, n.value
         elif isinstance(n, ast.Assign) and len(n.targets) == 1:
             target = n.targets[0]
             if isinstance(target, ast.Name) and isinstance(n.value, ast.BinOp) and isinstance(n.value.op, ast.Add) \
-                    and dotted(n.value.left) == target.id and graph.carries(n.value.right):
+                    and dotted(n.value.left) == target.id and graph.carries(n.value.right, n):
                 return "chain", target.id, n.value.right  # total = total + loss
-            if isinstance(target, ast.Attribute) and graph.carries(n.value):
+            if isinstance(target, ast.Attribute) and graph.carries(n.value, n):
                 return "store", dotted(target) or ast.unparse(target), n.value
         return None
 
