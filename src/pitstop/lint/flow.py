@@ -6,9 +6,8 @@ through what turns a tensor into numbers (``.item()``, ``.data``, ``float()``, `
 detached value still flows (a target computed for a loss). Sinks are what backward runs on
 (``loss.backward()``, ``torch.autograd.grad``, a project function that runs backward, a call named
 like an update step), what is kept on an object (escapes the scope) and what is returned. A forward
-whose value reaches none of them built a graph nothing uses. ``after=`` follows only what runs
-after a statement (later lines, or its loop), so that a name an earlier training step reused does
-not count."""
+whose value reaches none of them built a graph nothing uses. ``after=`` follows only what comes
+after a statement in the source, so that a name an earlier training step reused does not count."""
 
 from __future__ import annotations
 
@@ -80,19 +79,16 @@ class Flow:
     """Links and sinks of one scope; ``fate(expr)`` says where an expression's value ends."""
 
     def __init__(self, scope: ast.AST, mod: Module, after: ast.stmt | ast.expr | None = None) -> None:
-        """``after``: follow only what runs after that node (later lines, or anywhere in a loop
-        around it), so that a name reused by an earlier training step does not count."""
+        """``after``: follow only what comes after that node in the source, so that a name an
+        earlier training step reused (in the same loop too) does not count."""
         self.mod, self.scope = mod, scope
         self.sources: dict[str, set[str]] = {}  # target -> names flowing into it
         live: set[str] = set()
         ret: set[str] = set()
-        loops: list[ast.stmt] = mod.enclosing_loops(after) if after is not None else []  # type: ignore[assignment]
-        spans = [(lp.lineno, lp.end_lineno or lp.lineno) for lp in loops]
         start = after.lineno if after is not None else 0
         for n in mod.body(scope):
             line = getattr(n, "lineno", None)
-            if after is not None and line is not None and line <= start \
-                    and not any(a <= line <= b for a, b in spans):
+            if after is not None and line is not None and line < start:
                 continue
             if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]

@@ -17,6 +17,9 @@ from pitstop.lint.analysis import (
     target_names,
 )
 
+# a plain function that is the model (def model(t_u, w, b): return w * t_u + b)
+_MODEL_FUNCTION = re.compile(r"(model|net|network|generator|discriminator|encoder|decoder|classifier|policy|"
+                             r"critic|actor)\d*")
 # tensor methods whose result has no graph (comparisons, indices, integer casts)
 NO_GRAPH_METHODS = {"eq", "ne", "lt", "gt", "le", "ge", "argmax", "argmin", "argsort", "isnan", "isinf", "isfinite",
                     "nonzero", "long", "int", "bool", "all", "any", "count_nonzero", "numel", "sign"}
@@ -158,13 +161,20 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
         return False
     if name in models:
         return True
-    if name in mod.functions or (view is not None and view.callee(call) is not None) or CONSTRUCTOR.match(last):
+    if CONSTRUCTOR.match(last):
         return False
+    if name in mod.functions or (view is not None and view.callee(call) is not None):
+        # a project function: a forward only when named like a model and it trains nothing itself
+        # (def model(t_u, w, b): return w * t_u + b)
+        return name in mod.functions and bool(_MODEL_FUNCTION.fullmatch(last)) \
+            and not (view is not None and view.runs("backward", call))
     if isinstance(call.func, ast.Attribute):
         recv = dotted(call.func.value) or ""
         end = recv.rsplit(".", 1)[-1]
         if recv in models or (end == end.lower() and MODEL_NAME.search(end) and not LOSS_NAME.search(end)):
             return bool(MODEL_METHOD.match(call.func.attr))  # a method of a model: only the inference ones
+        if recv.split(".")[0] not in ("self", "cls"):
+            return False  # frame.head(10), parser.decoder(...): a method of something that is not a model
     return last == last.lower() and bool(MODEL_NAME.search(last))
 
 
