@@ -74,6 +74,7 @@ class Module:
     optimizers: set[str] = field(default_factory=set)  # dotted names bound to torch.optim.X(...)
     trains: bool = False  # the file calls backward() somewhere
     classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # module-level classes
+    constructed: dict[str, str] = field(default_factory=dict)  # name -> what was called to build it
     star: bool = False  # the file has a `from X import *`
     star_modules: list[str] = field(default_factory=list)  # the X of each
     bodies: dict[int, list[ast.AST]] = field(default_factory=dict)  # Module.body's cache
@@ -142,6 +143,10 @@ class Module:
                 q = m.qualname(node.func) or ""
                 if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
                     m.optimizers.update(d for t in parent.targets if (d := dotted(t)))
+                callee = q or dotted(node.func) or ""
+                for target in parent.targets:
+                    if (d := dotted(target)) and callee and not callee.startswith(d + "."):
+                        m.constructed[d] = callee
         return m
 
     def body(self, scope: ast.AST) -> list[ast.AST]:

@@ -163,11 +163,6 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
         return True
     if CONSTRUCTOR.match(last):
         return False
-    if name in mod.functions or (view is not None and view.callee(call) is not None):
-        # a project function: a forward only when named like a model and it trains nothing itself
-        # (def model(t_u, w, b): return w * t_u + b)
-        return name in mod.functions and bool(_MODEL_FUNCTION.fullmatch(last)) \
-            and not (view is not None and view.runs("backward", call))
     if isinstance(call.func, ast.Attribute):
         recv = dotted(call.func.value) or ""
         end = recv.rsplit(".", 1)[-1]
@@ -175,6 +170,11 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
             return bool(MODEL_METHOD.match(call.func.attr))  # a method of a model: only the inference ones
         if recv.split(".")[0] not in ("self", "cls"):
             return False  # frame.head(10), parser.decoder(...): a method of something that is not a model
+    if name in mod.functions or (view is not None and view.callee(call) is not None):
+        # a project function: a forward only when named like a model and it trains nothing itself
+        # (def model(t_u, w, b): return w * t_u + b)
+        return name in mod.functions and bool(_MODEL_FUNCTION.fullmatch(last)) \
+            and not (view is not None and view.runs("backward", call))
     return last == last.lower() and bool(MODEL_NAME.search(last))
 
 

@@ -141,6 +141,12 @@ class Project:
         kind, name = ref
         if kind == "local":
             return (i, name) if name in self.files[i].functions else None
+        if kind == "method":  # a method of an object built from a project class
+            built, _, method = name.rpartition(":")
+            cls = self.class_of(i, built)
+            if cls is not None and f"{cls[1]}.{method}" in self.files[cls[0]].functions:
+                return cls[0], f"{cls[1]}.{method}"
+            return None
         parts = name.split(".")
         for k in range(len(parts) - 1, 0, -1):
             head, rest = ".".join(parts[:k]), ".".join(parts[k:])

@@ -83,6 +83,9 @@ def ref_of(call: ast.Call, mod: Module) -> Ref | None:
         if isinstance(func.value, ast.Name) and func.value.id == "self":
             cls = enclosing_class(mod, call)
             return ("local", f"{cls}.{func.attr}") if cls else None
+        built = mod.constructed.get(dotted(func.value) or "")
+        if built is not None and built.rpartition(".")[2][:1].isupper():
+            return ("method", f"{built}:{func.attr}")  # model = CharLSTM(...); model.train(x)
         q = mod.qualname(func)
         return ("qual", q) if q and q.split(".")[0] not in EXTERNAL else None
     return None
@@ -95,16 +98,17 @@ def _is_grad_call(n: ast.AST, mod: Module) -> bool:
 def _retain(fn: ast.AST, body: list[ast.AST], mod: Module) -> tuple[int, int] | None:
     """The position of a ``backward(retain_graph=True)`` that is the function's last backward and
     is not inside a loop of the function."""
-    grads = sorted((n for n in body if _is_grad_call(n, mod)), key=lambda n: (n.lineno, n.col_offset))  # type: ignore
-    if not grads or not is_backward(grads[-1]):
+    grads: list[ast.Call] = sorted((n for n in body if _is_grad_call(n, mod)),  # type: ignore[misc]
+                                   key=lambda n: (n.lineno, n.col_offset))
+    first = None
+    for call in reversed(grads):  # the run of retaining backwards at the end (if/else branches of one)
+        kw = next((k for k in call.keywords if k.arg == "retain_graph"), None)
+        if not is_backward(call) or kw is None or not (isinstance(kw.value, ast.Constant) and kw.value.value is True):
+            break
+        first = call
+    if first is None or mod.enclosing_loops(first):
         return None
-    last: ast.Call = grads[-1]  # type: ignore[assignment]
-    kw = next((k for k in last.keywords if k.arg == "retain_graph"), None)
-    if kw is None or not (isinstance(kw.value, ast.Constant) and kw.value.value is True):
-        return None
-    if mod.enclosing_loops(last):
-        return None
-    return last.lineno, last.col_offset
+    return first.lineno, first.col_offset
 
 
 def _zeroes(body: list[ast.AST]) -> bool:
