@@ -18,7 +18,8 @@ class WrongModuleMode(Rule):
         `.train()` in the loop; and an evaluation function (named eval/validate/predict/...) with
         forward passes, no backward and no `.eval()` of its own, when a caller anywhere in the
         project runs it in training mode (no `.eval()` before the call), or, with no caller in the
-        project, in a file that never calls `.eval()`.
+        project, in a file that never calls `.eval()`; and a script or function that trains, then
+        evaluates under `no_grad` with no `.eval()` switch in between.
 
     Why is this bad:
         In eval mode dropout is off and batch-norm stops updating its statistics, so training
@@ -48,6 +49,8 @@ class WrongModuleMode(Rule):
     variants: ClassVar[dict[str, str]] = {
         "no-eval": "`{fn}` evaluates without model.eval(): dropout stays active and batch-norm uses batch "
                    "statistics",
+        "after-training": "`{fn}(...)` evaluates after training with no model.eval() in between: dropout stays "
+                          "active and batch-norm uses batch statistics",
     }
 
     def check(self, ctx: Context) -> None:
@@ -70,6 +73,31 @@ class WrongModuleMode(Rule):
             verdict = self.callers_mode(ctx, fn)
             if (verdict is None and not file_evals) or verdict == "train":
                 self.report(ctx, fn, variant="no-eval", fn=name)
+        for scope in [mod.tree, *mod.defs]:
+            self.evaluation_after_training(ctx, scope)
+
+    def evaluation_after_training(self, ctx: Context, scope: ast.AST) -> None:
+        """A script or function that trains, then (after its training loop) evaluates under no_grad
+        with no ``.eval()`` switch in between: the model is still in training mode."""
+        mod = ctx.mod
+        calls = [n for n in mod.body(scope) if isinstance(n, ast.Call)]
+        trained = [(c.lineno, c.col_offset) for c in calls if is_backward(c)]
+        if not trained:
+            return
+        marks = sorted(((c.lineno, c.col_offset), c.func.attr) for c in calls if isinstance(c.func, ast.Attribute)
+                       and c.func.attr in ("eval", "train") and not c.args)
+        for call in forwards(scope, mod):
+            pos = (call.lineno, call.col_offset)
+            before = [mode for at, mode in marks if at < pos]
+            if mod.under_no_grad(call) is None or pos < min(trained) or (before and before[-1] == "eval"):
+                continue
+            if any(is_backward(n) for loop in mod.enclosing_loops(call) for n in mod.body(loop)):
+                continue  # inside the training loop itself: a look at the current batch, not the evaluation
+            if scope is mod.tree:
+                self.report(ctx, call, variant="after-training", fn=ctx.text(call.func))
+            else:
+                self.report(ctx, scope, variant="no-eval", fn=scope.name)  # type: ignore[attr-defined]
+            return
 
     def callers_mode(self, ctx: Context, fn: ast.AST) -> str | None:
         """"train" when some caller in the project runs the function in training mode (its last
