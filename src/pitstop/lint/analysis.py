@@ -50,6 +50,9 @@ def target_names(target: ast.AST) -> list[str]:
     return []
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
 def walk_local(node: ast.AST, into_defs: bool = False) -> Iterator[ast.AST]:
     """``ast.walk`` that does not enter nested function/class definitions (unless ``into_defs``)
     or lambdas."""
@@ -92,14 +95,21 @@ class Module:
         m = cls(tree, source)
         local_defs: set[str] = set()
         parents = m.parents
-        stack: list[ast.AST] = [tree]
+        bodies = m.bodies  # every scope's walk_local, filled by this one walk
+        bodies[id(tree)] = []
+        stack: list[tuple[ast.AST, list[ast.AST]]] = [(tree, bodies[id(tree)])]
         while stack:
-            node = stack.pop()
-            children = list(ast.iter_child_nodes(node))
-            for child in children:
-                parents[id(child)] = node
-            stack.extend(children)
+            node, body = stack.pop()
             t = type(node)
+            if t in _SCOPES:
+                inner: list[ast.AST] = []
+                bodies[id(node)] = inner
+            else:
+                inner = body
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+                inner.append(child)
+                stack.append((child, inner))
             if t is ast.Call:
                 m.calls.append(node)  # type: ignore[arg-type]
                 if is_backward(node):
