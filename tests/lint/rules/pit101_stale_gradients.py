@@ -108,3 +108,23 @@ def distributed_autograd(model, loader, dist_opt):
             loss = model(x).sum()
             dist_autograd.backward(context_id, [loss])
             dist_opt.step(context_id)
+
+
+def stepped_twice_without_clearing(model, loader, opt, crit):
+    for x, y in loader:
+        opt.zero_grad()
+        loss = crit(model(x), y)
+        loss.backward(retain_graph=True)
+        opt.step()
+        loss.backward()
+        opt.step()  # error: PIT101
+
+
+def stepped_twice_cleared_in_between(model, loader, opt, crit):
+    for x, y in loader:
+        opt.zero_grad()
+        crit(model(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+        crit(model(x), y).backward()
+        opt.step()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from typing import ClassVar
 
 from pitstop.lint.analysis import Module, clears_grads, dotted, is_backward, is_step, walk_local
 from pitstop.lint.rules.base import Context, Rule
@@ -40,6 +41,10 @@ class StaleGradients(Rule):
     name = "stale-gradients"
     message = "`{step}` runs every iteration but gradients are never cleared in this loop: each step adds the " \
               "previous steps' gradients (call optimizer.zero_grad())"
+    variants: ClassVar[dict[str, str]] = {
+        "twice": "`{step}` steps a second time in the iteration after another backward with no zero_grad() since the "
+                 "first step: the first step's gradients are applied again",
+    }
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
@@ -56,10 +61,35 @@ class StaleGradients(Rule):
             if not any(is_backward(n) or id(n) in helpers for n in walk_local(loop)) \
                     and not _passes_closure(step, mod):
                 continue
-            if _in_dist_autograd(mod, loop) or _cleared(loop, opt, owners, mod):
+            if _in_dist_autograd(mod, loop):
                 continue
-            reported.add((id(loop), opt))
-            self.report(ctx, step, step=ctx.text(step))
+            if not _cleared(loop, opt, owners, mod):
+                reported.add((id(loop), opt))
+                self.report(ctx, step, step=ctx.text(step))
+            elif (again := _stepped_twice(loop, opt, owners, mod)) is not None:
+                reported.add((id(loop), opt))
+                self.report(ctx, again, variant="twice", step=ctx.text(again))
+
+
+def _stepped_twice(loop: ast.AST, opt: str, owners: dict[str, set[str]], mod: Module) -> ast.Call | None:
+    """A second ``opt.step()`` in the same iteration after a backward, with no clear since the
+    first: it applies the first step's gradients again, added to the new ones."""
+    calls = sorted((n for n in mod.body(loop) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    stepped = dirty = False
+    block = None  # the statement list of the first step: a step in a branch that ends the iteration is not paired
+    for n in calls:
+        if is_step(n, mod) and _optimizer(n) == opt:
+            here = mod.parents.get(id(mod.parents.get(id(n))))
+            if dirty and here is block:
+                return n
+            stepped, dirty, block = True, False, here
+        elif is_backward(n) and stepped:
+            dirty = True
+        elif isinstance(n.func, ast.Attribute) and n.func.attr == "zero_grad":
+            recv = dotted(n.func.value) or ""
+            if recv == opt or recv in owners.get(opt, ()) or not ("opt" in recv.lower() or recv in owners):
+                stepped = dirty = False
+    return None
 
 
 def _optimizer(step: ast.Call) -> str:
