@@ -46,6 +46,8 @@ def parse(source: str, path: str) -> Module | Diagnostic:
     """The file analysed, or the PIT001 finding saying why it cannot be."""
     try:
         tree = ast.parse(source, filename=path, type_comments=False)
+    except RecursionError:
+        return Diagnostic("PIT001", INVALID_FILE.variants["nested"].format(rule="the parser"), 1, 1, 1, 1, None, path)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None) or 1
         col = getattr(exc, "offset", None) or 1
