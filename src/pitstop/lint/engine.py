@@ -84,6 +84,9 @@ def check(mod: Module, path: str, config: LintConfig, view: View | None = None) 
         except RecursionError:
             message = INVALID_FILE.variants["nested"].format(rule=rule.name)
             ctx.found.append(Diagnostic("PIT001", message, 1, 1, 1, 1, None, path))
+    mod.view = None  # no cycle between a file's tree and its view: both go as soon as they can
+    if view is not None:
+        view.mod, view.helper_backwards = None, None
     kept = [d for d in ctx.found if config.wants(d.code, path) and not suppressed(d, lines)]
     unique = {(d.code, d.line, d.col, d.message): d for d in kept}
     return sorted(unique.values(), key=lambda d: (d.line, d.col, d.code))
@@ -110,7 +113,7 @@ def lint_files(files: list[Path], config: LintConfig, keep_source: bool = False,
     indexes = []
     held = 0
     enabled = gc.isenabled()
-    gc.disable()  # syntax trees have no cycles; collecting while millions of nodes live costs minutes
+    gc.disable()  # the first pass makes no cycles; collecting while millions of nodes live costs minutes
     try:
         for path in files:
             source, problem = read_source(path)
@@ -123,25 +126,34 @@ def lint_files(files: list[Path], config: LintConfig, keep_source: bool = False,
                 indexes.append(safe_index(parsed, str(path), root))
                 size = source.count("\n") + 1
                 if held + size > HELD_LINES:
-                    parsed = None  # parsed again in the second pass
+                    parsed, source = None, None  # read and parsed again in the second pass
                 else:
                     held += size
             entries.append((path, source, parsed))
         project = Project.build(indexes)
+        gc.freeze()  # what the first pass keeps is never garbage: later collections skip it
+        gc.enable()  # the second pass makes short-lived cycles (rule state): collect them
         requirements = Requirements()
         number = 0
-        for path, source, parsed in entries:
+        for k, (path, source, parsed) in enumerate(entries):
+            entries[k] = (path, None, None)  # let this file's tree go once it is done
             name = str(path)
-            if isinstance(parsed, Diagnostic) or source is None:
-                d = parsed if isinstance(parsed, Diagnostic) else None
-                yield FileResult(name, [d] if d and config.wants(d.code, name) else [], 0)
+            if isinstance(parsed, Diagnostic):
+                yield FileResult(name, [parsed] if config.wants(parsed.code, name) else [], 0)
                 continue
-            view = project.view(number)
+            view = project.view(number)  # the index of this file (every parsed file has one, in order)
             view.torch_min = requirements.torch_min(path)
             number += 1
+            if source is None:
+                source, _ = read_source(path)
+            if source is None:  # unreadable now: it was readable in the first pass
+                continue
             mod = parsed if parsed is not None else parse(source, name)
             findings = check(mod, name, config, view) if isinstance(mod, Module) else []
             yield FileResult(name, findings, source.count("\n") + 1, source if keep_source else None, view)
     finally:
+        gc.unfreeze()
         if enabled:
             gc.enable()
+        else:
+            gc.disable()
