@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pitstop.lint import LintConfig, lint_source
-from pitstop.lint.engine import fix_source
+from pitstop.lint.fix import fix_source
 
 FIXES = Path(__file__).parent / "fixes"
 

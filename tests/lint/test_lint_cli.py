@@ -20,6 +20,7 @@ BAD = "import torch\n\n\ndef f(path):\n    return torch.load(path)\n"
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
+    (tmp_path / "requirements.txt").write_text("torch>=2.1\n")  # older than 2.6: torch.load is unsafe by default
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "bad.py").write_text(BAD)
     (tmp_path / "src" / "clean.py").write_text("import torch\n\nx = torch.zeros(3)\n")

@@ -16,7 +16,7 @@ def expected(source):
     return {(i, code) for i, line in enumerate(source.splitlines(), 1) for code in MARK.findall(line)}
 
 
-@pytest.mark.parametrize("fixture", sorted(p.name for p in RULES.glob("*.py")))
+@pytest.mark.parametrize("fixture", sorted(p.name for p in [*RULES.glob("*.py"), *RULES.glob("*.py.txt")]))
 def test_rule_fixture(fixture):
     source = (RULES / fixture).read_text()
     found = {(d.line, d.code) for d in lint_source(source, fixture)}
@@ -24,7 +24,7 @@ def test_rule_fixture(fixture):
 
 
 def test_a_syntax_error_is_a_finding_of_its_own():
-    found = lint_source((RULES / "pit001_syntax.py.txt").read_text(), "broken.py")
+    found = lint_source((RULES / "pit001_invalid_file.py.txt").read_text(), "broken.py")
     assert [(d.code, d.line) for d in found] == [("PIT001", 1)] and "invalid syntax" in found[0].message
 
 

@@ -15,15 +15,22 @@ examples:
   pitstop lint . --select PIT1 --ignore PIT109     codes, prefixes or names (stale-gradients)
   pitstop explain PIT101                           what it is, why it hurts, what to write instead
 
-Rules (static codes of the shared catalogue; `pitstop doctor` reports the same codes at run time):
-PIT101 stale-gradients, PIT102 graph-kept-alive, PIT103 retain-graph-in-loop, PIT104
-training-without-grad, PIT109 wrong-module-mode, PIT201 inference-with-grad, PIT202
-prefer-inference-mode (info), PIT301 reentrant-checkpoint, PIT401 loader-in-main-process (info),
-PIT501 unsafe-load, PIT601 gradcheck-low-precision, PIT602 unstable-logsumexp; PIT001 marks a file
-that could not be parsed or decoded (the run goes on).
+{rules}
 Suppress with `# noqa`, `# noqa: PIT101` or `# noqa: stale-gradients`; configure in pyproject.toml
 under [tool.pitstop.lint] (select, ignore, per-file-ignores, exclude).
 Exit codes: 0 no findings at or above --fail-on (default warning), 1 findings, 2 usage error."""
+
+
+def lint_epilog() -> str:
+    """The examples, then the rule list generated from the code table (``pitstop.codes``)."""
+    import textwrap
+
+    from pitstop.lint.explain import static_codes_line
+
+    rules = textwrap.fill(f"Rules (static codes of the shared catalogue; `pitstop doctor` reports the same codes at "
+                          f"run time): {static_codes_line()}; PIT001 invalid-file marks a file that could not be "
+                          f"parsed or decoded (the run goes on).", 100, break_on_hyphens=False)
+    return LINT_EPILOG.format(rules=rules)
 
 
 def _add_lint(sub: Any) -> None:
@@ -32,7 +39,7 @@ def _add_lint(sub: Any) -> None:
     lint = sub.add_parser("lint", help="find autograd mistakes in source code, with fixes",
                           description="Find the training-loop and inference mistakes of the PIT catalogue in "
                                       "Python source, statically, with safe and unsafe fixes.",
-                          epilog=LINT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                          epilog=lint_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     lint.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
     lint.add_argument("--output-format", choices=FORMATS, default="concise", help="default: concise")
     lint.add_argument("--select", action="append", default=[], metavar="CODES",
@@ -55,7 +62,7 @@ def _add_lint(sub: Any) -> None:
 
 def _lint(args: argparse.Namespace) -> int:
     from pitstop._env import environment
-    from pitstop.codes import CODES, at_least
+    from pitstop.codes import at_least
     from pitstop.lint import lint
     from pitstop.lint import output as out
 
@@ -88,17 +95,14 @@ def _lint(args: argparse.Namespace) -> int:
         print(out.summary(result.findings, result.files, args.unsafe_fixes))
     if args.fail_on == "never":
         return 0
-    return 1 if any(at_least(CODES[d.code].severity, args.fail_on) for d in result.findings) else 0
+    return 1 if any(at_least(d.level, args.fail_on) for d in result.findings) else 0
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from pitstop.codes import CODES
-    from pitstop.lint.engine import explain
+    from pitstop.lint.explain import catalogue, explain
 
     if not args.code:
-        for c in CODES.values():
-            print(f"{c.code}  {c.name:<26} {c.severity:<8} {'lint' if 'S' in c.kinds else '    '} "
-                  f"{'doctor' if 'R' in c.kinds else ''}")
+        print("\n".join(catalogue()))
         return 0
     print(explain(args.code))
     return 0

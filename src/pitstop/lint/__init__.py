@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pitstop.lint.engine import (
-    FileResult,
-    LintConfig,
-    discover,
-    explain,
-    fix_source,
-    lint_file,
-    lint_source,
-    load_config,
-)
+from pitstop.lint.config import LintConfig, discover, load_config
+from pitstop.lint.engine import lint_files, lint_source
+from pitstop.lint.explain import explain
+from pitstop.lint.fix import fix_source
 from pitstop.lint.rules import Diagnostic, Edit, Fix
 
 __all__ = ["Diagnostic", "Edit", "Fix", "LintConfig", "LintResult", "explain", "lint", "lint_source"]
@@ -41,12 +36,14 @@ def lint(paths: Iterable[str], *, select: Iterable[str] = (), ignore: Iterable[s
     paths = list(paths) or ["."]
     config = load_config(Path(paths[0]), select=select, ignore=ignore, extend_exclude=exclude)
     result = LintResult()
-    for path in discover(paths, config):
-        res: FileResult = lint_file(path, config, keep_source=fix or diff or keep_sources)
+    files = list(discover(paths, config))
+    folders = [str(p.resolve() if p.is_dir() else p.resolve().parent) for p in map(Path, paths)]
+    root = Path(os.path.commonpath(folders)) if folders else None  # module names are relative to it
+    for res in lint_files(files, config, keep_source=fix or diff or keep_sources, root=root):
         result.files += 1
         result.lines += res.lines
         if (fix or diff) and res.source is not None and any(d.fix for d in res.findings):
-            new, applied = fix_source(res.source, res.path, config, unsafe_fixes)
+            new, applied = fix_source(res.source, res.path, config, unsafe_fixes, view=res.view)
             if new != res.source:
                 result.fixed[res.path] = len(applied)
                 if diff:
@@ -54,9 +51,9 @@ def lint(paths: Iterable[str], *, select: Iterable[str] = (), ignore: Iterable[s
                         res.source.splitlines(keepends=True), new.splitlines(keepends=True),
                         fromfile=_label("a", res.path), tofile=_label("b", res.path))))
                 else:
-                    path.write_text(new, encoding="utf-8")
-                    res = lint_file(path, config, keep_source=keep_sources)
-                    res.source = res.source or new
+                    Path(res.path).write_text(new, encoding="utf-8")
+                    res.findings = lint_source(new, res.path, config, res.view)
+                    res.source = new
         result.findings += res.findings
         if res.source is not None and keep_sources:
             result.sources[res.path] = res.source

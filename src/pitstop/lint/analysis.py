@@ -7,6 +7,7 @@ import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode",
            "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"}
@@ -18,6 +19,7 @@ MODEL_NAME = re.compile(r"(^|_)(model|net|net_?[gd]|network|criterion|crit|encod
                         r"head|classifier|backbone|policy|critic|actor|rnn|lstm|gru|loss_?fn|loss_?func|[gd])\d*$")
 EVAL_NAME = re.compile(r"^(eval|evaluate|validate|validation|valid|val|predict|infer|inference)(_|$)|"
                        r"(_eval|_evaluate|_validate|_validation|_val|_predict|_inference)$", re.I)
+STAR_DEFAULTS = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "optim": "torch.optim"}
 EVAL_LOADER = re.compile(r"(val|valid|test|eval|dev)", re.I)
 
 
@@ -48,6 +50,9 @@ def target_names(target: ast.AST) -> list[str]:
     return []
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
 def walk_local(node: ast.AST, into_defs: bool = False) -> Iterator[ast.AST]:
     """``ast.walk`` that does not enter nested function/class definitions (unless ``into_defs``)
     or lambdas."""
@@ -71,6 +76,12 @@ class Module:
     parents: dict[int, ast.AST] = field(default_factory=dict)
     optimizers: set[str] = field(default_factory=set)  # dotted names bound to torch.optim.X(...)
     trains: bool = False  # the file calls backward() somewhere
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)  # module-level classes
+    constructed: dict[str, str] = field(default_factory=dict)  # name -> what was called to build it
+    star: bool = False  # the file has a `from X import *`
+    star_modules: list[str] = field(default_factory=list)  # the X of each
+    bodies: dict[int, list[ast.AST]] = field(default_factory=dict)  # Module.body's cache
+    view: Any = None  # what the project knows about this file (pitstop.lint.project.View), once built
 
     calls: list[ast.Call] = field(default_factory=list)  # every call, in one walk
     loop_nodes: list[ast.AST] = field(default_factory=list)
@@ -84,14 +95,21 @@ class Module:
         m = cls(tree, source)
         local_defs: set[str] = set()
         parents = m.parents
-        stack: list[ast.AST] = [tree]
+        bodies = m.bodies  # every scope's walk_local, filled by this one walk
+        bodies[id(tree)] = []
+        stack: list[tuple[ast.AST, list[ast.AST]]] = [(tree, bodies[id(tree)])]
         while stack:
-            node = stack.pop()
-            children = list(ast.iter_child_nodes(node))
-            for child in children:
-                parents[id(child)] = node
-            stack.extend(children)
+            node, body = stack.pop()
             t = type(node)
+            if t in _SCOPES:
+                inner: list[ast.AST] = []
+                bodies[id(node)] = inner
+            else:
+                inner = body
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+                inner.append(child)
+                stack.append((child, inner))
             if t is ast.Call:
                 m.calls.append(node)  # type: ignore[arg-type]
                 if is_backward(node):
@@ -107,10 +125,14 @@ class Module:
                         m.aliases[a.asname] = a.name
                     else:
                         m.aliases[a.name.split(".")[0]] = a.name.split(".")[0]
-            elif t is ast.ImportFrom and node.module and node.level == 0:  # type: ignore[attr-defined]
+            elif t is ast.ImportFrom:
+                base = "." * node.level + (node.module or "")  # type: ignore[attr-defined]
+                if any(a.name == "*" for a in node.names):  # type: ignore[attr-defined]
+                    m.star = True
+                    m.star_modules.append(base)
                 for a in node.names:  # type: ignore[attr-defined]
-                    if a.name != "*":
-                        m.aliases[a.asname or a.name] = f"{node.module}.{a.name}"  # type: ignore[attr-defined]
+                    if a.name != "*" and base:  # relative ones keep their dots: never a torch name
+                        m.aliases[a.asname or a.name] = f"{base}.{a.name}" if base.strip(".") else base + a.name
             elif t in (ast.FunctionDef, ast.AsyncFunctionDef):
                 m.defs.append(node)
                 m.functions.setdefault(node.name, node)  # type: ignore[attr-defined, arg-type]
@@ -118,6 +140,10 @@ class Module:
                     local_defs.add(node.name)  # type: ignore[attr-defined]
             elif t is ast.ClassDef and parents.get(id(node)) is tree:
                 local_defs.add(node.name)  # type: ignore[attr-defined]
+                m.classes[node.name] = node  # type: ignore[attr-defined, assignment]
+        if m.star:  # `from model import *` (which imports torch): the usual names mean what they usually do
+            for name, qual in STAR_DEFAULTS.items():
+                m.aliases.setdefault(name, qual)
         for name in local_defs:  # a module-level def shadows an import of the same name
             m.aliases.pop(name, None)
         m.calls.sort(key=lambda c: (c.lineno, c.col_offset))
@@ -127,11 +153,22 @@ class Module:
                 q = m.qualname(node.func) or ""
                 if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
                     m.optimizers.update(d for t in parent.targets if (d := dotted(t)))
+                callee = q or dotted(node.func) or ""
+                for target in parent.targets:
+                    if (d := dotted(target)) and callee and not callee.startswith(d + "."):
+                        m.constructed[d] = callee
         return m
+
+    def body(self, scope: ast.AST) -> list[ast.AST]:
+        """``walk_local(scope)`` as a list, walked once per scope and kept (rules and the index share it)."""
+        found = self.bodies.get(id(scope))
+        if found is None:
+            found = self.bodies[id(scope)] = list(walk_local(scope))
+        return found
 
     def enclosing_loops(self, node: ast.AST) -> list[ast.AST]:
         """Loops around ``node`` inside its own function, innermost first."""
-        found = []
+        found: list[ast.AST] = []
         cur = self.parents.get(id(node))
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                                                        ast.Lambda)):
@@ -249,73 +286,6 @@ def clears_grads(scope: ast.AST, mod: Module, seen: set[str] | None = None) -> b
                     if clears_grads(mod.functions[name], mod, seen):
                         return True
     return False
-
-
-class GraphNames:
-    """Names that hold graph-attached tensors inside one loop: what backward runs on, results of
-    model / criterion / torch.nn.functional calls, and anything computed from them without
-    ``.item()``, ``.detach()``, ``float()`` and the like."""
-
-    def __init__(self, loop: ast.AST, mod: Module) -> None:
-        self.mod = mod
-        self.names: set[str] = set()
-        self.scalar: set[str] = set()  # backward() without arguments ran on them: one element
-        for call in method_calls(loop, "backward"):
-            for t in backward_targets(call, mod):
-                if isinstance(t, ast.Name):
-                    self.names.add(t.id)
-                    if not call.args and not any(k.arg in ("gradient", "grad_tensors") for k in call.keywords):
-                        self.scalar.add(t.id)
-        assigns = [n for n in walk_local(loop) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
-        for _ in range(3):  # to a fixed point (assignments may come in any order)
-            before = len(self.names)
-            for a in assigns:
-                value = a.value
-                if value is None:
-                    continue
-                targets = a.targets if isinstance(a, ast.Assign) else [a.target]
-                if self.carries(value) or self.model_call(value):
-                    for t in targets:
-                        self.names.update(target_names(t))
-            if len(self.names) == before:
-                break
-
-    def model_call(self, value: ast.AST) -> bool:
-        """A call of something named like a model or criterion, or of torch.nn.functional."""
-        if not isinstance(value, ast.Call):
-            return False
-        q = self.mod.qualname(value.func) or ""
-        if q.startswith("torch.nn.functional."):
-            return True
-        name = dotted(value.func) or ""
-        if name in self.mod.functions:
-            return False  # a local helper, not a model
-        last = name.rsplit(".", 1)[-1]
-        return bool(last) and last == last.lower() and bool(MODEL_NAME.search(last)) and not q.startswith("torch.")
-
-    def carries(self, expr: ast.AST) -> bool:
-        """Whether ``expr`` evaluates to something still attached to a graph name."""
-        if isinstance(expr, ast.Name):
-            return expr.id in self.names
-        if isinstance(expr, ast.Call):
-            f = expr.func
-            if isinstance(f, ast.Attribute) and f.attr in DETACHING:
-                return False
-            if isinstance(f, ast.Name) and f.id in NUMBER_FUNCS:
-                return False
-            return self.carries(f.value) if isinstance(f, ast.Attribute) else \
-                any(self.carries(a) for a in [*expr.args, *(k.value for k in expr.keywords)])
-        if isinstance(expr, ast.Attribute):
-            return expr.attr not in SAFE_ATTRS and self.carries(expr.value)
-        if isinstance(expr, (ast.Compare, ast.Constant, ast.JoinedStr, ast.Lambda)):
-            return False
-        if isinstance(expr, ast.Subscript):
-            return self.carries(expr.value)
-        return any(self.carries(c) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr))
-
-    def culprit(self, expr: ast.AST) -> ast.Name | None:
-        """The graph name ``expr`` is (for a fix), when it is exactly one."""
-        return expr if isinstance(expr, ast.Name) and expr.id in self.names else None
 
 
 def loops(scope: ast.AST) -> list[ast.AST]:

@@ -1,138 +1,24 @@
-"""Running the rules over files: discovery, ``[tool.pitstop.lint]`` configuration, ``# noqa``,
-selection, and applying fixes (verified to parse, repeated until nothing changes)."""
+"""Running the rules: every file is read and parsed once, indexed into the project
+(``pitstop.lint.project``), then each file's rules run with the project in view, ``# noqa`` and the
+configuration applied."""
 
 from __future__ import annotations
 
 import ast
-import fnmatch
-import os
-import re
-import sys
+import gc
 import tokenize
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from pitstop.codes import CODES, lookup
-from pitstop.errors import UsageError
 from pitstop.lint.analysis import Module
-from pitstop.lint.rules import RULES, Context, Diagnostic, Edit
+from pitstop.lint.config import LintConfig
+from pitstop.lint.noqa import suppressed
+from pitstop.lint.project import FileIndex, Project, View, index_file, module_names
+from pitstop.lint.requirements import Requirements
+from pitstop.lint.rules import INVALID_FILE, RULES, Context, Diagnostic
 
-DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
-                   "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "*.egg-info")
-NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_\-]+(?:\s*,\s*[A-Za-z0-9_\-]+)*))?", re.I)
-
-
-@dataclass
-class LintConfig:
-    """Which codes run where: ``select``/``ignore`` take codes, names or prefixes (``PIT1``)."""
-
-    select: list[str] = field(default_factory=list)  # empty = every code
-    ignore: list[str] = field(default_factory=list)
-    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
-    exclude: list[str] = field(default_factory=list)
-    source: str | None = None  # the pyproject.toml it came from
-
-    def wants(self, code: str, path: str = "") -> bool:
-        selected = not self.select or any(_matches(code, s) for s in self.select)
-        ignored = any(_matches(code, s) for s in self.ignore)
-        for pattern, codes in self.per_file_ignores.items():
-            if _glob(path, pattern) and any(_matches(code, c) for c in codes):
-                ignored = True
-        return selected and not ignored
-
-    def excluded(self, relative: Path, full: Path) -> bool:
-        """``relative`` to the directory being walked (default excludes match its parts), ``full``
-        as given on the command line (``exclude`` globs match either)."""
-        return any(fnmatch.fnmatch(part, pat) for part in relative.parts for pat in (*DEFAULT_EXCLUDE, *self.exclude)) \
-            or any(_glob(str(p), pat) for pat in self.exclude for p in (relative, full))
-
-
-def _matches(code: str, key: str) -> bool:
-    key = key.strip()
-    if key.upper() == "ALL":
-        return True
-    c = CODES.get(code)
-    return code.startswith(key.upper()) or (c is not None and c.name == key.lower())
-
-
-def _glob(path: str, pattern: str) -> bool:
-    path = path.replace(os.sep, "/")
-    return fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(path, f"*/{pattern}") \
-        or fnmatch.fnmatch(os.path.basename(path), pattern)
-
-
-def _codes_option(values: Iterable[str], what: str) -> list[str]:
-    out = []
-    for v in values:
-        for item in str(v).split(","):
-            item = item.strip()
-            if not item:
-                continue
-            if item.upper() != "ALL" and not any(_matches(c, item) for c in CODES):
-                raise UsageError(f"{what}: {item!r} matches no code; use a code, a prefix (PIT1) or a name "
-                                 f"(see `pitstop explain`)")
-            out.append(item)
-    return out
-
-
-def load_config(start: Path, *, select: Iterable[str] = (), ignore: Iterable[str] = (),
-                extend_exclude: Iterable[str] = ()) -> LintConfig:
-    """``[tool.pitstop.lint]`` of the nearest pyproject.toml above ``start``; command-line
-    ``select`` replaces the file's, ``ignore`` adds to it."""
-    config = LintConfig()
-    here = start.resolve()
-    for folder in [here, *here.parents] if here.is_dir() else [here.parent, *here.parent.parents]:
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            table = _read_toml(candidate).get("tool", {}).get("pitstop", {}).get("lint", {})
-            if table:
-                unknown = set(table) - {"select", "ignore", "per-file-ignores", "exclude"}
-                if unknown:
-                    raise UsageError(f"{candidate}: [tool.pitstop.lint] has unknown key(s) {', '.join(sorted(unknown))}"
-                                     "; use select, ignore, per-file-ignores, exclude")
-                config = LintConfig(_codes_option(table.get("select", []), "select"),
-                                    _codes_option(table.get("ignore", []), "ignore"),
-                                    {k: _codes_option(v, f"per-file-ignores {k!r}")
-                                     for k, v in table.get("per-file-ignores", {}).items()},
-                                    list(table.get("exclude", [])), str(candidate))
-            break
-    select, ignore = _codes_option(select, "--select"), _codes_option(ignore, "--ignore")
-    if select:
-        config.select = select
-    config.ignore += ignore
-    config.exclude += list(extend_exclude)
-    return config
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot read it as TOML ({exc}); fix the file or run from another directory") \
-            from None
-
-
-def discover(paths: Iterable[str], config: LintConfig) -> Iterator[Path]:
-    """Python files under ``paths`` (explicit files always; directories walked, excludes applied)."""
-    for raw in paths:
-        path = Path(raw)
-        if not path.exists():
-            raise UsageError(f"{raw!r} does not exist; give files or directories to lint")
-        if path.is_file():
-            yield path
-            continue
-        for root, dirs, files in os.walk(path):
-            dirs[:] = sorted(d for d in dirs if not config.excluded(Path(root, d).relative_to(path), Path(root, d)))
-            for name in sorted(files):
-                full = Path(root, name)
-                if name.endswith((".py", ".pyi")) and not config.excluded(full.relative_to(path), full):
-                    yield full
+HELD_LINES = 300_000  # files kept parsed between the two passes; past this they are parsed again (memory)
 
 
 @dataclass
@@ -141,6 +27,7 @@ class FileResult:
     findings: list[Diagnostic]
     lines: int
     source: str | None = None  # kept when fixes may apply
+    view: View | None = None  # the project as this file sees it (for fixes)
 
 
 def read_source(path: Path) -> tuple[str | None, str | None]:
@@ -155,103 +42,118 @@ def read_source(path: Path) -> tuple[str | None, str | None]:
         return None, f"cannot read the file ({exc.strerror})"
 
 
-def lint_source(source: str, path: str, config: LintConfig | None = None) -> list[Diagnostic]:
-    """Findings for one file's text, ``# noqa`` and the configuration applied, sorted by place."""
-    config = config or LintConfig()
+def parse(source: str, path: str) -> Module | Diagnostic:
+    """The file analysed, or the PIT001 finding saying why it cannot be."""
     try:
         tree = ast.parse(source, filename=path, type_comments=False)
+    except RecursionError:
+        return Diagnostic("PIT001", INVALID_FILE.variants["nested"].format(rule="the parser"), 1, 1, 1, 1, None, path)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None) or 1
         col = getattr(exc, "offset", None) or 1
         msg = getattr(exc, "msg", str(exc))
-        found = [Diagnostic("PIT001", f"invalid syntax: {msg}; the file was not linted", line, col, line, col,
-                            None, path)]
-        return [d for d in found if config.wants(d.code, path)]
-    lines = source.splitlines(keepends=True)
-    ctx = Context(Module.of(tree, source), path, lines)
-    for rule_fn in RULES:
+        return Diagnostic("PIT001", INVALID_FILE.message.format(msg=msg), line, col, line, col, None, path)
+    try:
+        return Module.of(tree, source)
+    except RecursionError:
+        message = INVALID_FILE.variants["nested"].format(rule="the analysis")
+        return Diagnostic("PIT001", message, 1, 1, 1, 1, None, path)
+
+
+def safe_index(mod: Module, path: str, root: Path | None) -> FileIndex:
+    """The file's index; one nested too deeply to summarise joins the project with its names only."""
+    try:
+        return index_file(mod, path, root)
+    except RecursionError:
+        return FileIndex(path, module_names(path, root), dict(mod.aliases), {}, {}, {}, [], "cuda" in mod.source,
+                         mod.trains)
+
+
+def check(mod: Module, path: str, config: LintConfig, view: View | None = None) -> list[Diagnostic]:
+    """Every selected rule on one analysed file; ``# noqa`` applied; sorted by place."""
+    mod.view = view
+    if view is not None:
+        view.mod, view.helper_backwards = mod, None
+    lines = mod.source.splitlines(keepends=True)
+    ctx = Context(mod, path, lines, view)
+    for rule in RULES:
+        if not config.wants(rule.code, path):
+            continue
         try:
-            rule_fn(ctx)
+            rule.check(ctx)
         except RecursionError:
-            ctx.found.append(Diagnostic("PIT001", f"too deeply nested for {rule_fn.__name__}", 1, 1, 1, 1, None,
-                                        path))
-    kept = [d for d in ctx.found if config.wants(d.code, path) and not _suppressed(d, lines)]
+            message = INVALID_FILE.variants["nested"].format(rule=rule.name)
+            ctx.found.append(Diagnostic("PIT001", message, 1, 1, 1, 1, None, path))
+    mod.view = None  # no cycle between a file's tree and its view: both go as soon as they can
+    if view is not None:
+        view.mod, view.helper_backwards = None, None
+    kept = [d for d in ctx.found if config.wants(d.code, path) and not suppressed(d, lines)]
     unique = {(d.code, d.line, d.col, d.message): d for d in kept}
     return sorted(unique.values(), key=lambda d: (d.line, d.col, d.code))
 
 
-def _suppressed(d: Diagnostic, lines: list[str]) -> bool:
-    """``# noqa`` (everything), ``# noqa: PIT101`` or ``# noqa: stale-gradients`` on the
-    finding's first or last line."""
-    for number in {d.line, d.end_line}:
-        if not 0 < number <= len(lines) or "#" not in lines[number - 1]:
-            continue
-        m = NOQA.search(lines[number - 1])
-        if m is None:
-            continue
-        if not m.group("codes"):
-            return True
-        for key in re.split(r"\s*,\s*", m.group("codes")):
-            if key.upper() == d.code or (d.code in CODES and CODES[d.code].name == key.lower()):
-                return True
-    return False
+def lint_source(source: str, path: str, config: LintConfig | None = None, view: View | None = None
+                ) -> list[Diagnostic]:
+    """Findings for one file's text: a project of its own unless ``view`` places it in one."""
+    config = config or LintConfig()
+    parsed = parse(source, path)
+    if isinstance(parsed, Diagnostic):
+        return [parsed] if config.wants(parsed.code, path) else []
+    if view is None:
+        view = Project.build([safe_index(parsed, path, None)]).view(0)
+    return check(parsed, path, config, view)
 
 
-def lint_file(path: Path, config: LintConfig, keep_source: bool = False) -> FileResult:
-    name = str(path)
-    source, problem = read_source(path)
-    if source is None:
-        d = Diagnostic("PIT001", problem or "unreadable", 1, 1, 1, 1, None, name)
-        return FileResult(name, [d] if config.wants("PIT001", name) else [], 0)
-    findings = lint_source(source, name, config)
-    return FileResult(name, findings, source.count("\n") + 1, source if keep_source else None)
-
-
-# -- fixes ---------------------------------------------------------------------------------------
-
-
-def apply_edits(source: str, edits: list[Edit]) -> str:
-    """Apply non-overlapping edits (later ones first); overlapping ones are left for a next pass."""
-    out = source
-    last_start = len(source) + 1
-    for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
-        if e.end > last_start:
-            continue
-        out = out[:e.start] + e.text + out[e.end:]
-        last_start = e.start
-    return out
-
-
-def fix_source(source: str, path: str, config: LintConfig, unsafe: bool, passes: int = 5
-               ) -> tuple[str, list[Diagnostic]]:
-    """The source with every applicable fix applied (each pass re-lints; a pass whose result does
-    not parse is dropped), and the fixes that were applied."""
-    applied: list[Diagnostic] = []
-    for _ in range(passes):
-        findings = lint_source(source, path, config)
-        todo = [d for d in findings if d.fix is not None and (d.fix.safe or unsafe)]
-        if not todo:
-            break
-        candidate = apply_edits(source, [e for d in todo for e in d.fix.edits])  # type: ignore[union-attr]
-        if candidate == source:
-            break
-        try:
-            ast.parse(candidate)
-        except SyntaxError:
-            break  # never write code that does not parse
-        applied += todo
-        source = candidate
-    return source, applied
-
-
-def explain(key: str) -> str:
-    """``pitstop explain CODE``: what it is, why it hurts, an example and what to write instead."""
-    c = lookup(key)
-    kinds = {"S": "lint", "R": "doctor", "SR": "lint and doctor"}[c.kinds]
-    parts = [f"{c.code} {c.name} ({c.severity}; found by {kinds})", "", f"What: {c.summary}.", "",
-             f"Fix: {c.fix}."]
-    if c.example:
-        parts += ["", "Example:", *("    " + ln for ln in c.example.splitlines())]
-    if c.instead:
-        parts += ["", "Use instead:", *("    " + ln for ln in c.instead.splitlines())]
-    return "\n".join(parts)
+def lint_files(files: list[Path], config: LintConfig, keep_source: bool = False,
+               root: Path | None = None) -> Iterator[FileResult]:
+    """The files as one project: a first pass parses and indexes every file, a second runs the
+    rules. Parsed files are held between the passes up to ``HELD_LINES`` lines, so a project of that
+    size is parsed once; the rest of a larger tree is parsed again rather than kept in memory."""
+    entries: list[tuple[Path, str | None, Module | Diagnostic | None]] = []
+    indexes = []
+    held = 0
+    enabled = gc.isenabled()
+    gc.disable()  # the first pass makes no cycles; collecting while millions of nodes live costs minutes
+    try:
+        for path in files:
+            source, problem = read_source(path)
+            if source is None:
+                entries.append((path, None, Diagnostic("PIT001", INVALID_FILE.variants["unreadable"].format(
+                    problem=problem or "unreadable"), 1, 1, 1, 1, None, str(path))))
+                continue
+            parsed: Module | Diagnostic | None = parse(source, str(path))
+            if isinstance(parsed, Module):
+                indexes.append(safe_index(parsed, str(path), root))
+                size = source.count("\n") + 1
+                if held + size > HELD_LINES:
+                    parsed, source = None, None  # read and parsed again in the second pass
+                else:
+                    held += size
+            entries.append((path, source, parsed))
+        project = Project.build(indexes)
+        gc.freeze()  # what the first pass keeps is never garbage: later collections skip it
+        gc.enable()  # the second pass makes short-lived cycles (rule state): collect them
+        requirements = Requirements()
+        number = 0
+        for k, (path, source, parsed) in enumerate(entries):
+            entries[k] = (path, None, None)  # let this file's tree go once it is done
+            name = str(path)
+            if isinstance(parsed, Diagnostic):
+                yield FileResult(name, [parsed] if config.wants(parsed.code, name) else [], 0)
+                continue
+            view = project.view(number)  # the index of this file (every parsed file has one, in order)
+            view.torch_min = requirements.torch_min(path)
+            number += 1
+            if source is None:
+                source, _ = read_source(path)
+            if source is None:  # unreadable now: it was readable in the first pass
+                continue
+            mod = parsed if parsed is not None else parse(source, name)
+            findings = check(mod, name, config, view) if isinstance(mod, Module) else []
+            yield FileResult(name, findings, source.count("\n") + 1, source if keep_source else None, view)
+    finally:
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
+        else:
+            gc.disable()

@@ -28,7 +28,7 @@ def marker(d: Diagnostic, unsafe: bool) -> str:
 def concise(findings: list[Diagnostic], colour: bool, unsafe: bool = False) -> list[str]:
     out = []
     for d in findings:
-        sev = CODES[d.code].severity
+        sev = d.level
         code = f"{_COLOUR[sev]}{_BOLD}{d.code}{_RESET}" if colour else d.code
         where = f"{_BOLD}{d.path}{_RESET}:{d.line}:{d.col}:" if colour else f"{d.path}:{d.line}:{d.col}:"
         out.append(f"{where} {code}{marker(d, unsafe)} {d.message}")
@@ -46,7 +46,7 @@ def full(findings: list[Diagnostic], sources: dict[str, str], colour: bool, unsa
             width = max(1, (d.end_col - d.col) if d.end_line == d.line else len(text) - d.col + 1)
             out += [f"   {d.line:>4} | {text}", f"        | {' ' * (d.col - 1)}{'^' * width}"]
         fix = f"{d.fix.description} ({'safe' if d.fix.safe else 'unsafe'} fix)" if d.fix else c.fix
-        out += [f"        = {c.name} ({c.severity}): {fix}", ""]
+        out += [f"        = {c.name} ({d.level}): {fix}", ""]
     return out
 
 
@@ -67,7 +67,7 @@ def summary(findings: list[Diagnostic], files: int, unsafe: bool = False) -> str
 
 def finding_dict(d: Diagnostic) -> dict[str, Any]:
     c = CODES[d.code]
-    return {"code": d.code, "name": c.name, "severity": c.severity, "message": d.message,
+    return {"code": d.code, "name": c.name, "severity": d.level, "message": d.message,
             "where": f"{d.path}:{d.line}:{d.col}", "fix": d.fix.description if d.fix else c.fix,
             "fixable": None if d.fix is None else ("safe" if d.fix.safe else "unsafe"),
             "path": d.path, "line": d.line, "col": d.col, "end_line": d.end_line, "end_col": d.end_col}
@@ -96,7 +96,7 @@ def sarif(findings: list[Diagnostic], root: Path | None = None) -> dict[str, Any
     for d in findings:
         region = {"startLine": d.line, "startColumn": d.col, "endLine": d.end_line, "endColumn": max(d.end_col, 1)}
         result: dict[str, Any] = {
-            "ruleId": d.code, "ruleIndex": index[d.code], "level": _LEVEL[CODES[d.code].severity],
+            "ruleId": d.code, "ruleIndex": index[d.code], "level": _LEVEL[d.level],
             "message": {"text": d.message},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(d.path, root)}, "region": region}}],
         }
@@ -132,7 +132,7 @@ def github(findings: list[Diagnostic]) -> list[str]:
         c = CODES[d.code]
         msg = d.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
         path = d.path.replace(",", "%2C")
-        out.append(f"::{_GITHUB[c.severity]} title={d.code} {c.name},file={path},line={d.line},col={d.col},"
+        out.append(f"::{_GITHUB[d.level]} title={d.code} {c.name},file={path},line={d.line},col={d.col},"
                    f"endLine={d.end_line},endColumn={d.end_col}::{d.code} {msg}")
     return out
 

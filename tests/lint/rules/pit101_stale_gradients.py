@@ -73,3 +73,58 @@ def suppressed(model, loader, opt, crit):
     for x, y in loader:
         crit(model(x), y).backward()
         opt.step()  # noqa: stale-gradients
+
+
+def gan_second_optimizer_never_zeroed(net_g, net_d, loader, crit):
+    opt_d = torch.optim.Adam(net_d.parameters())
+    opt_g = torch.optim.Adam(net_g.parameters())
+    for real in loader:
+        opt_d.zero_grad()
+        fake = net_g(real)
+        crit(net_d(real), net_d(fake.detach())).backward()
+        opt_d.step()
+        crit(net_d(fake), real).backward()
+        opt_g.step()  # error: PIT101
+
+
+def gan_each_optimizer_zeroed_through_its_model(net_g, net_d, loader, crit):
+    opt_d = torch.optim.Adam(net_d.parameters())
+    opt_g = torch.optim.Adam(net_g.parameters())
+    for real in loader:
+        net_d.zero_grad()
+        fake = net_g(real)
+        crit(net_d(real), net_d(fake.detach())).backward()
+        opt_d.step()
+        net_g.zero_grad()
+        crit(net_d(fake), real).backward()
+        opt_g.step()
+
+
+def distributed_autograd(model, loader, dist_opt):
+    import torch.distributed.autograd as dist_autograd
+
+    for x, y in loader:
+        with dist_autograd.context() as context_id:  # gradients live in the context: nothing to zero
+            loss = model(x).sum()
+            dist_autograd.backward(context_id, [loss])
+            dist_opt.step(context_id)
+
+
+def stepped_twice_without_clearing(model, loader, opt, crit):
+    for x, y in loader:
+        opt.zero_grad()
+        loss = crit(model(x), y)
+        loss.backward(retain_graph=True)
+        opt.step()
+        loss.backward()
+        opt.step()  # error: PIT101
+
+
+def stepped_twice_cleared_in_between(model, loader, opt, crit):
+    for x, y in loader:
+        opt.zero_grad()
+        crit(model(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+        crit(model(x), y).backward()
+        opt.step()

@@ -28,3 +28,22 @@ def aliased(model, loader, opt, crit):
         loss = crit(model(x), target)
         loss.backward()
         opt.step()
+
+
+def gan_generator_term_cut(generator, discriminator, loader, opt, l1, bce):
+    for x, y in loader:
+        fake = generator(x)
+        with torch.no_grad():
+            verdict = discriminator(fake)  # error: PIT104
+        opt.zero_grad()
+        (l1(fake, y) + bce(verdict, y)).backward()
+        opt.step()
+
+
+def distillation_teacher_is_fine(student, teacher, loader, opt, crit):
+    for x, y in loader:
+        with torch.no_grad():
+            target = teacher(x)  # plain data in: nothing to cut
+        opt.zero_grad()
+        crit(student(x), target).backward()
+        opt.step()

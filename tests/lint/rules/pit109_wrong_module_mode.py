@@ -34,5 +34,5 @@ def validate(model, val_loader):
     return evaluate_loss(model, val_loader)
 
 
-def evaluate_loss(model, loader):
-    return sum(float(model(x).sum()) for x, _ in loader)  # error: PIT201
+def evaluate_loss(model, loader):  # error: PIT201
+    return sum(float(model(x).sum()) for x, _ in loader)

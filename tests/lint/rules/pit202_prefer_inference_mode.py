@@ -14,3 +14,14 @@ def embed(model, batch):
 def already(model, batch):
     with torch.inference_mode():
         return model(batch)
+
+
+def load_pretrained(model, weights):
+    with torch.no_grad():  # copying weights in: not inference, inference_mode would be wrong
+        for p, w in zip(model.parameters(), weights):
+            p.copy_(w)
+
+
+@torch.no_grad()
+def init_weights(module):
+    torch.nn.init.normal_(module.weight, std=0.02)

@@ -1,0 +1,210 @@
+"""Where a value goes: does the result of a forward pass ever reach a backward?
+
+One scope (a function body or the module's top level) at a time, no type inference: names are
+linked by the assignments between them (``loss = crit(out, y)`` links ``out`` to ``loss``), except
+through what turns a tensor into numbers (``.item()``, ``.data``, ``float()``, ``.numpy()``); a
+detached value still flows (a target computed for a loss). Sinks are what backward runs on
+(``loss.backward()``, ``torch.autograd.grad``, a project function that runs backward, a call named
+like an update step), what is kept on an object (escapes the scope) and what is returned. A forward
+whose value reaches none of them built a graph nothing uses. ``after=`` follows only what comes
+after a statement in the source, so that a name an earlier training step reused does not count."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from typing import Literal
+
+from pitstop.lint.analysis import DETACHING, NUMBER_FUNCS, SAFE_ATTRS, Module, dotted, is_backward
+
+Fate = Literal["live", "returned", "dead"]
+# a call that consumes a graph for training: its arguments are sinks
+SINK_CALL = re.compile(r"backward|^((train|training|optimi[sz]er|optim|opt|update|sgd|learn)_?)?step$|update|(^|_)fit$|"
+                       r"optimi[sz]e|minimize|accumulate|^scale$|scaler$", re.I)
+# methods called to keep what they are given (a replay memory, a rollout buffer, a list on an object)
+STORE_CALL = re.compile(r"^(push\w*|put\w*|add|append\w*|extend|insert|store\w*|record\w*|remember|memorize|"
+                        r"cache\w*|register\w*|set_\w+|save_\w+)$")
+# where a value stops mattering here: numbers and arrays. ``.detach()`` does not stop it: a detached
+# target (a GAN's real features, a DQN's next-state values) still feeds the loss it was computed for
+CUTS = DETACHING - {"detach", "detach_"}
+_STOP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def carried(expr: ast.AST | None) -> Iterator[str]:
+    """Names whose value flows into ``expr``'s value (not through what detaches)."""
+    if expr is None:
+        return
+    if isinstance(expr, ast.Name):
+        yield expr.id
+    elif isinstance(expr, ast.Call):
+        f = expr.func
+        if (isinstance(f, ast.Attribute) and f.attr in CUTS) or (isinstance(f, ast.Name) and f.id in NUMBER_FUNCS):
+            return
+        if isinstance(f, ast.Attribute):
+            yield from carried(f.value)
+        for a in [*expr.args, *(k.value for k in expr.keywords)]:
+            yield from carried(a)
+    elif isinstance(expr, ast.Attribute):
+        if expr.attr not in SAFE_ATTRS:
+            yield from carried(expr.value)
+    elif isinstance(expr, ast.Subscript):
+        yield from carried(expr.value)
+    elif not isinstance(expr, (ast.Compare, ast.Constant, ast.JoinedStr, ast.Lambda, ast.BoolOp)):
+        for c in ast.iter_child_nodes(expr):
+            if isinstance(c, ast.expr):
+                yield from carried(c)
+
+
+def _targets(t: ast.AST) -> tuple[list[str], bool]:
+    """(names a target binds, whether it stores onto an object: an attribute)."""
+    if isinstance(t, ast.Name):
+        return [t.id], False
+    if isinstance(t, (ast.Tuple, ast.List)):
+        names, escapes = [], False
+        for e in t.elts:
+            n, s = _targets(e.value if isinstance(e, ast.Starred) else e)
+            names += n
+            escapes = escapes or s
+        return names, escapes
+    if isinstance(t, ast.Subscript):
+        root = t.value
+        while isinstance(root, (ast.Subscript, ast.Attribute)):
+            root = root.value
+        return ([root.id], False) if isinstance(root, ast.Name) and isinstance(t.value, ast.Name) else ([], True)
+    return [], True  # self.x = ..., obj.attr = ...
+
+
+class Flow:
+    """Links and sinks of one scope; ``fate(expr)`` says where an expression's value ends."""
+
+    def __init__(self, scope: ast.AST, mod: Module, after: ast.stmt | ast.expr | None = None) -> None:
+        """``after``: follow only what comes after that node in the source, so that a name an
+        earlier training step reused (in the same loop too) does not count."""
+        self.mod, self.scope = mod, scope
+        self.sources: dict[str, set[str]] = {}  # target -> names flowing into it
+        live: set[str] = set()
+        ret: set[str] = set()
+        start = after.lineno if after is not None else 0
+        for n in mod.body(scope):
+            line = getattr(n, "lineno", None)
+            if after is not None and line is not None and line < start:
+                continue
+            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                names = set(carried(n.value))
+                for t in targets:
+                    bound, escapes = _targets(t)
+                    if escapes:
+                        live |= names
+                    for b in bound:
+                        self.sources.setdefault(b, set()).update(names)
+            elif isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)):
+                for b in _targets(n.target)[0]:
+                    self.sources.setdefault(b, set()).update(carried(n.iter))
+            elif isinstance(n, ast.withitem) and n.optional_vars is not None:
+                for b in _targets(n.optional_vars)[0]:
+                    self.sources.setdefault(b, set()).update(carried(n.context_expr))
+            elif isinstance(n, ast.Return) or isinstance(n, (ast.Yield, ast.YieldFrom)):
+                ret.update(carried(n.value))
+            elif isinstance(n, ast.Call):
+                self._call(n, live)
+        self.live = self._closure(live)
+        self.returned = self._closure(ret) - self.live
+
+    def _call(self, n: ast.Call, live: set[str]) -> None:
+        f = n.func
+        args = [*n.args, *(k.value for k in n.keywords)]
+        if isinstance(f, ast.Attribute) and f.attr in ("append", "extend", "insert", "add", "put", "appendleft") \
+                and isinstance(f.value, ast.Name) and n.args:
+            self.sources.setdefault(f.value.id, set()).update(carried(n.args[-1]))
+        elif self.sink(n) or self.stores(n):
+            live.update(x for a in [f, *args] for x in carried(a))
+
+
+    def stores(self, call: ast.Call) -> bool:
+        """A method called to keep what it is given (``memory.push(s, a)``, ``policy.rewards.append(r)``,
+        ``pi.put_data(...)``): it escapes the scope. Functions of imported modules are not."""
+        f = call.func
+        return isinstance(f, ast.Attribute) and bool(STORE_CALL.match(f.attr)) and self.mod.qualname(f) is None \
+            and bool(call.args or call.keywords)
+
+    def sink(self, call: ast.Call) -> bool:
+        """A call that differentiates or trains on what it is given."""
+        if is_backward(call) or self.mod.qualname(call.func) in ("torch.autograd.grad", "torch.autograd.backward"):
+            return True
+        last = (dotted(call.func) or "").rsplit(".", 1)[-1]
+        if last and SINK_CALL.search(last):
+            return True
+        if any((d := dotted(a)) and ("optim" in d.rsplit(".", 1)[-1].lower() or d in self.mod.optimizers)
+               for a in [*call.args, *(k.value for k in call.keywords)]):
+            return True  # loss_scaler(loss, optimizer, ...): a step on what it is given
+        view = self.mod.view
+        return view is not None and view.runs("backward", call)
+
+    def _closure(self, seeds: set[str]) -> set[str]:
+        out, todo = set(seeds), list(seeds)
+        while todo:
+            for s in self.sources.get(todo.pop(), ()):
+                if s not in out:
+                    out.add(s)
+                    todo.append(s)
+        return out
+
+    def fate(self, expr: ast.AST) -> Fate:
+        """Where the value of ``expr`` (inside this scope) ends: reaches a backward or escapes
+        (live), is only returned (returned), or neither (dead)."""
+        parents = self.mod.parents
+        node, parent = expr, parents.get(id(expr))
+        while parent is not None:
+            if isinstance(parent, ast.Call):
+                if node is parent.func:  # x.method(...) with x = node's value... handled at Attribute
+                    pass
+                elif self.sink(parent):
+                    return "live"
+                elif isinstance(parent.func, ast.Name) and parent.func.id in NUMBER_FUNCS:
+                    return "dead"
+            elif isinstance(parent, ast.Attribute):
+                if parent.attr in SAFE_ATTRS or parent.attr in CUTS:
+                    return "dead"
+                if parent.attr == "backward":
+                    return "live"
+            elif isinstance(parent, (ast.Compare, ast.BoolOp, ast.JoinedStr, ast.FormattedValue)):
+                return "dead"
+            elif isinstance(parent, ast.stmt) or isinstance(parent, _STOP):
+                return self._statement(node, parent)
+            elif isinstance(parent, ast.comprehension) and node is parent.iter:
+                return "live"  # a generator over model outputs: followed no further
+            node, parent = parent, parents.get(id(parent))
+        return "live"
+
+    def _statement(self, node: ast.AST, stmt: ast.AST) -> Fate:
+        if isinstance(stmt, ast.Return):
+            return "returned"
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets: list[ast.expr] = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            return self._names_fate(targets)
+        if isinstance(stmt, (ast.For, ast.AsyncFor)) and node is stmt.iter:
+            return self._names_fate([stmt.target])
+        if isinstance(stmt, ast.Expr):
+            value = stmt.value
+            if isinstance(value, (ast.Yield, ast.YieldFrom, ast.Await)):
+                return "returned"
+            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(
+                    value.func.value, ast.Name) and value.func.attr in ("append", "extend", "insert", "add"):
+                name = value.func.value.id
+                return "live" if name in self.live else "returned" if name in self.returned else "dead"
+            return "dead"
+        if isinstance(stmt, (ast.If, ast.While, ast.Assert)):
+            return "dead"
+        return "live"
+
+    def _names_fate(self, targets: list[ast.expr]) -> Fate:
+        fate: Fate = "dead"
+        for t in targets:
+            names, escapes = _targets(t)
+            if escapes or any(n in self.live for n in names):
+                return "live"
+            if any(n in self.returned for n in names):
+                fate = "returned"
+        return fate

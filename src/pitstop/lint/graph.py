@@ -1,0 +1,180 @@
+"""Which values carry an autograd graph, and which calls are a model's forward pass."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from pitstop.lint.analysis import (
+    DETACHING,
+    MODEL_NAME,
+    NUMBER_FUNCS,
+    SAFE_ATTRS,
+    Module,
+    backward_targets,
+    dotted,
+    method_calls,
+    target_names,
+)
+
+# a plain function that is the model (def model(t_u, w, b): return w * t_u + b)
+_MODEL_FUNCTION = re.compile(r"(model|net|network|generator|discriminator|encoder|decoder|classifier|policy|"
+                             r"critic|actor)\d*")
+# tensor methods whose result has no graph (comparisons, indices, integer casts)
+NO_GRAPH_METHODS = {"eq", "ne", "lt", "gt", "le", "ge", "argmax", "argmin", "argsort", "isnan", "isinf", "isfinite",
+                    "nonzero", "long", "int", "bool", "all", "any", "count_nonzero", "numel", "sign"}
+# methods that run a model for inference when called on one (net.predict(x), model.generate(ids))
+MODEL_METHOD = re.compile(r"^(forward|predict\w*|generate\w*|sample\w*|infer\w*|decode\w*|encode\w*|beam_search\w*|"
+                          r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*|"
+                          r"pi|q|v|act|get_action\w*|select_action\w*|policy|actor|critic)$")
+LOSS_NAME = re.compile(r"(^|_)(criterion|crit|loss_?fn|loss_?func|loss|metric)\d*$", re.I)
+CONSTRUCTOR = re.compile(r"^(create|build|make|get|load|init|new|setup|prepare|wrap|construct)_", re.I)
+
+
+class GraphNames:
+    """Names that hold graph-attached tensors inside one loop: what backward runs on, results of
+    model / criterion / torch.nn.functional calls, and anything computed from them without
+    ``.item()``, ``.detach()``, ``float()`` and the like."""
+
+    def __init__(self, loop: ast.AST, mod: Module) -> None:
+        self.mod, self.loop = mod, loop
+        self.names: set[str] = set()
+        self.defs: dict[str, list[ast.Assign]] = {}  # name -> its plain assignments, in source order
+        self.scalar: set[str] = set()  # backward() without arguments ran on them: one element
+        for call in method_calls(loop, "backward"):
+            for t in backward_targets(call, mod):
+                if isinstance(t, ast.Name):
+                    self.names.add(t.id)
+                    if not call.args and not any(k.arg in ("gradient", "grad_tensors") for k in call.keywords):
+                        self.scalar.add(t.id)
+        assigns = [n for n in mod.body(loop) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
+        plain = sorted((a for a in assigns if isinstance(a, ast.Assign)), key=lambda a: (a.lineno, a.col_offset))
+        for p in plain:
+            for t in p.targets:
+                if isinstance(t, ast.Name):
+                    self.defs.setdefault(t.id, []).append(p)
+        for _ in range(3):  # to a fixed point (assignments may come in any order)
+            before = len(self.names)
+            for a in assigns:
+                value = a.value
+                if value is None:
+                    continue
+                targets = a.targets if isinstance(a, ast.Assign) else [a.target]
+                if (self.carries(value) or self.model_call(value)) and mod.under_no_grad(a, loop) is None:
+                    for t in targets:
+                        self.names.update(self.bound(t, value))
+            if len(self.names) == before:
+                break
+
+    def bound(self, target: ast.AST, value: ast.AST) -> list[str]:
+        """The names of ``target`` that receive graph-attached values (``out, loss_value = step()``
+        where the project function returns ``out, loss.item()``: only ``out``)."""
+        view = self.mod.view
+        if view is not None and isinstance(value, ast.Call) and isinstance(target, ast.Tuple):
+            positions = view.graph_positions(value)
+            if positions is not None:
+                return [n for k, e in enumerate(target.elts) if k in positions for n in target_names(e)]
+        return target_names(target)
+
+    def model_call(self, value: ast.AST, at: ast.AST | None = None, depth: int = 0) -> bool:
+        """A call of something named like a model, or of torch.nn.functional; a loss function
+        (``criterion(out, y)``) when what it is given carries a graph."""
+        if not isinstance(value, ast.Call):
+            return False
+        q = self.mod.qualname(value.func) or ""
+        if q.startswith("torch.nn.functional."):
+            return True
+        name = dotted(value.func) or ""
+        if LOSS_NAME.search(name.rsplit(".", 1)[-1]) and name not in self.mod.functions:
+            return any(self.carries(a, at, depth) for a in [*value.args, *(k.value for k in value.keywords)])
+        view = self.mod.view
+        if view is not None:
+            if view.returns_graph(value):
+                return True  # a project function that returns a graph-attached tensor
+            if name in view.models:
+                return True
+        if name in self.mod.functions:
+            return False  # a local helper, not a model
+        last = name.rsplit(".", 1)[-1]
+        return bool(last) and last == last.lower() and bool(MODEL_NAME.search(last)) and not q.startswith("torch.")
+
+    def carries(self, expr: ast.AST, at: ast.AST | None = None, depth: int = 0) -> bool:
+        """Whether ``expr`` evaluates to something still attached to a graph name. With ``at``, a
+        name is judged by its last plain assignment before ``at`` (``loss = loss.item()`` then
+        ``losses.append(loss)`` is clean), outside no_grad."""
+        if isinstance(expr, ast.Name):
+            found = self.reaching(expr.id, at) if at is not None and depth < 6 else None
+            if found is None:
+                return expr.id in self.names
+            return self.mod.under_no_grad(found, self.loop) is None and (
+                self.carries(found.value, found, depth + 1) or self.model_call(found.value, found, depth + 1))
+        if isinstance(expr, ast.Call):
+            f = expr.func
+            if isinstance(f, ast.Attribute) and (f.attr in DETACHING or f.attr in NO_GRAPH_METHODS):
+                return False
+            if isinstance(f, ast.Name) and f.id in NUMBER_FUNCS:
+                return False
+            if at is not None and self.model_call(expr, at, depth):
+                return True  # crit(model(x), y): the model's output, inline
+            if isinstance(f, ast.Attribute) and self.carries(f.value, at, depth):
+                return True  # out.view(-1), a.add(b): what the method runs on
+            return any(self.carries(a, at, depth) for a in [*expr.args, *(k.value for k in expr.keywords)])
+        if isinstance(expr, ast.Attribute):
+            return expr.attr not in SAFE_ATTRS and self.carries(expr.value, at, depth)
+        if isinstance(expr, (ast.Compare, ast.Constant, ast.JoinedStr, ast.Lambda)):
+            return False
+        if isinstance(expr, ast.Subscript):
+            index = expr.slice  # out.max(1)[1]: the indices, no graph
+            if isinstance(index, ast.Constant) and index.value == 1 and isinstance(expr.value, ast.Call) \
+                    and isinstance(expr.value.func, ast.Attribute) and expr.value.func.attr in ("max", "min", "sort"):
+                return False
+            return self.carries(expr.value, at, depth)
+        return any(self.carries(c, at, depth) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr))
+
+    def reaching(self, name: str, at: ast.AST) -> ast.Assign | None:
+        """The last plain ``name = ...`` before ``at`` in the loop (None: none, or the name is
+        also bound by an unpacking or ``+=``, which the name-level answer covers)."""
+        pos = (at.lineno, at.col_offset)  # type: ignore[attr-defined]
+        before = [a for a in self.defs.get(name, ()) if (a.lineno, a.col_offset) < pos]
+        return before[-1] if before else None
+
+    def culprit(self, expr: ast.AST) -> ast.Name | None:
+        """The graph name ``expr`` is (for a fix), when it is exactly one."""
+        return expr if isinstance(expr, ast.Name) and expr.id in self.names else None
+
+
+def is_forward(call: ast.Call, mod: Module) -> bool:
+    """A model's forward pass: a call of a model (built from an nn.Module class or a well-known
+    constructor, handed in where a model is, or named like one), or of an inference method on one
+    (``net.predict(x)``). Not a loss, not torch's own functions, not a project function."""
+    name = dotted(call.func)
+    if not name:
+        return False
+    view = mod.view
+    models: set[str] = view.models if view is not None else set()
+    last = name.rsplit(".", 1)[-1]
+    if name not in models and not MODEL_NAME.search(last.lower()) and not MODEL_METHOD.match(last):
+        return False  # the common case, decided without resolving anything
+    if (mod.qualname(call.func) or "").startswith("torch."):
+        return False
+    if LOSS_NAME.search(last):
+        return False
+    if name in models:
+        return True
+    if CONSTRUCTOR.match(last):
+        return False
+    if isinstance(call.func, ast.Attribute):
+        recv = dotted(call.func.value) or ""
+        end = recv.rsplit(".", 1)[-1]
+        if recv in models or (end == end.lower() and MODEL_NAME.search(end) and not LOSS_NAME.search(end)):
+            return bool(MODEL_METHOD.match(call.func.attr))  # a method of a model: only the inference ones
+        if recv.split(".")[0] not in ("self", "cls"):
+            return False  # frame.head(10), parser.decoder(...): a method of something that is not a model
+    if name in mod.functions or (view is not None and view.callee(call) is not None):
+        # a project function: a forward only when named like a model and it trains nothing itself
+        # (def model(t_u, w, b): return w * t_u + b)
+        return name in mod.functions and bool(_MODEL_FUNCTION.fullmatch(last)) \
+            and not (view is not None and view.runs("backward", call))
+    return last == last.lower() and bool(MODEL_NAME.search(last))
+
+

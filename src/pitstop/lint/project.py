@@ -1,0 +1,276 @@
+"""The project: every file of one run, indexed once, so that rules see across functions and files.
+
+Each file contributes a ``FileIndex`` (built from its one parse, then the tree may be dropped): its
+module names, imports, classes, a summary of every function (runs backward / an optimizer step /
+clears gradients, sets eval() or train(), is decorated with no_grad, runs model forwards with autograd
+on, returns a graph-attached tensor, ends in a ``backward(retain_graph=True)``) and its call sites of
+functions that may live in the project. ``Project`` resolves calls to functions (same file, imports,
+relative imports, ``self.method``), nn.Module subclasses across files (transitively), and answers
+transitive questions over the call graph with memoised walks: linear in the project's size."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pitstop.lint.analysis import Module, dotted
+from pitstop.lint.project_facts import Fn, Ref, Site, index_functions, ref_of
+
+# bases that make a class an nn.Module (qualified through the imports)
+MODULE_BASES = re.compile(r"^(torch\.nn\.(modules\.module\.)?Module|torch\.nn\.(Sequential|ModuleList|ModuleDict)|"
+                          r"(pytorch_)?lightning(\.pytorch)?\.(core\.)?(module\.)?LightningModule|"
+                          r"transformers\.(modeling_utils\.)?PreTrainedModel|transformers\.\w+PreTrainedModel)$")
+# well-known constructors of models (besides project classes): torchvision/timm/hub/HF
+MODEL_FACTORIES = re.compile(r"^(torchvision\.models\.[\w.]+|timm\.create_model|torch\.hub\.load|torch\.jit\.load|"
+                             r"transformers\.\w+(Model|For\w+|LMHeadModel)(\.from_pretrained)?|"
+                             r"torch\.nn\.(parallel\.)?(DataParallel|DistributedDataParallel)|"
+                             r"torch\.nn\.(Sequential|Linear|Conv[123]d|LSTM|GRU|RNN|Transformer\w*|Embedding))$")
+FnId = tuple[int, str]  # (file number, function key)
+
+
+@dataclass
+class FileIndex:
+    """What one file contributes to the project (no syntax tree kept)."""
+
+    path: str
+    names: list[str]  # the dotted module names it answers to (a/b/c.py: a.b.c, b.c, c)
+    aliases: dict[str, str]
+    functions: dict[str, Fn]
+    classes: dict[str, list[str]]  # class -> its bases (qualified where imported)
+    constructors: dict[str, str]  # dotted target -> what was called to build it (qualified where imported)
+    sites: list[Site]
+    cuda: bool
+    trains: bool  # runs backward, builds an optimizer or clears gradients
+    stars: list[str] = field(default_factory=list)  # modules imported with `from X import *`
+
+
+def module_names(path: str, root: Path | None) -> list[str]:
+    p = Path(path)
+    try:
+        rel = p.resolve().relative_to(root) if root else Path(p.name)
+    except ValueError:
+        rel = Path(p.name)
+    parts = [*rel.parent.parts, rel.stem] if rel.stem != "__init__" else list(rel.parent.parts)
+    parts = [x for x in parts if x not in ("", ".")]
+    return [".".join(parts[i:]) for i in range(len(parts))] or [p.stem]
+
+
+def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
+    """The index of one parsed file (``mod``: a ``pitstop.lint.analysis.Module``)."""
+    classes = {name: [mod.qualname(b) or dotted(b) or "" for b in node.bases] for name, node in mod.classes.items()}
+    constructors: dict[str, str] = {}
+    for call in mod.calls:
+        parent = mod.parents.get(id(call))
+        if isinstance(parent, ast.Assign) and parent.value is call:
+            callee = mod.qualname(call.func) or dotted(call.func) or ""
+            if callee and not callee.startswith("torch.optim"):
+                for t in parent.targets:
+                    d = dotted(t)
+                    if d and not callee.startswith(d + "."):  # model = model.to(device) keeps what it was
+                        constructors[d] = callee
+    functions, sites = index_functions(mod)
+    trains = mod.trains or bool(mod.optimizers) or any(
+        isinstance(c.func, ast.Attribute) and c.func.attr == "zero_grad" for c in mod.calls)
+    return FileIndex(path, module_names(path, root), dict(mod.aliases), functions, classes, constructors, sites,
+                     "cuda" in mod.source, trains, list(mod.star_modules))
+
+
+@dataclass
+class Project:
+    """Every file's index, the resolved call graph and the transitive facts derived from it."""
+
+    files: list[FileIndex] = field(default_factory=list)
+    by_module: dict[str, list[int]] = field(default_factory=dict)
+    module_classes: set[tuple[int, str]] = field(default_factory=set)
+    callers: dict[FnId, list[tuple[int, Site]]] = field(default_factory=dict)
+    model_params: dict[FnId, set[int]] = field(default_factory=dict)  # parameter positions given a model
+    model_functions: dict[int, set[str]] = field(default_factory=dict)  # file -> its functions in model_params
+    retain_flagged: set[FnId] = field(default_factory=set)
+    cuda: bool = False
+    trains: bool = False
+    _memo: dict[tuple[str, FnId], bool] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, files: Iterable[FileIndex]) -> Project:
+        p = cls(list(files))
+        for i, f in enumerate(p.files):
+            for name in f.names:
+                p.by_module.setdefault(name, []).append(i)
+        p.cuda = any(f.cuda for f in p.files)
+        p.trains = any(f.trains for f in p.files)
+        p._find_module_classes()
+        for i, f in enumerate(p.files):
+            for site in f.sites:
+                target = p.resolve(i, site.ref)
+                if target is None:
+                    continue
+                p.callers.setdefault(target, []).append((i, site))
+                if site.model_args:
+                    p.model_params.setdefault(target, set()).update(site.model_args)
+                    p.model_functions.setdefault(target[0], set()).add(target[1])
+        for i, f in enumerate(p.files):
+            for site in f.sites:
+                target = p.resolve(i, site.ref)
+                if target is not None and site.loop and p.files[target[0]].functions[target[1]].retain \
+                        and not site.later_backward and not any(p.fact("backward", p.resolve(i, r))
+                                                                for r in site.loop_refs[site.later_from:]):
+                    p.retain_flagged.add(target)
+        return p
+
+    # -- resolution --------------------------------------------------------------------------
+
+    def _modules(self, i: int, dotted_module: str) -> list[int]:
+        if dotted_module.startswith("."):  # relative: from the importing file's package
+            level = len(dotted_module) - len(dotted_module.lstrip("."))
+            package = self.files[i].names[0].split(".")[:-1]
+            package = package[:len(package) - (level - 1)] if level > 1 else package
+            dotted_module = ".".join([*package, dotted_module.lstrip(".")]).strip(".")
+        found = self.by_module.get(dotted_module, [])
+        if len(found) > 1:  # the same name in several folders: prefer the importer's
+            here = str(Path(self.files[i].path).parent)
+            found = sorted(found, key=lambda j: str(Path(self.files[j].path).parent) != here)
+        return found
+
+    def resolve(self, i: int, ref: Ref | None, depth: int = 0) -> FnId | None:
+        """The project function a call refers to, if it is one."""
+        if ref is None or depth > 8:  # re-exports that go round in circles
+            return None
+        kind, name = ref
+        if kind == "local":
+            return (i, name) if name in self.files[i].functions else None
+        if kind == "method":  # a method of an object built from a project class
+            built, _, method = name.rpartition(":")
+            cls = self.class_of(i, built)
+            if cls is not None and f"{cls[1]}.{method}" in self.files[cls[0]].functions:
+                return cls[0], f"{cls[1]}.{method}"
+            return None
+        parts = name.split(".")
+        for k in range(len(parts) - 1, 0, -1):
+            head, rest = ".".join(parts[:k]), ".".join(parts[k:])
+            if not head.strip("."):
+                continue
+            for j in self._modules(i, head):
+                if rest in self.files[j].functions:
+                    return j, rest
+                if rest in self.files[j].aliases and j != i:  # re-exported (package __init__)
+                    return self.resolve(j, ("qual", self.files[j].aliases[rest]), depth + 1)
+        return None
+
+    def class_of(self, i: int, name: str) -> tuple[int, str] | None:
+        """The project class ``name`` refers to (as stored: qualified through file ``i``'s imports)."""
+        if name in self.files[i].classes:
+            return i, name
+        if "." not in name:  # a bare name: perhaps from a `from X import *`
+            for star in self.files[i].stars:
+                for j in self._modules(i, star):
+                    if name in self.files[j].classes:
+                        return j, name
+            return None
+        head, _, rest = name.rpartition(".")
+        for j in self._modules(i, head) if head.strip(".") else []:
+            if rest in self.files[j].classes:
+                return j, rest
+        return None
+
+    def _find_module_classes(self) -> None:
+        pending = [(i, c, bases) for i, f in enumerate(self.files) for c, bases in f.classes.items()]
+        changed = True
+        while changed:  # to a fixed point: subclasses of subclasses, across files
+            changed = False
+            for i, c, bases in pending:
+                if (i, c) in self.module_classes:
+                    continue
+                if any(MODULE_BASES.match(b) or (b.endswith("Module") and b.startswith(("nn.", "torch.")))
+                       or self.class_of(i, b) in self.module_classes for b in bases):
+                    self.module_classes.add((i, c))
+                    changed = True
+
+    def is_model_constructor(self, i: int, callee: str) -> bool:
+        """Whether calling ``callee`` (as stored for file ``i``) builds a model."""
+        if MODEL_FACTORIES.match(callee) or callee.endswith(".from_pretrained"):
+            return True
+        return self.class_of(i, callee) in self.module_classes
+
+    # -- transitive facts --------------------------------------------------------------------
+
+    def fact(self, what: str, fid: FnId | None, depth: int = 0) -> bool:
+        """``what`` (a boolean field of ``Fn``: backward, step, zeroes, sets_eval, returns_graph ...)
+        holds for the function or, through its calls, for a function it calls (followed 40 calls
+        deep: a bound on the stack, far beyond real call chains)."""
+        if fid is None:
+            return False
+        key = (what, fid)
+        if key in self._memo:
+            return self._memo[key]
+        fn = self.files[fid[0]].functions[fid[1]]
+        if getattr(fn, what) or depth > 40:
+            return bool(getattr(fn, what))
+        self._memo[key] = False  # a cycle answers False while it is being worked out
+        refs = fn.return_refs if what == "returns_graph" else fn.refs
+        result = any(self.fact(what, self.resolve(fid[0], r), depth + 1) for r in refs)
+        self._memo[key] = result
+        return result
+
+    def sites_of(self, fid: FnId) -> list[tuple[int, Site]]:
+        return self.callers.get(fid, [])
+
+    def always_no_grad(self, fid: FnId, depth: int = 0) -> bool:
+        """Autograd is off whenever the function runs: it is decorated so, or every call of it
+        sits under no_grad or in a function that always runs so."""
+        key = ("always_no_grad", fid)
+        if key not in self._memo:
+            self._memo[key] = False  # a cycle: not proven
+            fn = self.files[fid[0]].functions[fid[1]]
+            sites = self.sites_of(fid)
+            self._memo[key] = fn.no_grad or (bool(sites) and depth < 20 and all(
+                s.no_grad or (s.caller is not None and s.caller in self.files[i].functions
+                              and self.always_no_grad((i, s.caller), depth + 1)) for i, s in sites))
+        return self._memo[key]
+
+    def view(self, i: int) -> View:
+        return View(self, i)
+
+
+@dataclass
+class View:
+    """The project as seen from file ``i``: what the rules of that file ask."""
+
+    project: Project
+    i: int
+    models: set[str] = field(default_factory=set)  # dotted names holding models in this file
+    mod: Module | None = None  # the file's analysis, while its rules run
+    helper_backwards: list[ast.Call] | None = None  # calls of project functions that run backward
+    torch_min: tuple[int, ...] | None = None  # the lowest torch this file's project allows, when it says
+
+    def __post_init__(self) -> None:
+        f = self.project.files[self.i]
+        self.models = {t for t, callee in f.constructors.items() if self.project.is_model_constructor(self.i, callee)}
+        for key in self.project.model_functions.get(self.i, ()):  # parameters that receive a model
+            params = f.functions[key].params
+            self.models.update(params[k] for k in self.project.model_params[(self.i, key)] if k < len(params))
+
+    def fn_id(self, key: str) -> FnId | None:
+        return (self.i, key) if key in self.project.files[self.i].functions else None
+
+    def callee(self, call: ast.Call) -> FnId | None:
+        """The project function ``call`` calls, if it is one."""
+        if self.mod is None:
+            return None
+        return self.project.resolve(self.i, ref_of(call, self.mod))
+
+    def returns_graph(self, call: ast.Call) -> bool:
+        fid = self.callee(call)
+        return fid is not None and self.project.fact("returns_graph", fid)
+
+    def graph_positions(self, call: ast.Call) -> tuple[int, ...] | None:
+        """Which places of the tuple a project function returns hold graph-attached tensors (None: all)."""
+        fid = self.callee(call)
+        return self.project.files[fid[0]].functions[fid[1]].graph_positions if fid is not None else None
+
+    def runs(self, what: str, call: ast.Call) -> bool:
+        """Whether the project function ``call`` calls does ``what`` (backward, step, ...), transitively."""
+        fid = self.callee(call)
+        return fid is not None and self.project.fact(what, fid)

@@ -1,0 +1,249 @@
+"""Per-file facts for the project index: a summary of every function and every call site of a
+function that may live in the project, taken from the file's one parse (``analysis.Module``)."""
+
+from __future__ import annotations
+
+import ast
+import bisect
+from dataclasses import dataclass, field
+
+from pitstop.lint.analysis import MODEL_NAME, Module, dotted, is_backward, is_step
+from pitstop.lint.flow import Flow
+from pitstop.lint.graph import GraphNames
+
+Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit") or ("qual", "utils.evaluate")
+# calls into these packages are never project functions
+EXTERNAL = ("torch", "numpy", "np", "os", "sys", "math", "re", "json", "time", "random", "collections", "typing",
+            "functools", "itertools", "logging", "argparse", "pathlib", "copy", "pickle", "shutil", "subprocess",
+            "torchvision", "transformers", "tqdm", "matplotlib", "scipy", "sklearn", "pandas", "PIL", "wandb")
+
+
+@dataclass
+class Fn:
+    """What one function does by itself (the project adds what its callees do)."""
+
+    key: str
+    line: int
+    params: list[str]
+    backward: bool = False  # runs backward()
+    step: bool = False  # runs an optimizer step
+    zeroes: bool = False  # clears gradients
+    sets_eval: bool = False
+    sets_train: bool = False
+    no_grad: bool = False  # decorated with no_grad / inference_mode
+    forwards: bool = False  # model forward calls with autograd on
+    returns_graph: bool = False  # returns a graph-attached tensor
+    graph_positions: tuple[int, ...] | None = None  # when every return is a tuple: the graph-attached places
+    retain: tuple[int, int] | None = None  # a final backward(retain_graph=True) outside any loop of its own
+    refs: list[Ref] = field(default_factory=list)  # what it calls
+    return_refs: list[Ref] = field(default_factory=list)  # calls whose result it returns
+
+
+@dataclass
+class Site:
+    """One call of a (possibly) project function."""
+
+    ref: Ref
+    caller: str | None  # the calling function's key; None at module level
+    line: int
+    loop: bool  # inside a loop of the caller
+    loop_refs: list[Ref]  # the project-function calls of its loop, in order (shared by the loop's sites)
+    later_from: int  # loop_refs[later_from:] come after it in the same iteration
+    later_backward: bool  # a backward()/autograd.grad after it in the same iteration
+    no_grad: bool  # under no_grad / inference_mode
+    mode: str | None  # "eval" / "train": the caller's last mode switch before the call
+    model_args: tuple[int, ...]  # parameter positions that receive a model
+    result_used: bool = True  # its value reaches a backward, escapes or is returned in the caller
+
+
+def enclosing_class(mod: Module, node: ast.AST) -> str | None:
+    """The class whose method ``node`` is in (the innermost function's owner)."""
+    cur = mod.parents.get(id(node))
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        cur = mod.parents.get(id(cur))
+    owner = mod.parents.get(id(cur)) if cur is not None else None
+    return owner.name if isinstance(owner, ast.ClassDef) else None
+
+
+def fn_key(mod: Module, fn: ast.AST) -> str:
+    owner = mod.parents.get(id(fn))
+    name: str = fn.name  # type: ignore[attr-defined]
+    return f"{owner.name}.{name}" if isinstance(owner, ast.ClassDef) else name
+
+
+def ref_of(call: ast.Call, mod: Module) -> Ref | None:
+    """How a call names a function that may be the project's, or None."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        if func.id in mod.functions and func.id not in mod.aliases:
+            return ("local", func.id)
+        q = mod.aliases.get(func.id)
+        return ("qual", q) if q and q.split(".")[0] not in EXTERNAL else None
+    if isinstance(func, ast.Attribute):
+        if isinstance(func.value, ast.Name) and func.value.id == "self":
+            cls = enclosing_class(mod, call)
+            return ("local", f"{cls}.{func.attr}") if cls else None
+        built = mod.constructed.get(dotted(func.value) or "")
+        if built is not None and built.rpartition(".")[2][:1].isupper():
+            return ("method", f"{built}:{func.attr}")  # model = CharLSTM(...); model.train(x)
+        q = mod.qualname(func)
+        return ("qual", q) if q and q.split(".")[0] not in EXTERNAL else None
+    return None
+
+
+def _is_grad_call(n: ast.AST, mod: Module) -> bool:
+    return isinstance(n, ast.Call) and (is_backward(n) or mod.qualname(n.func) == "torch.autograd.grad")
+
+
+def _retain(fn: ast.AST, body: list[ast.AST], mod: Module) -> tuple[int, int] | None:
+    """The position of a ``backward(retain_graph=True)`` that is the function's last backward and
+    is not inside a loop of the function."""
+    grads: list[ast.Call] = sorted((n for n in body if _is_grad_call(n, mod)),  # type: ignore[misc]
+                                   key=lambda n: (n.lineno, n.col_offset))
+    first = None
+    for call in reversed(grads):  # the run of retaining backwards at the end (if/else branches of one)
+        kw = next((k for k in call.keywords if k.arg == "retain_graph"), None)
+        if not is_backward(call) or kw is None or not (isinstance(kw.value, ast.Constant) and kw.value.value is True):
+            break
+        first = call
+    if first is None or mod.enclosing_loops(first):
+        return None
+    return first.lineno, first.col_offset
+
+
+def _zeroes(body: list[ast.AST]) -> bool:
+    """``zero_grad()``, ``p.grad = None``, ``p.grad.zero_()`` in the body (helpers it calls are the
+    project's business)."""
+    for n in body:
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and (
+                n.func.attr == "zero_grad" or (n.func.attr in ("zero_", "detach_", "fill_", "requires_grad_")
+                                               and "grad" in (dotted(n.func.value) or "").split("."))):
+            return True
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in n.targets):
+            return True
+    return False
+
+
+def _graph_source(call: ast.Call, mod: Module) -> bool:
+    """A call that may make a graph-attached tensor: a model-like callee, torch.nn.functional, or a
+    project function (its own summary decides)."""
+    name = dotted(call.func) or ""
+    last = name.rsplit(".", 1)[-1].lower()
+    return bool(MODEL_NAME.search(last)) or (mod.qualname(call.func) or "").startswith("torch.nn.functional") \
+        or ref_of(call, mod) is not None
+
+
+def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str) -> Fn:
+    body = mod.body(fn)
+    calls = [n for n in body if isinstance(n, ast.Call)]
+    a = fn.args
+    out = Fn(key, fn.lineno, [x.arg for x in [*a.posonlyargs, *a.args]])
+    out.backward = any(is_backward(c) for c in calls)
+    out.step = any(is_step(c, mod) for c in calls)
+    out.zeroes = _zeroes(body)
+    for c in calls:
+        if isinstance(c.func, ast.Attribute) and c.func.attr in ("eval", "train"):
+            if c.func.attr == "eval" and not c.args:
+                out.sets_eval = True
+            elif c.func.attr == "train" and not (c.args and isinstance(c.args[0], ast.Constant)
+                                                 and c.args[0].value is False):
+                out.sets_train = True
+        r = ref_of(c, mod)
+        if r is not None:
+            out.refs.append(r)
+    out.no_grad = any(mod.is_no_grad(d) for d in fn.decorator_list)
+    out.retain = _retain(fn, body, mod) if out.backward else None
+    returns = [n for n in body if isinstance(n, ast.Return) and n.value is not None]
+    if not returns or out.no_grad or not (out.backward or any(_graph_source(c, mod) for c in calls)):
+        return out  # nothing in it makes a graph-attached tensor of its own
+    graph = GraphNames(fn, mod)
+    returned: set[str] = set()
+    positions: set[int] | None = set()
+    for ret in returns:
+        value: ast.AST = ret.value  # type: ignore[assignment]
+        if graph.carries(value, ret) and mod.under_no_grad(ret) is None:
+            out.returns_graph = True
+            if isinstance(value, ast.Tuple) and positions is not None:
+                positions.update(k for k, e in enumerate(value.elts) if graph.carries(e, ret))
+            else:
+                positions = None
+        for v in (value.elts if isinstance(value, ast.Tuple) else [value]):
+            if isinstance(v, ast.Name):
+                returned.add(v.id)
+            elif isinstance(v, ast.Call) and (ref := ref_of(v, mod)) is not None:
+                out.return_refs.append(ref)
+    out.graph_positions = tuple(sorted(positions)) if positions and out.returns_graph else None
+    for n in body:
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and any(
+                isinstance(t, ast.Name) and t.id in returned for t in n.targets):
+            ref = ref_of(n.value, mod)
+            if ref is not None:
+                out.return_refs.append(ref)
+    return out
+
+
+def _local_models(mod: Module) -> set[str]:
+    return {d for call in mod.calls if (d := dotted(call.func)) and MODEL_NAME.search(d.rsplit(".", 1)[-1])}
+
+
+@dataclass
+class _LoopCalls:
+    """The project-function calls of one loop in order, and where its last backward is: built once
+    per loop, shared by its call sites (memory and time linear in the loop's size)."""
+
+    positions: list[tuple[int, int]]
+    refs: list[Ref]
+    last_grad: tuple[int, int]
+
+    @classmethod
+    def of(cls, loop: ast.AST, mod: Module, cache: dict[int, _LoopCalls]) -> _LoopCalls:
+        if id(loop) not in cache:
+            calls = sorted((n for n in mod.body(loop) if isinstance(n, ast.Call)),
+                           key=lambda n: (n.lineno, n.col_offset))
+            found = [((n.lineno, n.col_offset), r) for n in calls if (r := ref_of(n, mod)) is not None]
+            grads = [(n.lineno, n.col_offset) for n in calls if _is_grad_call(n, mod)]
+            cache[id(loop)] = cls([p for p, _ in found], [r for _, r in found], max(grads, default=(0, 0)))
+        return cache[id(loop)]
+
+
+_NO_LOOP = _LoopCalls([], [], (0, 0))
+
+
+def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
+    """Every function's summary and every call site of a possibly-project function."""
+    functions: dict[str, Fn] = {}
+    for fn in mod.defs:
+        key = fn_key(mod, fn)
+        if key not in functions:
+            functions[key] = _summarise(mod, fn, key)  # type: ignore[arg-type]
+    sites: list[Site] = []
+    modes: dict[int, list[tuple[tuple[int, int], str]]] = {}
+    loop_calls: dict[int, _LoopCalls] = {}
+    models = _local_models(mod)
+    flows: dict[int, Flow] = {}
+    for call in mod.calls:
+        ref = ref_of(call, mod)
+        if ref is None:
+            continue
+        scope = mod.enclosing_function(call)
+        if id(scope) not in modes:
+            modes[id(scope)] = sorted(((c.lineno, c.col_offset), c.func.attr) for c in mod.body(scope)
+                                      if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
+                                      and c.func.attr in ("eval", "train") and not c.args)
+        marks = modes[id(scope)]
+        pos = (call.lineno, call.col_offset)
+        before = bisect.bisect_left(marks, (pos, ""))
+        loops = mod.enclosing_loops(call)
+        loop = _LoopCalls.of(loops[0], mod, loop_calls) if loops else _NO_LOOP
+        later_from = bisect.bisect_right(loop.positions, pos)
+        later_backward = pos < loop.last_grad
+        offset = 1 if ref[0] == "local" and "." in ref[1] else 0  # self
+        model_args = tuple(k + offset for k, arg in enumerate(call.args)
+                           if (d := dotted(arg)) and (d in models or MODEL_NAME.search(d.rsplit(".", 1)[-1])))
+        caller = fn_key(mod, scope) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        if id(scope) not in flows:
+            flows[id(scope)] = Flow(scope, mod)
+        sites.append(Site(ref, caller, call.lineno, bool(loops), loop.refs, later_from, later_backward,
+                          mod.under_no_grad(call) is not None, marks[before - 1][1] if before else None, model_args,
+                          flows[id(scope)].fate(call) != "dead"))
+    return functions, sites

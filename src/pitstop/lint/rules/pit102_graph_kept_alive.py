@@ -1,0 +1,108 @@
+"""PIT102 graph-kept-alive."""
+
+from __future__ import annotations
+
+import ast
+from typing import ClassVar
+
+from pitstop.lint.analysis import Module, assigned_in, dotted, walk_local
+from pitstop.lint.graph import GraphNames
+from pitstop.lint.rules.base import Context, Edit, Fix, Rule
+from pitstop.lint.rules.common import training_loops, trains
+
+
+class GraphKeptAlive(Rule):
+    """What it does:
+        Finds, in a training loop, a graph-attached value (what backward runs on, results of model,
+        criterion and `torch.nn.functional` calls, and arithmetic on them) appended to a list built
+        outside the iteration, added to a running total, or stored on an attribute.
+
+    Why is this bad:
+        The stored tensor keeps its whole autograd graph (every saved activation) alive, so memory
+        grows with every step until the run fails out of memory.
+
+    Example:
+        losses.append(loss)
+        total += loss
+
+    Use instead:
+        losses.append(loss.item())
+        total += loss.item()
+    """
+
+    code = "PIT102"
+    name = "graph-kept-alive"
+    message = "`{value}` is appended to `{holder}` with its autograd graph: every step's graph stays in memory"
+    variants: ClassVar[dict[str, str]] = {
+        "sum": "`{holder} += {value}` sums graphs across steps: the running total keeps every step's graph alive",
+        "chain": "`{holder} = {holder} + {value}` chains every step's graph into the running total",
+        "store": "`{holder}` keeps `{value}` with its autograd graph beyond the step",
+    }
+    fix = "safe"
+
+    def check(self, ctx: Context) -> None:
+        mod = ctx.mod
+        if not trains(mod):
+            return
+        done: set[int] = set()
+        for loop, _ in training_loops(mod):
+            graph = GraphNames(loop, mod)
+            if not graph.names:
+                continue
+            for n in walk_local(loop):
+                found = self.kept(n, loop, graph) if id(n) not in done else None
+                if found is not None and mod.under_no_grad(n, loop) is None:
+                    done.add(id(n))
+                    variant, holder, value = found
+                    numeric = variant in ("sum", "chain")
+                    fix = self.detach_fix(ctx, graph, value, mod.enclosing_function(loop), holder, numeric)
+                    self.report(ctx, n, fix, variant=variant, holder=holder, value=ctx.text(value))
+
+    def kept(self, n: ast.AST, loop: ast.AST, graph: GraphNames) -> tuple[str, str, ast.AST] | None:
+        """(message variant, holder, value) when ``n`` keeps a graph-attached value beyond the iteration."""
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                and n.func.attr in ("append", "extend", "insert") and n.args:
+            holder = dotted(n.func.value)
+            value = n.args[-1]
+            if holder and (("." in holder) or not assigned_in(loop, holder)) and graph.carries(value, n):
+                return "", holder, value
+        elif isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add):
+            holder = dotted(n.target)
+            if holder and graph.carries(n.value, n) and not assigned_in(loop, holder):
+                return "sum", holder, n.value
+        elif isinstance(n, ast.Assign) and len(n.targets) == 1:
+            target = n.targets[0]
+            if isinstance(target, ast.Name) and isinstance(n.value, ast.BinOp) and isinstance(n.value.op, ast.Add) \
+                    and dotted(n.value.left) == target.id and graph.carries(n.value.right, n):
+                return "chain", target.id, n.value.right  # total = total + loss
+            if isinstance(target, ast.Attribute) and graph.carries(n.value, n):
+                return "store", dotted(target) or ast.unparse(target), n.value
+        return None
+
+    def detach_fix(self, ctx: Context, graph: GraphNames, value: ast.AST, scope: ast.AST, holder: str,
+                   numeric: bool) -> Fix | None:
+        """``.item()`` for a one-element loss going into a number (a total started at 0) or a list
+        never handed to torch; ``.detach()`` otherwise. Only for a bare name."""
+        name = graph.culprit(value)
+        if name is None:
+            return None
+        scalar = name.id in graph.scalar
+        if scalar and ((numeric and _starts_numeric(scope, holder))
+                       or (not numeric and not _used_by_torch(scope, holder, ctx.mod))):
+            return self.make_fix("use .item()", Edit(*ctx.span(value), f"{name.id}.item()"))
+        return self.make_fix("use .detach()", Edit(*ctx.span(value), f"{name.id}.detach()"))
+
+
+def _starts_numeric(scope: ast.AST, holder: str) -> bool:
+    for n in walk_local(scope):
+        if isinstance(n, ast.Assign) and any(dotted(t) == holder for t in n.targets):
+            return isinstance(n.value, ast.Constant) and isinstance(n.value.value, (int, float))
+    return False
+
+
+def _used_by_torch(scope: ast.AST, holder: str, mod: Module) -> bool:
+    for n in walk_local(scope):
+        if isinstance(n, ast.Call) and (mod.qualname(n.func) or "").startswith("torch.") \
+                and any(dotted(a) == holder for a in n.args):
+            return True
+    return False

@@ -1,0 +1,141 @@
+"""PIT109 wrong-module-mode."""
+
+from __future__ import annotations
+
+import ast
+from typing import ClassVar
+
+from pitstop.lint.analysis import EVAL_NAME, Module, is_backward, is_step, method_calls, walk_local
+from pitstop.lint.project import FnId, Project
+from pitstop.lint.project_facts import fn_key
+from pitstop.lint.rules.base import Context, Rule
+from pitstop.lint.rules.common import eval_calls, forwards, train_calls, training_loops
+
+
+class WrongModuleMode(Rule):
+    """What it does:
+        Finds `.eval()` in a training loop (directly or in a helper it calls, in any file) with no
+        `.train()` in the loop; and an evaluation function (named eval/validate/predict/...) with
+        forward passes, no backward and no `.eval()` of its own, when a caller anywhere in the
+        project runs it in training mode (no `.eval()` before the call), or, with no caller in the
+        project, in a file that never calls `.eval()`; and a script or function that trains, then
+        evaluates under `no_grad` with no `.eval()` switch in between.
+
+    Why is this bad:
+        In eval mode dropout is off and batch-norm stops updating its statistics, so training
+        quietly changes; in train mode evaluation is noisy and updates batch-norm statistics with
+        test data.
+
+    Example:
+        model.eval()
+        evaluate(model)
+        for x, y in loader:  # still in eval mode
+            ...
+            opt.step()
+
+    Use instead:
+        model.eval()
+        evaluate(model)
+        model.train()
+        for x, y in loader:
+            ...
+            opt.step()
+    """
+
+    code = "PIT109"
+    name = "wrong-module-mode"
+    message = "`{call}` switches to eval mode inside the training loop and nothing switches back: the next " \
+              "iterations train in eval mode (call model.train() at the start of each iteration)"
+    variants: ClassVar[dict[str, str]] = {
+        "no-eval": "`{fn}` evaluates without model.eval(): dropout stays active and batch-norm uses batch "
+                   "statistics",
+        "after-training": "`{fn}(...)` evaluates after training with no model.eval() in between: dropout stays "
+                          "active and batch-norm uses batch statistics",
+    }
+
+    def check(self, ctx: Context) -> None:
+        mod = ctx.mod
+        seen: set[int] = set()
+        for loop, _ in training_loops(mod):
+            if id(loop) in seen or not any(is_step(n, mod) for n in walk_local(loop)):
+                continue
+            evals = [c for c in method_calls(loop, "eval") if not c.args]
+            where = evals[0] if evals else _calls_eval_helper(loop, mod)
+            if where is not None and not train_calls(loop):
+                seen.add(id(loop))
+                self.report(ctx, where, call=ctx.text(where))
+        file_evals = any(isinstance(c.func, ast.Attribute) and c.func.attr == "eval" and not c.args for c in mod.calls)
+        for fn in mod.defs:
+            name: str = fn.name  # type: ignore[attr-defined]
+            if not EVAL_NAME.search(name) or eval_calls(fn) or not forwards(fn, mod) \
+                    or any(is_backward(n) for n in walk_local(fn)):
+                continue
+            verdict = self.callers_mode(ctx, fn)
+            if (verdict is None and not file_evals) or verdict == "train":
+                self.report(ctx, fn, variant="no-eval", fn=name)
+        for scope in [mod.tree, *mod.defs]:
+            self.evaluation_after_training(ctx, scope)
+
+    def evaluation_after_training(self, ctx: Context, scope: ast.AST) -> None:
+        """A script or function that trains, then (after its training loop) evaluates under no_grad
+        with no ``.eval()`` switch in between: the model is still in training mode."""
+        mod = ctx.mod
+        calls = [n for n in mod.body(scope) if isinstance(n, ast.Call)]
+        trained = [(c.lineno, c.col_offset) for c in calls if is_backward(c)]
+        if not trained:
+            return
+        marks = sorted(((c.lineno, c.col_offset), c.func.attr) for c in calls if isinstance(c.func, ast.Attribute)
+                       and c.func.attr in ("eval", "train") and not c.args)
+        for call in forwards(scope, mod):
+            pos = (call.lineno, call.col_offset)
+            before = [mode for at, mode in marks if at < pos]
+            if mod.under_no_grad(call) is None or pos < min(trained) or (before and before[-1] == "eval"):
+                continue
+            if any(is_backward(n) for loop in mod.enclosing_loops(call) for n in mod.body(loop)):
+                continue  # inside the training loop itself: a look at the current batch, not the evaluation
+            if scope is mod.tree:
+                self.report(ctx, call, variant="after-training", fn=ctx.text(call.func))
+            else:
+                self.report(ctx, scope, variant="no-eval", fn=scope.name)  # type: ignore[attr-defined]
+            return
+
+    def callers_mode(self, ctx: Context, fn: ast.AST) -> str | None:
+        """"train" when some caller in the project runs the function in training mode (its last
+        switch before the call was train(), or none in a function that trains or at a script's top
+        level), "eval" when every caller switched to eval() first, None when it has no callers."""
+        view = ctx.project
+        fid = view.fn_id(fn_key(ctx.mod, fn)) if view is not None else None
+        return _mode(view.project, fid, 0) if fid is not None else None
+
+
+def _mode(project: Project, fid: FnId, depth: int) -> str | None:
+    """The module mode a function runs in, from its callers: the caller's last switch before the
+    call; with none, the caller's own callers' (a script's top level starts in training mode, as a
+    freshly built model does)."""
+    sites = project.sites_of(fid)
+    if not sites or depth > 6:
+        return None
+    verdicts = set()
+    for i, s in sites:
+        if s.mode is not None:
+            verdicts.add(s.mode)
+        elif s.caller is None or s.caller not in project.files[i].functions:
+            verdicts.add("train")
+        elif project.fact("backward", (i, s.caller)):
+            verdicts.add("train")
+        else:
+            verdicts.add(_mode(project, (i, s.caller), depth + 1) or "unknown")
+    return "train" if "train" in verdicts else "eval" if verdicts == {"eval"} else None
+
+
+def _calls_eval_helper(loop: ast.AST, mod: Module) -> ast.Call | None:
+    """A call in the loop to a local function that sets a module to eval mode."""
+    for n in walk_local(loop):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in mod.functions:
+            fn = mod.functions[n.func.id]
+            if eval_calls(fn) and not train_calls(fn):
+                return n
+        if isinstance(n, ast.Call) and mod.view is not None and mod.view.runs("sets_eval", n) \
+                and not mod.view.runs("sets_train", n):
+            return n  # a project function (another file) that leaves the model in eval mode
+    return None

@@ -1,0 +1,194 @@
+"""PIT201 inference-with-grad."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import ClassVar
+
+from pitstop.lint.analysis import Module, dotted, is_backward, is_step, names_in, walk_local
+from pitstop.lint.flow import Flow, carried
+from pitstop.lint.project_facts import fn_key
+from pitstop.lint.rules.base import Context, Rule
+from pitstop.lint.rules.common import forwards
+
+# hooks a framework calls with autograd already off (Lightning, HF Trainer)
+_FRAMEWORK_NO_GRAD = re.compile(r"^(validation|test|predict|prediction)_step$|_epoch_end$")
+
+
+class InferenceWithGrad(Rule):
+    """What it does:
+        Finds model forward passes whose result never reaches a backward: evaluation and sampling
+        functions, prediction after training, inference scripts, accuracy computed inside a
+        training loop. A forward counts as used when its value flows (through assignments, losses
+        and calls, not through `.item()`, `.detach()` or `.data`) into `backward()`,
+        `torch.autograd.grad`, an update call, a project function that runs backward, or is stored
+        on an object; a returned value is used unless every caller in the project drops it.
+        Forwards under `no_grad`/`inference_mode` (also where every caller opens one), of frozen
+        models (`requires_grad_(False)`), in framework evaluation hooks, bare `model(x)` warm-up
+        statements, action selection in an environment loop that trains, and files that test
+        autograd with gradcheck are left alone.
+
+    Why is this bad:
+        Autograd records a graph for every forward and keeps the activations it would need for a
+        backward that never comes: evaluation is slower and uses far more memory.
+
+    Example:
+        model.eval()
+        preds = model(x)
+
+    Use instead:
+        model.eval()
+        with torch.inference_mode():
+            preds = model(x)
+    """
+
+    code = "PIT201"
+    name = "inference-with-grad"
+    message = "{what} runs `{fn}(...)` with autograd recording a graph nothing uses: wrap it in " \
+              "torch.inference_mode() (or torch.no_grad())"
+    variants: ClassVar[dict[str, str]] = {
+        "function": "`{name}` runs `{fn}(...)` (line {line}) with autograd recording a graph nothing uses: wrap "
+                    "it in torch.inference_mode() (or decorate the function with it)",
+    }
+
+    def check(self, ctx: Context) -> None:
+        mod = ctx.mod
+        frozen = _frozen(mod)
+        if _grad_disabled_globally(mod) or _tests_autograd(mod):
+            return
+        for scope in [mod.tree, *mod.defs]:
+            calls = [c for c in forwards(scope, mod)
+                     if dotted(c.func) not in frozen and not _receiver_frozen(c, frozen)]
+            if not calls or (scope is not mod.tree and self.exempt(ctx, scope)):
+                continue
+            unused = self.unused(ctx, scope, calls)
+            if not unused:
+                continue
+            if scope is mod.tree:
+                for call in unused:
+                    self.report(ctx, call, what="this script", fn=ctx.text(call.func))
+            else:
+                first = unused[0]
+                self.report(ctx, scope, variant="function", name=scope.name,  # type: ignore[attr-defined]
+                            fn=ctx.text(first.func), line=first.lineno)
+
+    def exempt(self, ctx: Context, fn: ast.AST) -> bool:
+        name: str = fn.name  # type: ignore[attr-defined]
+        if _FRAMEWORK_NO_GRAD.search(name) or any(ctx.mod.is_no_grad(d) for d in fn.decorator_list):  # type: ignore
+            return True
+        view = ctx.project
+        fid = view.fn_id(fn_key(ctx.mod, fn)) if view is not None else None
+        return fid is not None and view.project.always_no_grad(fid)
+
+    def unused(self, ctx: Context, scope: ast.AST, calls: list[ast.Call]) -> list[ast.Call]:
+        """The forwards whose graph nothing uses, the first of each chain (``h = enc(x)`` feeding
+        ``dec(h)`` is one finding)."""
+        mod = ctx.mod
+        flow = Flow(scope, mod)
+        dropped = None
+        trains = any(_trains(n, mod) for n in walk_local(scope) if isinstance(n, ast.Call))
+        found: list[ast.Call] = []
+        reported: set[str] = set()
+        for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
+            if mod.under_no_grad(call) is not None or _deliberate(mod, call) or (
+                    trains and _in_env_loop(mod, call)):
+                continue
+            fate = flow.fate(call)
+            if fate != "dead" and len(calls) <= 64:  # what runs after it only (a name reused by training)
+                fate = Flow(scope, mod, after=call).fate(call)
+            if fate == "returned":
+                dropped = self.dropped_by_callers(ctx, scope) if dropped is None else dropped
+                fate = "dead" if dropped else fate
+            if fate != "dead":
+                continue
+            inputs = {x for a in [*call.args, *(k.value for k in call.keywords)] for x in carried(a)}
+            if not inputs & reported:
+                found.append(call)
+            reported |= _bound_by(mod, call)
+        return found
+
+    def dropped_by_callers(self, ctx: Context, scope: ast.AST) -> bool:
+        """Every call of the function in the project drops its result (and there is one)."""
+        view = ctx.project
+        if view is None or scope is ctx.mod.tree:
+            return False
+        if scope.name in ("forward", "__call__"):  # type: ignore[attr-defined]
+            return False  # called as model(x): its callers are not all known
+        fid = view.fn_id(fn_key(ctx.mod, scope))
+        sites = view.project.sites_of(fid) if fid is not None else []
+        return bool(sites) and not any(s.result_used for _, s in sites)
+
+
+_TRAIN_CALL = re.compile(r"train|update|learn|optimi[sz]e|(^|_)fit$", re.I)
+
+
+def _trains(call: ast.Call, mod: Module) -> bool:
+    """A call that trains: backward, an optimizer step, a project function that runs backward, or
+    a method named like a training step (``agent.train_net()``, ``learner.update(batch)``)."""
+    if is_backward(call) or is_step(call, mod) or (mod.view is not None and mod.view.runs("backward", call)):
+        return True
+    last = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    return bool(_TRAIN_CALL.search(last)) and not (last == "train" and not call.args)  # model.train(): a mode
+
+
+def _deliberate(mod: Module, call: ast.Call) -> bool:
+    """A bare ``model(x)`` statement: a warm-up or smoke test run for its effect."""
+    return isinstance(mod.parents.get(id(call)), ast.Expr)
+
+
+def _in_env_loop(mod: Module, call: ast.Call) -> bool:
+    """Acting in an environment while training (reinforcement learning): a loop around the forward
+    calls ``env.step(action)``; the action is chosen with the policy as it stands."""
+    for loop in mod.enclosing_loops(call):
+        for n in walk_local(loop):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step" \
+                    and "env" in (dotted(n.func.value) or "").rsplit(".", 1)[-1].lower():
+                return True
+    return False
+
+
+def _bound_by(mod: Module, call: ast.Call) -> set[str]:
+    """Names the statement holding ``call`` binds (the rest of its chain)."""
+    cur = mod.parents.get(id(call))
+    while cur is not None and not isinstance(cur, ast.stmt):
+        cur = mod.parents.get(id(cur))
+    if isinstance(cur, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        targets = cur.targets if isinstance(cur, ast.Assign) else [cur.target]
+        return {n for t in targets for n in names_in(t)}
+    return set()
+
+
+def _frozen(mod: Module) -> set[str]:
+    """Models whose parameters are frozen (``m.requires_grad_(False)``, ``for p in m.parameters():
+    p.requires_grad = False``): their forwards record nothing from the weights."""
+    found = set()
+    for call in mod.calls:
+        f = call.func
+        if isinstance(f, ast.Attribute) and f.attr == "requires_grad_" and call.args \
+                and isinstance(call.args[0], ast.Constant) and call.args[0].value is False:
+            if (d := dotted(f.value)) is not None:
+                found.add(d)
+    for loop in mod.loop_nodes:
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.iter, ast.Call) \
+                and isinstance(loop.iter.func, ast.Attribute) and loop.iter.func.attr in ("parameters",):
+            if any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad"
+                                                     for t in n.targets) for n in walk_local(loop)):
+                if (d := dotted(loop.iter.func.value)) is not None:
+                    found.add(d)
+    return found
+
+
+def _receiver_frozen(call: ast.Call, frozen: set[str]) -> bool:
+    return isinstance(call.func, ast.Attribute) and dotted(call.func.value) in frozen
+
+
+def _grad_disabled_globally(mod: Module) -> bool:
+    """``torch.set_grad_enabled(False)`` as a statement at module level: the script runs without autograd."""
+    return any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and mod.is_no_grad(s.value)
+               for s in mod.tree.body)
+
+
+def _tests_autograd(mod: Module) -> bool:
+    """A file that runs gradcheck: its forwards build graphs on purpose, to test them."""
+    return any((mod.qualname(c.func) or "").rsplit(".", 1)[-1] in ("gradcheck", "gradgradcheck") for c in mod.calls)

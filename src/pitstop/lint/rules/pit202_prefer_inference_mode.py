@@ -1,0 +1,106 @@
+"""PIT202 prefer-inference-mode."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from pitstop.lint.analysis import Module, is_step
+from pitstop.lint.rules.base import Context, Edit, Rule
+
+
+class PreferInferenceMode(Rule):
+    """What it does:
+        Finds `torch.no_grad()` (a block or a decorator) in a file that never runs backward or an
+        optimizer step. Blocks that copy into or initialise weights in place (`p.copy_(...)`,
+        `torch.nn.init.*`, `p.data = ...`, `w.mul_(...)`) and, in a project that trains, blocks
+        inside nn.Module methods (a frozen teacher or encoder in the training forward) are left
+        alone.
+
+    Why is this bad:
+        In pure inference code torch.inference_mode() does everything no_grad does and also skips
+        version counting and view tracking, which is measurably cheaper for small ops.
+
+    Example:
+        with torch.no_grad():
+            return model(x)
+
+    Use instead:
+        with torch.inference_mode():
+            return model(x)
+    """
+
+    code = "PIT202"
+    name = "prefer-inference-mode"
+    message = "no_grad in inference-only code: torch.inference_mode() also skips version counting and view tracking"
+    fix = "unsafe"  # inference tensors cannot enter autograd later
+
+    def check(self, ctx: Context) -> None:
+        mod = ctx.mod
+        if mod.trains or "no_grad" not in mod.source or any(is_step(n, mod) for n in mod.calls):
+            return
+        view = ctx.project
+        in_training_project = view is not None and view.project.trains
+        for n in [*mod.withs, *mod.defs]:
+            exprs: list[ast.expr] = []
+            if isinstance(n, (ast.With, ast.AsyncWith)):
+                exprs = [i.context_expr for i in n.items]
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                exprs = list(n.decorator_list)
+            for e in exprs:
+                target = e.func if isinstance(e, ast.Call) else e
+                if (mod.qualname(target) or "") not in ("torch.no_grad", "torch.autograd.no_grad") \
+                        or _writes_parameters(n, mod) or (in_training_project and _in_module_class(ctx, n)):
+                    continue
+                fix = None
+                if isinstance(target, ast.Attribute) and not _stores_state(n):
+                    end = ctx.span(target)[1]
+                    fix = self.make_fix("use torch.inference_mode", Edit(end - len("no_grad"), end, "inference_mode"))
+                self.report(ctx, e, fix)
+
+
+# what an in-place update of weights looks like: p.mul_(...), w.data.add_(...), ema_p.lerp_(...)
+_PARAMETER = re.compile(r"weight|bias|param|running_|ema|shadow")
+
+
+def _is_parameter(receiver: ast.AST) -> bool:
+    root = receiver
+    while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    short = isinstance(root, ast.Name) and root.id in ("p", "w", "m", "v")  # for p in model.parameters(): p.mul_(...)
+    return short or bool(_PARAMETER.search(ast.unparse(receiver)))
+
+
+def _writes_parameters(node: ast.AST, mod: Module) -> bool:
+    """The block copies into or initialises tensors in place (``p.copy_(...)``, ``w.normal_()``,
+    ``torch.nn.init.*``, ``p.data = ...``): loading or initialising weights, not inference, and
+    inference_mode would be wrong there."""
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            f = n.func
+            if isinstance(f, ast.Attribute) and (f.attr == "copy_" or (
+                    f.attr.endswith("_") and not f.attr.startswith("_") and _is_parameter(f.value))):
+                return True
+            if (mod.qualname(f) or "").startswith("torch.nn.init."):
+                return True
+        elif isinstance(n, (ast.Assign, ast.AugAssign)):
+            for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                if isinstance(t, ast.Attribute) and t.attr in ("data", "weight", "bias"):
+                    return True
+    return False
+
+
+def _stores_state(node: ast.AST) -> bool:
+    return any(isinstance(n, (ast.Assign, ast.AugAssign)) and any(
+        isinstance(t, (ast.Attribute, ast.Subscript)) for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+        for n in ast.walk(node))
+
+
+def _in_module_class(ctx: Context, node: ast.AST) -> bool:
+    """Inside a method of an nn.Module subclass of a project that trains: part of a model (a frozen
+    teacher or encoder) that may run inside training, not serving code."""
+    view = ctx.project
+    cur = ctx.mod.parents.get(id(node))
+    while cur is not None and not isinstance(cur, ast.ClassDef):
+        cur = ctx.mod.parents.get(id(cur))
+    return cur is not None and view is not None and (view.i, cur.name) in view.project.module_classes

@@ -1,0 +1,85 @@
+"""PIT401 loader-in-main-process."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from pitstop.lint.analysis import Module, dotted
+from pitstop.lint.rules.base import Context, Rule, is_const, keyword
+from pitstop.lint.rules.common import training_loops
+
+# evaluation data by name: val_loader, testloader, dev_set (not "device", "interval")
+EVAL_DATA = re.compile(r"(?<![a-z])(val|valid|validation|test|testing|eval|evaluation|dev)(?![a-z])|"
+                       r"(val|test|eval)_?(loader|set|data|ds|dataset)", re.I)
+_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+
+
+class LoaderInMainProcess(Rule):
+    """What it does:
+        Finds a training `DataLoader` (shuffled, with a sampler, over a dataset named like training
+        data, or iterated by a loop that runs backward; never one named like test/val/eval data)
+        left at `num_workers=0`; when the project uses CUDA anywhere (in any file), the message
+        also names the missing `pin_memory=True`.
+
+    Why is this bad:
+        With no workers every batch is loaded and collated in the training process while the model
+        waits; unpinned host memory makes each copy to the GPU slower and synchronous.
+
+    Example:
+        DataLoader(ds, batch_size=32, shuffle=True)
+
+    Use instead:
+        DataLoader(ds, batch_size=32, shuffle=True, num_workers=4, pin_memory=True)
+    """
+
+    code = "PIT401"
+    name = "loader-in-main-process"
+    message = "training DataLoader loads batches in the main process (num_workers=0){extra}; measure settings " \
+              "with `pitstop data`"
+
+    def check(self, ctx: Context) -> None:
+        mod = ctx.mod
+        cuda = ctx.project.project.cuda if ctx.project is not None else "cuda" in mod.source
+        iterated: dict[str, bool] | None = None
+        for call in mod.calls:
+            if (mod.qualname(call.func) or "") not in _LOADERS or any(k.arg is None for k in call.keywords):
+                continue
+            iterated = _iterated_by_training(mod) if iterated is None else iterated
+            if not self.training(ctx, call, iterated):
+                continue
+            workers = keyword(call, "num_workers")
+            pin = keyword(call, "pin_memory")
+            unpinned = cuda and (pin is None or is_const(pin.value, False))
+            if workers is None or (isinstance(workers.value, ast.Constant) and workers.value.value == 0):
+                self.report(ctx, call, extra=" and no pin_memory=True although CUDA is used" if unpinned else "")
+
+    def training(self, ctx: Context, call: ast.Call, iterated: dict[str, bool]) -> bool:
+        """Shuffled, sampled, over a dataset named like training data, or iterated by a training loop;
+        never one named like evaluation data (test, val, eval, dev)."""
+        parent = ctx.mod.parents.get(id(call))
+        names = [d for t in parent.targets if (d := dotted(t))] if isinstance(parent, ast.Assign) else []
+        dataset = call.args[0] if call.args else getattr(keyword(call, "dataset"), "value", None)
+        data = ctx.text(dataset) if dataset is not None else ""
+        if any(EVAL_DATA.search(x.rsplit(".", 1)[-1]) for x in names):
+            return False  # test_loader = DataLoader(MNIST(train=False)): named for evaluation
+        if not names and EVAL_DATA.search(data) and "train" not in data.lower():
+            return False
+        if any(iterated.get(n) for n in names):
+            return True
+        shuffle = keyword(call, "shuffle")
+        return (shuffle is not None and not is_const(shuffle.value, False)) or keyword(call, "sampler") is not None \
+            or "train" in data.lower() or any("train" in n.lower() for n in names)
+
+
+def _iterated_by_training(mod: Module) -> dict[str, bool]:
+    """Loader names a training loop iterates (``for x, y in loader:`` with backward inside)."""
+    found: dict[str, bool] = {}
+    for loop, _ in training_loops(mod):
+        if isinstance(loop, (ast.For, ast.AsyncFor)):
+            it = loop.iter
+            while isinstance(it, ast.Call) and it.args:  # enumerate(loader), tqdm(loader)
+                it = it.args[0]
+            if (d := dotted(it)) is not None:
+                found[d] = True
+    return found

@@ -1,0 +1,177 @@
+"""PIT602 unstable-logsumexp."""
+
+from __future__ import annotations
+
+import ast
+from typing import ClassVar
+
+from pitstop.lint.analysis import Module, walk_local
+from pitstop.lint.rules.base import Context, Edit, Rule, keyword
+
+
+class UnstableLogsumexp(Rule):
+    """What it does:
+        Finds `log(sum(exp(x)))` and `log(softmax(x))` written by hand, in their torch, method and
+        `F.` spellings, also across statements (a softmax gathered, indexed or given an epsilon
+        before the log) and through a local `log()` helper (an `exp(x - max)` shifted by hand is
+        left alone).
+
+    Why is this bad:
+        exp(x) overflows to inf for large x and softmax underflows to 0 for very negative logits, so
+        the log becomes inf or -inf and the loss or its gradient turns NaN.
+
+    Example:
+        torch.log(torch.exp(x).sum(-1))
+
+    Use instead:
+        torch.logsumexp(x, -1)
+    """
+
+    code = "PIT602"
+    name = "unstable-logsumexp"
+    message = "log(sum(exp(x))) overflows for large x: use torch.logsumexp"
+    variants: ClassVar[dict[str, str]] = {"softmax": "log(softmax(x)) underflows to -inf: use torch.log_softmax"}
+    fix = "safe"
+
+    def check(self, ctx: Context) -> None:
+        mod = ctx.mod
+        helpers = _log_helpers(mod)
+        origins: dict[int, dict[str, ast.AST]] = {}
+        for call in mod.calls:
+            inner = _log_of(call, mod, helpers)
+            if inner is None:
+                continue
+            scope = mod.enclosing_function(call)
+            if id(scope) not in origins:
+                origins[id(scope)] = _origins(scope)
+            traced = _trace(inner, origins[id(scope)])
+            if traced is not inner:  # through names, indexing, gather or an epsilon: no rewrite offered
+                if _exp_sums(traced, mod):
+                    self.report(ctx, call)
+                elif _softmax_of(traced, mod) is not None:
+                    self.report(ctx, call, variant="softmax")
+                continue
+            exp_sum = _sum_of_exp(inner, mod)
+            if exp_sum is not None and isinstance(exp_sum[0], ast.BinOp) and isinstance(exp_sum[0].op, ast.Sub):
+                continue  # exp(x - max): shifted by hand, the stable form
+            if exp_sum is not None:
+                x, dim, keepdim = exp_sum
+                fix = None
+                if dim is not None:
+                    kd = f", keepdim={ctx.text(keepdim)}" if keepdim is not None else ""
+                    fix = self.make_fix("rewrite to torch.logsumexp", Edit(
+                        *ctx.span(call), f"torch.logsumexp({ctx.text(x)}, dim={ctx.text(dim)}{kd})"))
+                self.report(ctx, call, fix)
+                continue
+            soft = _softmax_of(inner, mod)
+            if soft is not None:
+                x, sdim = soft
+                fix = None
+                if sdim is not None:
+                    fix = self.make_fix("rewrite to torch.log_softmax", Edit(
+                        *ctx.span(call), f"torch.log_softmax({ctx.text(x)}, dim={ctx.text(sdim)})"))
+                self.report(ctx, call, fix, variant="softmax")
+
+
+def _log_of(call: ast.Call, mod: Module, helpers: frozenset[str] = frozenset()) -> ast.AST | None:
+    """The argument of torch.log(X), X.log() or a local helper that returns torch.log of its argument."""
+    if (mod.qualname(call.func) or "") == "torch.log" and len(call.args) == 1 and not call.keywords:
+        return call.args[0]
+    if isinstance(call.func, ast.Name) and call.func.id in helpers and len(call.args) == 1:
+        return call.args[0]
+    if isinstance(call.func, ast.Attribute) and call.func.attr == "log" and not call.args and not call.keywords \
+            and mod.qualname(call.func) is None:
+        return call.func.value
+    return None
+
+
+def _exp_arg(node: ast.AST, mod: Module) -> ast.AST | None:
+    if isinstance(node, ast.Call):
+        if (mod.qualname(node.func) or "") == "torch.exp" and len(node.args) == 1:
+            return node.args[0]
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "exp" and not node.args \
+                and mod.qualname(node.func) is None:
+            return node.func.value
+    return None
+
+
+def _arg(node: ast.Call, args: list[ast.AST], index: int, name: str) -> ast.AST | None:
+    if len(args) > index:
+        return args[index]
+    kw = keyword(node, name)
+    return kw.value if kw else None
+
+
+def _sum_of_exp(node: ast.AST, mod: Module) -> tuple[ast.AST, ast.AST | None, ast.AST | None] | None:
+    """(x, dim, keepdim) for torch.sum(torch.exp(x), dim) or x.exp().sum(dim)."""
+    if not isinstance(node, ast.Call):
+        return None
+    args: list[ast.AST]
+    if (mod.qualname(node.func) or "") == "torch.sum" and node.args:
+        inner, args = node.args[0], list(node.args[1:])
+    elif isinstance(node.func, ast.Attribute) and node.func.attr == "sum" and mod.qualname(node.func) is None:
+        inner, args = node.func.value, list(node.args)
+    else:
+        return None
+    x = _exp_arg(inner, mod)
+    if x is None:
+        return None
+    return x, _arg(node, args, 0, "dim"), _arg(node, args, 1, "keepdim")
+
+
+def _softmax_of(node: ast.AST, mod: Module) -> tuple[ast.AST, ast.AST | None] | None:
+    if not isinstance(node, ast.Call):
+        return None
+    q = mod.qualname(node.func) or ""
+    if q in ("torch.softmax", "torch.nn.functional.softmax") and node.args:
+        return node.args[0], _arg(node, list(node.args), 1, "dim")
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "softmax" and not q:
+        return node.func.value, _arg(node, list(node.args), 0, "dim")
+    return None
+
+
+def _log_helpers(mod: Module) -> frozenset[str]:
+    """Local functions whose body is ``return torch.log(x [+ eps])`` of their one parameter."""
+    found = set()
+    for name, fn in mod.functions.items():
+        if len(fn.body) == 1 and isinstance(fn.body[0], ast.Return) and isinstance(fn.body[0].value, ast.Call) \
+                and len(fn.args.args) == 1:
+            arg = _log_of(fn.body[0].value, mod)
+            if arg is not None and fn.args.args[0].arg in {n.id for n in ast.walk(arg) if isinstance(n, ast.Name)}:
+                found.add(name)
+    return frozenset(found)
+
+
+def _origins(scope: ast.AST) -> dict[str, ast.AST]:
+    found: dict[str, ast.AST] = {}
+    for n in sorted((n for n in walk_local(scope) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
+        for t in n.targets:
+            if isinstance(t, ast.Name):
+                found[t.id] = n.value
+    return found
+
+
+def _trace(node: ast.AST, origins: dict[str, ast.AST], depth: int = 0) -> ast.AST:
+    """What a log's argument is made of: names followed to their value, through indexing,
+    ``gather``/``index_select`` and an added epsilon."""
+    if depth > 6:
+        return node
+    if isinstance(node, ast.Name) and node.id in origins:
+        return _trace(origins[node.id], origins, depth + 1)
+    if isinstance(node, ast.Subscript):
+        return _trace(node.value, origins, depth + 1)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.right, ast.Constant) \
+            and isinstance(node.right.value, float) and abs(node.right.value) <= 1e-3:  # an epsilon, not a shift
+        return _trace(node.left, origins, depth + 1)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in ("gather", "index_select", "squeeze", "unsqueeze", "view", "reshape"):
+        return _trace(node.func.value, origins, depth + 1)
+    return node
+
+
+def _exp_sums(node: ast.AST, mod: Module) -> bool:
+    """A sum of exps, or several added together (``sum(exp(a)) + sum(exp(b))``), not shifted by hand."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _exp_sums(node.left, mod) and _exp_sums(node.right, mod)
+    found = _sum_of_exp(node, mod)
+    return found is not None and not (isinstance(found[0], ast.BinOp) and isinstance(found[0].op, ast.Sub))

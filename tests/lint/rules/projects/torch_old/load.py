@@ -1,0 +1,5 @@
+import torch
+
+
+def restore(path):
+    return torch.load(path)  # error: PIT501

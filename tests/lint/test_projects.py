@@ -1,0 +1,64 @@
+"""Cross-function and cross-file patterns on small multi-file projects (`rules/projects/NAME/`),
+each linted as one project: every `# error: PITxxx[, PITyyy]` marker must be found and nothing
+else; the `*_clean` twins must give no finding at all."""
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pitstop.lint import lint, lint_source
+
+PROJECTS = Path(__file__).parent / "rules" / "projects"
+MARK = re.compile(r"#\s*(?:error|warning|info):\s*(PIT\d{3}(?:\s*,\s*PIT\d{3})*)")
+
+
+def markers(root: Path) -> set[tuple[str, int, str]]:
+    found = set()
+    for path in sorted(root.rglob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for group in MARK.findall(line):
+                found |= {(path.relative_to(root).as_posix(), number, c.strip()) for c in group.split(",")}
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PROJECTS.iterdir() if p.is_dir()))
+def test_project(name, tmp_path):
+    root = tmp_path / name  # away from this repository's own pyproject.toml and its per-file ignores
+    shutil.copytree(PROJECTS / name, root)
+    result = lint([str(root)], select=["ALL"])
+    found = {(Path(d.path).relative_to(root).as_posix(), d.line, d.code) for d in result.findings}
+    assert found == markers(root)
+    if name.endswith("_clean"):
+        assert found == set() and (PROJECTS / name.removesuffix("_clean")).is_dir()
+
+
+def test_every_pattern_has_a_clean_twin_or_is_a_requirement_pair():
+    names = {p.name for p in PROJECTS.iterdir() if p.is_dir()}
+    for name in names - {"torch_new", "torch_old"}:
+        assert name.endswith("_clean") or f"{name}_clean" in names
+
+
+def test_torch_requirement_sets_pit501(tmp_path):
+    for name in ("torch_new", "torch_old"):
+        shutil.copytree(PROJECTS / name, tmp_path / name)
+    old = lint([str(tmp_path / "torch_old")], select=["PIT501"]).findings
+    assert [(d.line, d.level) for d in old] == [(5, "warning")]  # torch 1.13 allowed: unsafe by default
+    new = lint([str(tmp_path / "torch_new")], select=["PIT501"]).findings
+    assert [d.line for d in new] == [9] and "weights_only=False" in new[0].message
+    unknown = lint_source("import torch\n\nstate = torch.load('ckpt.pt')\n", "x.py")
+    assert [(d.code, d.level) for d in unknown] == [("PIT501", "info")]  # no requirement found: the softer level
+
+
+def test_one_parse_per_file(tmp_path, monkeypatch):
+    import ast
+
+    import pitstop.lint.engine as engine
+
+    shutil.copytree(PROJECTS / "eval_elsewhere", tmp_path / "p")
+    parsed = []
+    real = ast.parse
+    monkeypatch.setattr(engine.ast, "parse", lambda src, *a, **k: parsed.append(1) or real(src, *a, **k))
+    lint([str(tmp_path / "p")], select=["ALL"])
+    assert len(parsed) == 2
