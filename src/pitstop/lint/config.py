@@ -118,7 +118,7 @@ def discover(paths: Iterable[str], config: LintConfig) -> Iterator[Path]:
         path = Path(raw)
         if not path.exists():
             raise UsageError(f"{raw!r} does not exist; give files or directories to lint")
-        if path.is_file():
+        if not path.is_dir():  # a file, or a FIFO / device given by name (read_source says PIT001)
             yield path
             continue
         for root, dirs, files in os.walk(path):
