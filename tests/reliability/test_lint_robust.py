@@ -60,6 +60,7 @@ def test_github_annotations_escape_a_hostile_file_name():
 
 @pytest.mark.skipif(sys.platform == "win32", reason="newlines in file names")
 def test_github_output_of_a_real_run_has_one_line_per_finding(capsys, tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch>=2.0\n")  # torch < 2.6 allowed: PIT501 is a warning
     (tmp_path / "x\n::warning title=INJECTED::y.py").write_text(UNSAFE_LOAD)
     code, out, _ = cli(capsys, "lint", str(tmp_path), "--output-format", "github")
     assert code == 1 and len(out.strip().splitlines()) == 1 and out.startswith("::warning")
