@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pitstop.lint.config import LintConfig, discover, load_config
-from pitstop.lint.engine import lint_files, lint_source
+from pitstop.lint.engine import lint_files, lint_source, write_source
 from pitstop.lint.explain import explain
 from pitstop.lint.fix import fix_source
 from pitstop.lint.rules import Diagnostic, Edit, Fix
@@ -51,7 +51,7 @@ def lint(paths: Iterable[str], *, select: Iterable[str] = (), ignore: Iterable[s
                         res.source.splitlines(keepends=True), new.splitlines(keepends=True),
                         fromfile=_label("a", res.path), tofile=_label("b", res.path))))
                 else:
-                    Path(res.path).write_text(new, encoding="utf-8")
+                    write_source(Path(res.path), new)  # its own encoding, BOM and line endings
                     res.findings = lint_source(new, res.path, config, res.view)
                     res.source = new
         result.findings += res.findings

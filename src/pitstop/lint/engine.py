@@ -32,6 +32,8 @@ class FileResult:
 
 def read_source(path: Path) -> tuple[str | None, str | None]:
     """(text, None) or (None, why it cannot be read)."""
+    if path.exists() and not path.is_file():  # a FIFO named *.py would block the run forever
+        return None, "not a regular file (a FIFO, socket or device); it was not read"
     try:
         with open(path, "rb") as f:
             encoding, _ = tokenize.detect_encoding(f.readline)
@@ -40,6 +42,14 @@ def read_source(path: Path) -> tuple[str | None, str | None]:
         return None, f"cannot decode the file ({exc})"
     except OSError as exc:
         return None, f"cannot read the file ({exc.strerror})"
+
+
+def write_source(path: Path, text: str) -> None:
+    """Write fixed source back in the file's own encoding (its coding cookie, its UTF-8 BOM) and
+    line endings (``read_source`` decoded bytes, so ``\\r\\n`` is still in ``text``)."""
+    with open(path, "rb") as f:
+        encoding, _ = tokenize.detect_encoding(f.readline)
+    path.write_bytes(text.encode(encoding))
 
 
 def parse(source: str, path: str) -> Module | Diagnostic:

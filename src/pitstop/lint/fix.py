@@ -37,7 +37,7 @@ def fix_source(source: str, path: str, config: LintConfig, unsafe: bool, passes:
             break
         try:
             ast.parse(candidate)
-        except SyntaxError:
+        except (SyntaxError, RecursionError):
             break  # never write code that does not parse
         applied += todo
         source = candidate
