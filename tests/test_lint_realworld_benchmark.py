@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from benchmarks import lint_realworld as lr
 
 TRAIN = '''import torch

@@ -38,7 +38,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _add_report(sub: Any) -> None:
     rep = sub.add_parser("report", help="turn a saved --json result into a self-contained HTML report",
-                         description="Render any pitstop JSON result (bench, optimize, train, doctor, profile, memory, compare) as "
+                         description="Render any pitstop JSON result (bench, optimize, train, doctor, profile, memory, "
+                                     "compare) as "
                                      "one self-contained HTML file: inline CSS and SVG charts, no network.",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
                          epilog="example:\n  pitstop report result.json --html result.html")
