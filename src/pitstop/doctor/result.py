@@ -94,8 +94,7 @@ class DoctorReport:
                 lines.append(f"      {f.message}")
                 lines.append(f"      fix: {f.fix or CODES[f.code].fix}")
         if self.exit.get("status") != "ok":
-            lines.append(f"the script {self.exit['status']}: {self.exit.get('error', '')}"
-                         + (f" at {self.exit['where']}" if self.exit.get("where") else ""))
+            lines.append(exit_line(self.exit, self.steps))
         for note in self.internal:
             lines.append(f"internal warning (training went on): {note}")
         lines.append(self.summary())
@@ -115,6 +114,17 @@ class DoctorReport:
             table.add_row(f"{f.code}\n{f.name}", f"[{colour[f.severity]}]{f.severity}[/]", where, step,
                           str(f.count), f.message, f.fix or CODES[f.code].fix)
         return table
+
+
+def exit_line(exit_: dict[str, Any], steps: int) -> str:
+    """How the script ended, in one line (for any status but ok)."""
+    status, where = exit_.get("status"), f" at {exit_['where']}" if exit_.get("where") else ""
+    if status == "interrupted":
+        return (f"the script was interrupted ({exit_.get('error') or 'KeyboardInterrupt'}){where} after {steps} "
+                f"optimizer step(s): the findings cover the run up to there")
+    if status == "exited":
+        return f"the script exited with code {exit_.get('code')}"
+    return f"the script {status}: {exit_.get('error', '')}{where}"
 
 
 def timeline_summary(raw: dict[str, Any], top: int = 8) -> dict[str, Any]:
