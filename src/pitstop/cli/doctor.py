@@ -142,13 +142,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _doctor_notes(report: Any) -> list[str]:
-    from pitstop.doctor.result import exit_line
-
-    notes = []
-    if report.exit.get("status") not in ("ok", None):
-        notes.append(exit_line(report.exit, report.steps))
-    notes += [f"internal warning (training went on): {n}" for n in report.internal]
-    return notes
+    return list(report.notes())
 
 
 def _doctor_document(report: Any) -> dict[str, Any]:

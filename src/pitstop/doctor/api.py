@@ -104,6 +104,12 @@ class Doctor:
         """Qualified name of a parameter or module (``model.encoder.norm``), else its type."""
         return self.session.name_of(obj)
 
+    def watched(self) -> dict[str, Any]:
+        """What was watched: optimizers and their steps, steps made by hand, processes not watched."""
+        counter = self.session.counter
+        return {"optimizers": len(counter.counts), "optimizer_steps": counter.total(),
+                "manual_steps": counter.manual_steps, "not_watched": self.session.workers.not_watched()}
+
     def report(self) -> DoctorReport:
         """The findings so far (merged across ranks under torch.distributed) as a ``DoctorReport``."""
         exit_: dict[str, Any] = {"status": "ok"}
@@ -111,5 +117,5 @@ class Doctor:
             exit_ = {"status": "crashed", "error": self.crash["error"], "where": self.crash.get("where", "")}
         report = DoctorReport(ordered(self.findings.values()), self.session.counter.completed(), exit_,
                               list(self.skipped_steps), self.data_share, list(self.internal),
-                              timeline=timeline_summary(self.timeline.as_dict()))
+                              timeline=timeline_summary(self.timeline.as_dict()), watched=self.watched())
         return merge_ranks(report, self.rank)

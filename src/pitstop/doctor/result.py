@@ -31,6 +31,8 @@ class DoctorReport:
     script: str | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     timeline: dict[str, Any] = field(default_factory=dict)  # loss, grad_norm, layers (top by size)
+    # what was watched: optimizers, optimizer_steps (all together), manual_steps, not_watched (lines)
+    watched: dict[str, Any] = field(default_factory=dict)
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -55,14 +57,14 @@ class DoctorReport:
                         script=self.script, steps=self.steps, exit=self.exit,
                         findings=[f.to_dict() for f in self.findings],
                         guard={"skipped_steps": self.skipped_steps}, data_wait_share=self.data_share,
-                        ranks=self.ranks, internal=self.internal, timeline=self.timeline)
+                        ranks=self.ranks, internal=self.internal, timeline=self.timeline, watched=self.watched)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DoctorReport:
         return cls([Finding.from_dict(f) for f in d["findings"]], d["steps"], d.get("exit", {"status": "ok"}),
                    list(d.get("guard", {}).get("skipped_steps", [])), d.get("data_wait_share"),
                    list(d.get("internal", [])), d.get("ranks", 1), d.get("script"), d.get("environment", {}),
-                   d.get("timeline", {}))
+                   d.get("timeline", {}), d.get("watched", {}))
 
     def _repr_html_(self) -> str:
         return _render.html(self)
@@ -78,7 +80,24 @@ class DoctorReport:
         if self.ranks > 1:
             extra.append(f"{self.ranks} ranks")
         tail = f" ({'; '.join(extra)})" if extra else ""
-        return f"pitstop doctor: {found} in {self.steps} optimizer step(s){tail}"
+        return f"pitstop doctor: {found} in {self._steps_seen()}{tail}"
+
+    def _steps_seen(self) -> str:
+        """What the step count means: one optimizer's steps, several optimizers', or updates by hand."""
+        optimizers, total = self.watched.get("optimizers", 1), self.watched.get("optimizer_steps", self.steps)
+        manual = self.watched.get("manual_steps", 0)
+        if optimizers > 1:
+            return f"{total} optimizer steps of {optimizers} optimizers (at most {self.steps} each)"
+        if manual and not total:
+            return (f"{manual} step(s) of parameters updated by hand after backward (no optimizer: PIT101, PIT105 "
+                    f"and PIT107 watch optimizer steps and did not run)")
+        return f"{self.steps} optimizer step(s)"
+
+    def notes(self) -> list[str]:
+        """How the script ended, what was not watched, and internal warnings: one line each."""
+        lines = [exit_line(self.exit, self.steps)] if self.exit.get("status") not in ("ok", None) else []
+        lines += [f"not watched: {line}" for line in self.watched.get("not_watched", [])]
+        return lines + [f"internal warning (training went on): {note}" for note in self.internal]
 
     def __str__(self) -> str:
         lines = []
@@ -93,10 +112,7 @@ class DoctorReport:
                 lines.append(f"  {f.code} {f.name} at {f.where} ({seen}){ranks}")
                 lines.append(f"      {f.message}")
                 lines.append(f"      fix: {f.fix or CODES[f.code].fix}")
-        if self.exit.get("status") != "ok":
-            lines.append(exit_line(self.exit, self.steps))
-        for note in self.internal:
-            lines.append(f"internal warning (training went on): {note}")
+        lines += self.notes()
         lines.append(self.summary())
         return "\n".join(lines)
 
