@@ -173,30 +173,62 @@ def merge_dir() -> Path:
 
 
 def merge_ranks(report: DoctorReport, rank: int, timeout_s: float = 60.0) -> DoctorReport:
-    """Under a multi-process job (``WORLD_SIZE`` > 1) every rank writes its findings to a shared
-    directory and rank 0 merges them: one finding per (code, where), naming the ranks that saw
-    it. Files (not collectives) so it works after ``destroy_process_group()`` and after a crash."""
+    """Under a multi-process job (``WORLD_SIZE`` > 1) rank 0 gets every rank's findings and merges
+    them: one finding per (code, where), naming the ranks that saw it. Over the job's own process
+    group while it exists (``gather_object``: works across nodes); without one (never created, or
+    already destroyed) through files in a shared directory (``merge_dir``)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
         return report
+    docs = _gather(report, world) if _group_alive() else _gather_files(report, rank, world, timeout_s)
+    if rank != 0 or docs is None:
+        return report
+    return _merge(report, docs, world, timeout_s)
+
+
+def _group_alive() -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
+def _gather(report: DoctorReport, world: int) -> list[dict[str, Any] | None] | None:
+    """Every rank's report on rank 0 (None elsewhere), over the default process group."""
+    import torch.distributed as dist
+
+    gathered: list[Any] | None = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
+    dist.gather_object(report.to_dict(), gathered, dst=0)
+    return gathered
+
+
+def _gather_files(report: DoctorReport, rank: int, world: int, timeout_s: float) -> list[dict[str, Any] | None] | None:
+    """Every rank's report on rank 0 (None elsewhere), through files in ``merge_dir()``."""
     folder = merge_dir()
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".rank{rank}.json"
     tmp.write_text(json.dumps(report.to_dict()))
     tmp.replace(folder / f"rank{rank}.json")
     if rank != 0:
-        return report
+        return None
     deadline = time.monotonic() + timeout_s
     paths = [folder / f"rank{r}.json" for r in range(world)]
     while not all(p.exists() for p in paths) and time.monotonic() < deadline:
         time.sleep(0.1)
+    docs: list[dict[str, Any] | None] = []
+    for path in paths:
+        docs.append(json.loads(path.read_text()) if path.exists() else None)
+        path.unlink(missing_ok=True)
+    return docs
+
+
+def _merge(report: DoctorReport, docs: list[dict[str, Any] | None], world: int, timeout_s: float) -> DoctorReport:
     merged: dict[tuple[str, str], Finding] = {}
     per_rank = []
-    for r, path in enumerate(paths):
-        if not path.exists():
+    for r, doc in enumerate(docs):
+        if doc is None:
             report.internal.append(f"rank {r} left no findings within {timeout_s:g} s (crashed or still running?)")
             continue
-        other = DoctorReport.from_dict(json.loads(path.read_text()))
+        other = DoctorReport.from_dict(doc)
         per_rank.append(other)
         for f in other.findings:
             key = (f.code, f.where)
@@ -207,7 +239,6 @@ def merge_ranks(report: DoctorReport, rank: int, timeout_s: float = 60.0) -> Doc
                 m.ranks.append(r)
                 m.count = max(m.count, f.count)
                 m.step = min(x for x in (m.step, f.step) if x is not None) if (m.step or f.step) else None
-        path.unlink()
     report.findings = sorted(merged.values(), key=_order)
     report.ranks = world
     report.steps = max((o.steps for o in per_rank), default=report.steps)
