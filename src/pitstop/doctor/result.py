@@ -136,7 +136,7 @@ def exit_line(exit_: dict[str, Any], steps: int) -> str:
     """How the script ended, in one line (for any status but ok)."""
     status, where = exit_.get("status"), f" at {exit_['where']}" if exit_.get("where") else ""
     if status == "interrupted":
-        return (f"the script was interrupted ({exit_.get('error') or 'KeyboardInterrupt'}){where} after {steps} "
+        return (f"the script was interrupted by {exit_.get('error') or 'KeyboardInterrupt'}{where} after {steps} "
                 f"optimizer step(s): the findings cover the run up to there")
     if status == "exited":
         return f"the script exited with code {exit_.get('code')}"
