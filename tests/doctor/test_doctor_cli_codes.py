@@ -45,7 +45,8 @@ SCRIPTS = {
     "PIT102": (STEP + "        kept.append(loss)\n", STEP + "        kept.append(loss.item())\n"),
     "PIT103": (STEP.replace("loss.backward()", "loss.backward(retain_graph=True)"), STEP),
     "PIT104": (STEP.replace("loss = nn", "with torch.no_grad():\n            loss = nn"),
-               STEP + "        model.eval()\n        with torch.no_grad():\n            model(x)\n        model.train()\n"),
+               STEP + "        model.eval()\n        with torch.no_grad():\n            model(x)\n"
+               "        model.train()\n"),
     "PIT105": ("""
     extra = nn.Linear(8, 1)  # in the optimizer, never in the loss
     opt.add_param_group({"params": extra.parameters()})""" + STEP, STEP),
@@ -59,7 +60,8 @@ SCRIPTS = {
     "PIT109": ("    model.eval()\n" + STEP, STEP + "    model.eval()\n    with torch.no_grad():\n        model(x)\n"),
     "PIT110": (STEP.replace("y)", "y, reduction='none')"), STEP.replace("y)", "y, reduction='none').mean()")),
     "PIT201": (STEP + "    model.eval()\n    for x, _ in DATA:\n        model(x)\n",
-               STEP + "    model.eval()\n    with torch.inference_mode():\n        for x, _ in DATA:\n            model(x)\n"),
+               STEP + "    model.eval()\n    with torch.inference_mode():\n"
+               "        for x, _ in DATA:\n            model(x)\n"),
     "PIT402": ("""
     class Slow(Dataset):
         def __len__(self):

@@ -87,7 +87,7 @@ class Workers:
                 started.append((name, method))
             orig(process)
 
-        _mp_process.BaseProcess.start = start  # type: ignore[method-assign]
+        _mp_process.BaseProcess.start = start  # type: ignore[method-assign,assignment]
 
     def detach(self) -> None:
         if self._orig is not None:

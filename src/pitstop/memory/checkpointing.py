@@ -1,7 +1,7 @@
 """Budget-driven gradient checkpointing: measure every candidate block, choose greedily by bytes
 saved per millisecond of recompute until the budget is met, wrap the chosen blocks in place with
-``torch.utils.checkpoint.checkpoint(..., use_reentrant=False)``, measure, give back the lowest-scoring blocks while the measured budget still holds, and time
-the result.
+``torch.utils.checkpoint.checkpoint(..., use_reentrant=False)``, measure, give back the
+lowest-scoring blocks while the measured budget still holds, and time the result.
 
 A checkpointed block keeps its class, parameters, names and state_dict keys, and stays
 checkpointed, running its own parameters, through deepcopy, pickle, load_state_dict,
@@ -166,7 +166,7 @@ def wrap(module: nn.Module) -> None:
     """Checkpoint ``module`` in place: its instance ``forward`` becomes a ``CheckpointedForward``
     (class, parameters, names and state_dict keys unchanged)."""
     if not checkpointed(module):
-        module.forward = CheckpointedForward(module)  # type: ignore[method-assign]
+        module.forward = CheckpointedForward(module)
 
 
 def unwrap(module: nn.Module) -> None:
