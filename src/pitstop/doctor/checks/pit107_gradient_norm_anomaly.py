@@ -15,11 +15,14 @@ class GradNormAnomaly(Check):
     """PIT107, per optimizer (a GAN's two, or one per layer, each against its own history): the
     total gradient norm grows at least ``GROWTH``-fold at each of ``GROWING`` steps in a row (an
     explosion under way, from the first steps on, before anything is non-finite); spikes far above
-    its running median (after ``WARMUP`` steps); or vanishes for several steps. The layers whose
+    its running median and its median over the last ``RECENT`` steps (after ``WARMUP`` steps: a
+norm that rises as training goes on, as a REINFORCE loss summed over lengthening episodes does,
+is no spike); or vanishes for several steps. The layers whose
     norm jumped most are named."""
 
     code = "PIT107"
     WARMUP, WINDOW, SPIKE, FLOOR, VANISH_STEPS = 10, 50, 10.0, 1e-8, 5
+    RECENT = 10  # a spike is also far above the last steps: a trend (RL episodes lengthening) is not one
     GROWTH, GROWING = 10.0, 3  # 1000x over three steps: no healthy run starts like that
 
     def __init__(self) -> None:
@@ -44,7 +47,7 @@ class GradNormAnomaly(Check):
                        f"{total / max(first or total, 1e-30):.3g}x in {self.GROWING} steps (at least "
                        f"{self.GROWTH:g}x each; largest jumps: {self._jumps(params, norms)})", step=step)
         elif len(history) >= self.WARMUP:
-            median = statistics.median(history)
+            median = max(statistics.median(history), statistics.median(list(history)[-self.RECENT:]))
             if median > 0 and total > self.SPIKE * median:
                 self.found(self.code, label, f"gradient norm {total:.3g} at step {step} is {total / median:.0f}x "
                            f"its running median {median:.3g} (largest jumps: {self._jumps(params, norms)})",
