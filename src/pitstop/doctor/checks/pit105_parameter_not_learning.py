@@ -16,7 +16,8 @@ class Watched:
     """What PIT105 keeps of one optimizer: names and ids, never the optimizer or its parameters
     (a script's ``main()`` drops its model before the run ends; the verdict needs none of it)."""
 
-    label: str
+    label: str  # as named at its first step (renamed at the end while it is alive: ``Adam#1``)
+    optimizer: weakref.ref[torch.optim.Optimizer] | None = None
     steps: int = 0
     names: dict[int, str] = field(default_factory=dict)  # trainable parameter id -> name
     params: list[weakref.ref[torch.Tensor]] = field(default_factory=list)  # not yet seen changing
@@ -50,7 +51,7 @@ class ParameterNotLearning(Check):
     def on_step(self, optimizer: torch.optim.Optimizer) -> None:
         w = self.watched.get(id(optimizer))
         if w is None:
-            w = self.watched[id(optimizer)] = Watched(self.session.optimizer_label(optimizer))
+            w = self.watched[id(optimizer)] = Watched(self.session.optimizer_label(optimizer), weakref.ref(optimizer))
         size = sum(len(g["params"]) for g in optimizer.param_groups)
         if size != w.size:  # the first step, or add_param_group since
             w.size = size
@@ -96,6 +97,9 @@ class ParameterNotLearning(Check):
             self._orphans()
 
     def _unlearned(self, w: Watched) -> None:
+        alive = w.optimizer() if w.optimizer is not None else None
+        if alive is not None:
+            w.label = self.session.optimizer_label(alive)
         never = [name for i, name in w.names.items() if i not in self.nonzero]
         if never:
             self.found(self.code, w.label, f"{len(never)} parameter(s) of {w.label} never received a non-zero "
