@@ -39,6 +39,8 @@ def pitstop(*args, **kwargs):
         (["zoo:mlp", "--device", "tpu"], "--device: expected cpu, cuda or auto"),
         (["zoo:mlp", "--json", "/proc/no/out.json"], "--json: cannot write '/proc/no/out.json'"),
         (["zoo:mlp", "--json", "tests"], "--json: 'tests' is a directory"),
+        (["zoo:mlp", "--html", "tests"], "--html: 'tests' is a directory; give a file name such as out.html"),
+        (["zoo:mlp", "--target", "2"], "--target: must be in (0, 1), got 2.0"),  # a settings field, named by its flag
         (["zoo:mlp", "--worker-env", "NOEQUALS"], "--worker-env: expected KEY=VALUE, got 'NOEQUALS'"),
         ([], "the following arguments are required: model"),
     ],
@@ -150,7 +152,7 @@ OPT_FAST = ["--threads", "1", "--replicas", "1", "--time-budget-s", "15"]
 @pytest.mark.parametrize(("args", "needle"), [
     (["zoo:mlp", "--objective", "fast"], "argument --objective: invalid choice: 'fast'"),
     (["zoo:mlp", "--techniques", "precision,magic"], "--techniques: unknown magic"),
-    (["zoo:mlp", "--time-budget-s", "3"], "--time-budget-s must be at least 10 s"),
+    (["zoo:mlp", "--time-budget-s", "3"], "--time-budget-s: must be at least 10 s, got 3"),  # a field's error, by flag
     (["zoo:mlp", "--save", M], f"--save: '{M}' is a file"),
     (["zoo:nope"], "unknown zoo model 'nope'"),
 ])
@@ -198,3 +200,24 @@ def test_the_parser_knows_the_search_axes_without_importing_torch():
     code = "import sys; from pitstop.cli import build_parser; build_parser(); print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ["bench", "zoo:mlp"], ["optimize", "zoo:mlp"], ["memory", "zoo:mlp"], ["compare", "a.json", "b.json"],
+])
+def test_json_and_html_paths_are_checked_before_the_run(command, capsys):
+    from pitstop.cli import main
+
+    for flag in ("--json", "--html"):
+        assert main([*command, flag, "tests"]) == 2  # a directory: refused at once, nothing measured
+        err = capsys.readouterr().err
+        assert f"{flag}: 'tests' is a directory" in err and len(err.strip().splitlines()) == 1
+
+
+def test_json_to_stdout_puts_the_console_on_stderr(capsys):
+    from pitstop.cli import main
+
+    assert main(["gradcheck", f"{M}:stable_lse", "--input", "float64[3,4]", "--json", "-"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["function"] == f"{M}:stable_lse"
+    assert "gradients OK" in err

@@ -18,7 +18,7 @@ def check_writable(path: str | os.PathLike[str], flag: str = "--json") -> None:
     """Fail now, with a usage error naming ``flag``, if ``path`` could not be written later."""
     target = Path(path)
     if target.is_dir():
-        raise UsageError(f"{flag}: {str(path)!r} is a directory; give a file name such as out.json")
+        raise UsageError(f"{flag}: {str(path)!r} is a directory; give a file name such as out.{flag.lstrip('-')}")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)

@@ -141,4 +141,4 @@ def lookup(key: str) -> Code:
 
 def at_least(severity: str, threshold: str) -> bool:
     """Whether ``severity`` is at or above ``threshold`` (error > warning > info)."""
-    return SEVERITIES.index(severity) <= SEVERITIES.index(threshold)  # type: ignore[arg-type]
+    return SEVERITIES.index(severity) <= SEVERITIES.index(threshold)

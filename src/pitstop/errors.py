@@ -4,6 +4,7 @@ its message on one line and exits 2. Messages say what happened, the value seen,
     PitstopError
      +-- UsageError           bad command-line or API arguments
      |    +-- InputSpecError  a malformed ``--input`` spec
+     |    +-- SettingError    a settings object's field with a bad value (``field`` names it)
      +-- ModelSpecError       a model spec that cannot be resolved (file, attribute, zoo name)
      +-- ModelLoadError       a factory that raised or returned something that is not a module
      +-- ModelRunError        the model's first forward pass failed on the given inputs
@@ -28,6 +29,17 @@ class UsageError(PitstopError, ValueError):
 
 class InputSpecError(UsageError):
     """A malformed input spec such as ``float32[B,3,224,224]``."""
+
+
+class SettingError(UsageError):
+    """A field of a settings object (``BenchSettings``, ``OptimizeSettings``, ...) with a bad value.
+
+    The message starts with the field (``budget_s: must be positive, got -1``); the CLI, which knows
+    which flag set the field, says ``--budget-s: must be positive, got -1`` instead."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field, self.problem = field, problem
 
 
 class ModelSpecError(PitstopError):

@@ -66,7 +66,7 @@ def summarize_groups(groups: Groups, *, resamples: int = 1000, seed: int = 0) ->
     return Summary(float(med), float(p10), float(p90), ci, len(x))
 
 
-def median_ci(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float]:
+def median_ci(samples: Sequence[float] | np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     """Order-statistic interval of the median (binomial ranks, normal approximation).
 
     With fewer than 6 samples no interval narrower than the range exists; the range is returned."""

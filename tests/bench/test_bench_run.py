@@ -163,8 +163,10 @@ def test_usage_errors():
         pitstop.bench("tests/fixtures/models.py:tiny", batch_sizes=[1], **FAST)
     with pytest.raises(UsageError, match="example_inputs is required"):
         pitstop.bench(LocalNet())
-    with pytest.raises(UsageError, match="--batch-sizes"):
-        pitstop.bench(LocalNet(), torch.randn(2, 8), batch_sizes=[0])
+    with pytest.raises(UsageError, match=r"^batch_sizes: need positive integers, got \[0\]$"):
+        pitstop.bench(LocalNet(), torch.randn(2, 8), batch_sizes=[0])  # the API names the field, the CLI the flag
+    with pytest.raises(UsageError, match=r"bench\(\) got unknown option\(s\) budget; known: .*budget_s"):
+        pitstop.bench(LocalNet(), torch.randn(2, 8), budget=1.0)
     with pytest.raises(UsageError, match="expected cpu, cuda or auto"):
         pitstop.bench(LocalNet(), torch.randn(2, 8), device="tpu")
 

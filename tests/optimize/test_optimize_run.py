@@ -91,5 +91,5 @@ def test_optimized_model_is_an_nn_module_with_report_and_recipe():
 
 
 def test_bad_input_is_a_usage_error(models_py):
-    with pytest.raises(pitstop.PitstopError, match="--objective"):
+    with pytest.raises(pitstop.PitstopError, match=r"^objective: must be latency or throughput, got 'speed'$"):
         pitstop.optimize(f"{models_py}:tiny", "float32[B,16]", objective="speed")

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from pitstop.bench.result import BenchResult, Measurement
-from pitstop.bench.runner import BenchSettings
 from pitstop.bench.source import SpecSource
 from pitstop.bench.variants.config import parse_variant
 from pitstop.models.spec import parse_model_spec
-from pitstop.optimize.search import START, Search, SearchSettings, Stage
+from pitstop.optimize.search import START, Search, Stage
+from pitstop.optimize.settings import OptimizeSettings
 
 
 def samples(ms, n=60, spread=0.01, seed=0):
@@ -22,15 +22,16 @@ def samples(ms, n=60, spread=0.01, seed=0):
 def stage(name, medians):
     result = BenchResult("m", {}, {}, {}, START.name)
     for i, (variant, ms) in enumerate(medians.items()):
-        config = parse_variant(variant).to_dict(2)
-        result.rows.append(Measurement(variant, config, 8, replica_samples_s=samples(ms, seed=i)))
+        config = parse_variant(variant)
+        result.rows.append(Measurement(variant, config.to_dict(2), 8, replica_samples_s=samples(ms, seed=i),
+                                       variant_config=config))
     return Stage(name, result)
 
 
 @pytest.fixture
 def search(models_py):
     source = SpecSource(parse_model_spec(f"{models_py}:tiny"), None)
-    settings = SearchSettings(BenchSettings(batch_sizes=(8,), threads=2), batch_size=8, time_budget_s=60)
+    settings = OptimizeSettings(batch_size=8, threads=2, time_budget_s=60)
     return Search(source, settings, {})
 
 
@@ -101,8 +102,7 @@ def test_singles_cover_every_axis_and_thread_count(search):
             "eval+inference_mode+int8-dynamic", "eval+inference_mode+channels_last",
             "eval+inference_mode+onnxruntime"} <= names
     assert "eval+inference_mode+compile-max-autotune" not in names  # on CPU a refinement of compile
-    on_cuda = Search(search.source, SearchSettings(BenchSettings(batch_sizes=(8,), threads=2, device="cuda"),
-                                                   batch_size=8), {})
+    on_cuda = Search(search.source, OptimizeSettings(batch_size=8, threads=2, device="cuda"), {})
     assert "eval+inference_mode+compile-max-autotune" in {c.name for c in on_cuda.singles()}
 
 
@@ -112,14 +112,18 @@ def test_a_refinement_is_tried_only_on_a_compiled_finalist(search):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"objective": "speed"}, "--objective"), ({"time_budget_s": 5}, "--time-budget-s"),
-    ({"latency_budget_ms": -1.0}, "--latency-budget-ms"), ({"axes": ("precision", "magic")}, "--techniques"),
+    ({"objective": "speed"}, "^objective: must be latency or throughput"),
+    ({"time_budget_s": 5}, "^time_budget_s: must be at least 10 s, got 5$"),
+    ({"latency_budget_ms": -1.0}, "^latency_budget_ms: must be positive"),
+    ({"techniques": ("precision", "magic")}, "^techniques: unknown magic"),
+    ({"batch_sizes": (0, 2)}, r"^batch_sizes: need positive integers, got \[0, 2\]$"),
+    ({"tolerance": 0.0}, "^tolerance: must be positive"),
 ])
 def test_bad_settings_are_usage_errors(change, message):
     from pitstop.errors import UsageError
 
     with pytest.raises(UsageError, match=message):
-        SearchSettings(BenchSettings(batch_sizes=(1,), threads=1), batch_size=1, **change)
+        OptimizeSettings(batch_size=1, threads=1, **change)
 
 
 def test_the_final_shrinks_to_fit_the_time_left(search):

@@ -20,18 +20,31 @@ import torch
 from pitstop.bench.fidelity import within
 from pitstop.bench.launch import InlineWorker, ProcessWorker, WorkerFailed
 from pitstop.bench.result import Measurement
-from pitstop.bench.source import ModuleSource, SpecSource, first_forward, write_payload
+from pitstop.bench.source import Source, first_forward, write_payload
 from pitstop.bench.timer import TimingPolicy, chunk_size, precise_enough
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.bench.variants.handlers import Target, gate
 from pitstop.errors import PitstopError, UsageError
 
 if TYPE_CHECKING:
-    from pitstop.bench.runner import BenchSettings
+    from pitstop.bench.settings import BenchSettings
 
-Source = SpecSource | ModuleSource
 OnEvent = Callable[[str, dict[str, Any]], None]
 Worker = ProcessWorker | InlineWorker
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """How one group runs where it differs from the settings: its timing policy and replicas (the
+    settings' by default), a ``deadline`` (``time.monotonic()``) past which timing rounds stop with
+    what they have, whether peak and activation memory are measured (two calls per replica), and
+    the configs that run in one process whatever ``replicas`` says (``single``)."""
+
+    policy: TimingPolicy | None = None
+    replicas: int | None = None
+    deadline: float | None = None
+    memory: bool = True
+    single: tuple[VariantConfig, ...] = ()
 
 
 @dataclass
@@ -78,14 +91,12 @@ class GroupRunner:
         return Path(self._workdir.name)
 
     def run(self, batch_size: int, configs: list[VariantConfig], out: list[Measurement], *,
-            policy: TimingPolicy | None = None, replicas: int | None = None, first: bool = False,
-            deadline: float | None = None, memory: bool = True, single: list[VariantConfig] | None = None) -> None:
+            first: bool = False, plan: GroupPlan | None = None) -> None:
         """Measure ``configs`` at ``batch_size``, appending each finished row to ``out`` (also on
         Ctrl-C, which is re-raised). A model that cannot run at all raises on the ``first`` group.
-        Past ``deadline`` (``time.monotonic()``), timing rounds stop with what they have; without
-        ``memory``, peak and activation memory are not measured (saves two calls per replica).
-        Configs in ``single`` run in one process whatever ``replicas`` says."""
-        policy, replicas = policy or self.settings.policy, replicas or self.settings.replicas
+        ``plan`` changes the policy, replicas, deadline and memory measurement of this group."""
+        plan = plan or GroupPlan()
+        policy, replicas = plan.policy or self.settings.policy, plan.replicas or self.settings.replicas
         self._groups += 1
         workdir = self.workdir / f"g{self._groups}"
         workdir.mkdir()
@@ -101,13 +112,13 @@ class GroupRunner:
         self.inputs[batch_size] = inputs.describe()
         if self.target is None:
             self.target = Target.detect(self.settings.device, module, [t.dim() for t in inputs.tensors()])
-        counts = {c: 1 if c in (single or []) else replicas for c in configs}
+        counts = {c: 1 if c in plan.single else replicas for c in configs}
         live = self._start(module, inputs, batch_size, workdir, counts, self.target, policy)
         interrupted = False
         try:
             for v in live:
-                self._profile(v, memory)
-            self._rounds(live, policy, deadline)
+                self._profile(v, plan.memory)
+            self._rounds(live, policy, plan.deadline)
         except KeyboardInterrupt:
             interrupted = True
             raise
@@ -116,7 +127,8 @@ class GroupRunner:
 
     def _row(self, config: VariantConfig, batch_size: int, status: Any = "ok", reason: str | None = None
              ) -> Measurement:
-        return Measurement(config.name, config.to_dict(self.settings.threads), batch_size, status, reason)
+        return Measurement(config.name, config.to_dict(self.settings.resolved_threads), batch_size, status, reason,
+                           variant_config=config)
 
     def _start(self, module: torch.nn.Module, inputs: Any, batch_size: int, workdir: Path,
                counts: dict[VariantConfig, int], target: Target, policy: TimingPolicy) -> list[_Live]:
@@ -134,7 +146,7 @@ class GroupRunner:
         for k, v in enumerate(live):  # all workers load in parallel
             for worker in v.workers:  # replicas share a directory: the second reuses the exported graph
                 worker.send("setup", payload_path=str(payload), config=v.row.config,
-                            threads=v.config.threads or self.settings.threads, device=self.settings.device,
+                            threads=v.config.threads or self.settings.resolved_threads, device=self.settings.device,
                             policy=policy.to_dict(), target=target.to_dict(), workdir=str(workdir / f"v{k}"))
         started = time.monotonic()
         try:
@@ -156,7 +168,7 @@ class GroupRunner:
         reason = gate(config, target)
         if reason:
             return _Live(config, self._row(config, batch_size, "skipped", reason), [])
-        threads = config.threads or self.settings.threads
+        threads = config.threads or self.settings.resolved_threads
         row = self._row(config, batch_size)
         if inline is not None:
             return _Live(config, row, [InlineWorker(inline)])

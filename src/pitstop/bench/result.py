@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pitstop import _render
 from pitstop._document import envelope
+from pitstop.bench.variants.config import VariantConfig
 from pitstop.stats import Ratio, Summary, speedup_groups, summarize_groups
 
 Status = Literal["ok", "rejected", "failed", "skipped"]
@@ -35,6 +36,9 @@ class Measurement:
     compile_s: float | None = None  # applying the technique + first call (compile, export), cold cache
     details: dict[str, Any] = field(default_factory=dict)  # what ran, e.g. {"quant_api": ...}
     phases_s: dict[str, float] = field(default_factory=dict)  # wall seconds per phase (start, prepare, ...)
+    # the typed config measured (``config`` is its JSON form, threads resolved); None on rows read
+    # back from JSON, which only render
+    variant_config: VariantConfig | None = field(default=None, compare=False)
     _summary: tuple[int, Summary] | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -15,9 +15,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from pitstop.errors import InputSpecError, ModelRunError, last_line
-from pitstop.models.inputs import Inputs, InputSpec
-from pitstop.models.spec import ModelSpec
+from pitstop.errors import InputSpecError, ModelRunError, SettingError, UsageError, last_line
+from pitstop.models.inputs import Inputs, InputSpec, parse_input_spec
+from pitstop.models.spec import ModelSpec, parse_model_spec
 
 
 @dataclass
@@ -103,6 +103,40 @@ class ModuleSource:
         path = workdir / "module.pt"
         path.write_bytes(buffer.getvalue())
         return {"kind": "pickle", "path": str(path)}, None
+
+
+Source = SpecSource | ModuleSource
+
+
+def make_source(model: nn.Module | str, example_inputs: Any, seed: int) -> Source:
+    """The source of a bench / optimize / train run: a spec string (``example_inputs`` then an input
+    spec string or None) or an ``nn.Module`` with its example inputs."""
+    if isinstance(model, str):
+        if example_inputs is not None and not isinstance(example_inputs, str):
+            raise UsageError("with a model spec string, example_inputs must be an input spec string or None")
+        spec = parse_input_spec(example_inputs) if example_inputs else None
+        return SpecSource(parse_model_spec(model), spec, seed)
+    if not isinstance(model, nn.Module):
+        raise UsageError(f"model must be an nn.Module or a spec string, got {type(model).__name__}")
+    if example_inputs is None:
+        raise UsageError("example_inputs is required with an nn.Module (a tensor, a tuple or a dict)")
+    return ModuleSource(model, Inputs.coerce(example_inputs), type(model).__name__)
+
+
+def check_device(device: str) -> None:
+    """``cpu``, ``cuda``, ``cuda:N`` or ``auto``, else a ``SettingError`` naming ``device``."""
+    if device not in ("cpu", "auto") and not device.startswith("cuda"):
+        raise SettingError("device", f"expected cpu, cuda or auto, got {device!r}")
+
+
+def resolve_device(device: str) -> str:
+    """The device to run on: ``auto`` becomes cuda when present; cuda without CUDA is an error."""
+    check_device(device)
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise SettingError("device", f"{device} asked for, but CUDA is not available here; use --device cpu")
+    return device
 
 
 def first_forward(name: str, module: nn.Module, inputs: Inputs, device: torch.device) -> None:

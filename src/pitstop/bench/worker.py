@@ -94,7 +94,7 @@ class VariantSession:
         args, kwargs = self.inputs.args, self.inputs.kwargs
         self.fn = lambda: fast(*args, **kwargs)
         del module
-        self.first_output = detached(self.fn())  # compared by fidelity(): no extra call
+        self.first_output: Any = detached(self.fn())  # compared by fidelity(): no extra call
         _sync(self.device)
         cuda = self.device.type == "cuda"
         self.timer = CudaEventTimer(self.fn, sync=torch.cuda.synchronize) if cuda else CallTimer(self.fn)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
-from pitstop.errors import UsageError
+from pitstop.errors import SettingError, UsageError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,3 +45,18 @@ def _env_pairs(items: list[str]) -> dict[str, str]:
             raise UsageError(f"--worker-env: expected KEY=VALUE, got {item!r}")
         pairs[key.strip()] = value
     return pairs
+
+
+def flag_of(field: str, renamed: dict[str, str] | None = None) -> str:
+    """The command-line flag that sets a settings field: ``budget_s`` -> ``--budget-s``."""
+    return (renamed or {}).get(field) or "--" + field.replace("_", "-")
+
+
+@contextmanager
+def flag_errors(renamed: dict[str, str] | None = None) -> Iterator[None]:
+    """Inside, a settings field's error reads as its flag's: ``budget_s: must be positive`` becomes
+    ``--budget-s: must be positive`` (``renamed`` maps the fields whose flag is not their name)."""
+    try:
+        yield
+    except SettingError as exc:
+        raise UsageError(f"{flag_of(exc.field, renamed)}: {exc.problem}") from None

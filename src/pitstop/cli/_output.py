@@ -1,10 +1,17 @@
-"""What every command does with its results: the console, --json (file or stdout), --html, and progress."""
+"""What every command does with its results: the console, --json (file or stdout), --html, and progress.
+
+``Output`` is the routine, once: a handler makes ``Output(args.json, args.html)`` before the run
+(both paths are checked then, not after minutes of measuring), streams partial results to
+``output.json_file`` if it wants, and ends with ``output.finish(items, document)``."""
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
+from pitstop._io import check_writable, write_atomic
 from pitstop.errors import UsageError
 
 
@@ -35,6 +42,46 @@ def _html(path: str | None, doc: dict[str, Any]) -> None:
 
         write_html(path, doc)
         print(f"HTML report written to {path}", file=sys.stderr)
+
+
+class Output:
+    """``--json FILE`` (``-`` = stdout, the console then on stderr), ``--html FILE`` and the console
+    of one command. Both paths are checked when it is made, before the run starts."""
+
+    def __init__(self, json_path: str | None = None, html_path: str | None = None) -> None:
+        self.json_path, self.html_path = json_path, html_path
+        if self.json_file:
+            check_writable(self.json_file, "--json")
+        if html_path:
+            check_writable(html_path, "--html")
+        self.console = _console(self.to_stdout)
+
+    @property
+    def to_stdout(self) -> bool:
+        """The JSON goes to stdout (``--json -``)."""
+        return self.json_path == "-"
+
+    @property
+    def json_file(self) -> str | None:
+        """The ``--json`` file (None with ``-`` or no ``--json``): where partial results may stream."""
+        return None if self.to_stdout else self.json_path
+
+    def finish(self, items: list[Any], document: dict[str, Any] | Callable[[], dict[str, Any]]) -> None:
+        """Write the JSON file atomically, print ``items`` (text is printed as it is, no markup),
+        then the JSON on stdout or where it went, then write the HTML page."""
+        doc = document() if callable(document) else document
+        if self.json_file:
+            write_atomic(self.json_file, doc)
+        for item in items:
+            if isinstance(item, str):
+                self.console.print(item, markup=False, highlight=False, soft_wrap=True)
+            else:
+                self.console.print(item)
+        if self.to_stdout:
+            print(json.dumps(doc, indent=2, allow_nan=False))
+        elif self.json_path:
+            self.console.print(f"JSON written to {self.json_path}", style="dim", markup=False)
+        _html(self.html_path, doc)
 
 
 def _check_dir(path: str) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pitstop.cli._args import _env_pairs, _int_list, _positive
-from pitstop.cli._output import _console, _html, _print, _progress
+from pitstop.cli._args import _env_pairs, _int_list, _positive, flag_errors
+from pitstop.cli._output import Output, _progress
 
 BENCH_EPILOG = """\
 examples:
@@ -64,19 +64,19 @@ def _add_bench(sub: Any) -> None:
 
 def _bench(args: argparse.Namespace) -> int:
     from pitstop.bench.api import bench
+    from pitstop.bench.settings import BenchSettings
+    from pitstop.bench.variants.config import GRAD_MODES, parse_variant
     from pitstop.report.table import renderables
 
-    to_stdout = args.json == "-"
-    console = _console(to_stdout)
-    variants = [v for v in (args.variants or "").split(",") if v.strip()] or None
-    with _progress(console) as on_event:
-        result = bench(
-            args.model, args.input, batch_sizes=args.batch_sizes, variants=variants, threads=args.threads,
+    output = Output(args.json, args.html)
+    variants = tuple(parse_variant(v) for v in (args.variants or "").split(",") if v.strip())
+    with flag_errors({"isolate": "--inline"}):
+        settings = BenchSettings(
+            batch_sizes=args.batch_sizes, variants=variants or GRAD_MODES, threads=args.threads,
             budget_s=args.budget_s, target=args.target, timeout_s=args.timeout_s, device=args.device,
             seed=args.seed, isolate=not args.inline, replicas=args.replicas,
-            worker_env=_env_pairs(args.worker_env),
-            json_path=None if to_stdout else args.json, on_event=on_event,
-        )
-    _print(console, renderables(result), result.to_json, args.json)
-    _html(args.html, result.to_dict())
+            worker_env=tuple(sorted(_env_pairs(args.worker_env).items())))
+        with _progress(output.console) as on_event:
+            result = bench(args.model, args.input, settings=settings, json_path=output.json_file, on_event=on_event)
+    output.finish(renderables(result), result.to_dict)
     return 130 if result.interrupted else 0

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from pitstop.cli._output import _html
+from pitstop.cli._output import Output, _html
 from pitstop.errors import UsageError
 
 
@@ -28,19 +28,11 @@ def _add_compare(sub: Any) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from pitstop._io import check_writable, write_atomic
     from pitstop.report.compare import compare
 
-    if args.json and args.json != "-":
-        check_writable(args.json)
+    output = Output(args.json, args.html)
     result = compare(args.before, args.after, args.threshold)
-    if args.json == "-":
-        print(json.dumps(result.to_dict(), indent=2))
-    else:
-        print(result)
-        if args.json:
-            write_atomic(args.json, result.to_dict())
-    _html(args.html, result.to_dict())
+    output.finish([str(result)], result.to_dict())
     return 1 if result.regressions else 0
 
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-from pitstop.cli._args import _positive
-from pitstop.cli._output import _console, _print
+from pitstop.cli._args import _positive, flag_errors
+from pitstop.cli._output import Output
 from pitstop.cli._resolve import _resolve
 from pitstop.errors import UsageError
 
@@ -44,12 +43,13 @@ def _add_data(sub: Any) -> None:
 
 def _data(args: argparse.Namespace) -> int:
     from pitstop._env import environment
-    from pitstop._io import check_writable, write_atomic
-    from pitstop.data import tune_loader
+    from pitstop.data import LoaderSettings, tune_loader
     from pitstop.errors import ModelLoadError, last_line
 
-    if args.json and args.json != "-":
-        check_writable(args.json)
+    output = Output(args.json)
+    with flag_errors({"batches_per_trial": "--batches"}):
+        settings = LoaderSettings(batch_size=args.batch_size, time_budget_s=args.time_budget_s,
+                                  max_workers=args.max_workers, batches_per_trial=args.batches)
     factory = _resolve(args.dataset, "dataset")
     try:
         made = factory()
@@ -58,14 +58,9 @@ def _data(args: argparse.Namespace) -> int:
     dataset, collate = made if isinstance(made, tuple) else (made, None)
     if not hasattr(dataset, "__getitem__") and not hasattr(dataset, "__iter__"):
         raise UsageError(f"dataset {args.dataset}: the factory returned {type(dataset).__name__}, not a Dataset")
-    console = _console(args.json == "-")
-    with console.status("measuring loader settings") as status:
-        choice = tune_loader(dataset, args.batch_size, collate, time_budget_s=args.time_budget_s,
-                             max_workers=args.max_workers, batches_per_trial=args.batches,
-                             on_event=lambda text: status.update(text))
+    with output.console.status("measuring loader settings") as status:
+        choice = tune_loader(dataset, collate_fn=collate, settings=settings, on_event=lambda text: status.update(text))
     doc = choice.to_dict()
     doc["environment"], doc["dataset"], doc["batch_size"] = environment(), args.dataset, args.batch_size
-    if args.json and args.json != "-":
-        write_atomic(args.json, doc)
-    _print(console, [choice.table(), choice.verdict, *choice.notes], lambda: json.dumps(doc, indent=2), args.json)
+    output.finish([choice.table(), choice.verdict, *choice.notes], doc)
     return 0

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from pitstop.cli._args import _positive
-from pitstop.cli._output import _console, _html, _print
+from pitstop.cli._output import Output
 from pitstop.cli._resolve import _resolve
 from pitstop.errors import UsageError
 
@@ -80,13 +79,11 @@ def _add_memory(sub: Any) -> None:
 
 def _memory(args: argparse.Namespace) -> int:
     from pitstop._env import environment
-    from pitstop._io import check_writable, write_atomic
     from pitstop.memory import activation_report, checkpoint
     from pitstop.models.inputs import parse_input_spec
     from pitstop.models.spec import parse_model_spec
 
-    if args.json and args.json != "-":
-        check_writable(args.json)
+    output = Output(args.json, args.html)
     spec = parse_model_spec(args.model)
     model, inputs = spec.build(args.batch_size, seed=args.seed)
     if args.input or inputs is None:
@@ -94,7 +91,7 @@ def _memory(args: argparse.Namespace) -> int:
         if input_spec is None:
             raise UsageError(f"model {args.model}: give --input (the factory returns no example inputs)")
         inputs = input_spec.make(args.batch_size, seed=args.seed)
-    console = _console(args.json == "-")
+    console = output.console
     with console.status("measuring activations (one accounted step, then timed steps)"):
         report = activation_report(model, inputs, repeats=args.repeats)
     doc = report.to_dict()
@@ -109,10 +106,7 @@ def _memory(args: argparse.Namespace) -> int:
         doc["checkpoint"] = plan.to_dict()
         items.append(str(plan))
         code = 0 if plan.met else 1
-    if args.json and args.json != "-":
-        write_atomic(args.json, doc)
-    _print(console, items, lambda: json.dumps(doc, indent=2), args.json)
-    _html(args.html, doc)
+    output.finish(items, doc)
     return code
 
 
@@ -120,19 +114,12 @@ def _gradcheck(args: argparse.Namespace) -> int:
     from pitstop.models.inputs import parse_input_spec
     from pitstop.numerics import verify_gradients
 
+    output = Output(args.json)
     fn = _resolve(args.function, "function")
     inputs = parse_input_spec(args.input).make(1, seed=args.seed)
     try:
         result = verify_gradients(fn, *inputs.args, second_order=not args.no_second_order)
     except ValueError as exc:
         raise UsageError(f"gradcheck {args.function}: {exc}") from None
-    doc = {"function": args.function, "input": args.input, **result.to_dict()}
-    if args.json == "-":
-        print(json.dumps(doc, indent=2))
-    else:
-        print(result)
-        if args.json:
-            from pitstop._io import write_atomic
-
-            write_atomic(args.json, doc)
+    output.finish([str(result)], {"function": args.function, "input": args.input, **result.to_dict()})
     return 0 if result.ok else 1

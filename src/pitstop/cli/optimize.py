@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pitstop.cli._args import _env_pairs, _int_list, _positive
-from pitstop.cli._output import _check_dir, _console, _html, _print, _progress
+from pitstop.cli._args import _env_pairs, _int_list, _positive, flag_errors
+from pitstop.cli._output import Output, _check_dir, _progress
 
 OPTIMIZE_EPILOG = """\
 examples:
@@ -76,24 +76,24 @@ def _add_optimize(sub: Any) -> None:
 
 def _optimize(args: argparse.Namespace) -> int:
     from pitstop.optimize.api import apply_report, run_search
+    from pitstop.optimize.settings import OptimizeSettings
     from pitstop.report.optimize import renderables
 
-    to_stdout = args.json == "-"
-    console = _console(to_stdout)
+    output = Output(args.json, args.html)
     if args.save:
         _check_dir(args.save)
-    techniques = tuple(t.strip() for t in args.techniques.split(",") if t.strip())
-    with _progress(console) as on_event:
-        source, report, sink = run_search(
-            args.model, args.input, objective=args.objective, batch_size=args.batch_size,
-            batch_sizes=args.batch_sizes, latency_budget_ms=args.latency_budget_ms,
-            time_budget_s=args.time_budget_s, techniques=techniques, tolerance=args.tolerance,
-            threads=args.threads, device=args.device, seed=args.seed, replicas=args.replicas, isolate=True,
-            timeout_s=args.timeout_s,
-            json_path=None if to_stdout else args.json, worker_env=_env_pairs(args.worker_env), on_event=on_event)
-        if args.save and not report.outcome.interrupted:
-            on_event and on_event("phase", {"text": f"writing the recipe to {args.save}"})
-            apply_report(source, report, args.save, sink)
-    _print(console, renderables(report), report.to_json, args.json)
-    _html(args.html, report.to_dict())
+    with flag_errors():
+        settings = OptimizeSettings(
+            objective=args.objective, batch_size=args.batch_size, batch_sizes=args.batch_sizes,
+            latency_budget_ms=args.latency_budget_ms, time_budget_s=args.time_budget_s,
+            techniques=tuple(t.strip() for t in args.techniques.split(",") if t.strip()), tolerance=args.tolerance,
+            threads=args.threads, device=args.device, seed=args.seed, replicas=args.replicas,
+            timeout_s=args.timeout_s, worker_env=tuple(sorted(_env_pairs(args.worker_env).items())))
+        with _progress(output.console) as on_event:
+            source, report, sink = run_search(args.model, args.input, settings, json_path=output.json_file,
+                                              on_event=on_event)
+            if args.save and not report.outcome.interrupted:
+                on_event and on_event("phase", {"text": f"writing the recipe to {args.save}"})
+                apply_report(source, report, args.save, sink)
+    output.finish(renderables(report), report.to_dict)
     return 130 if report.outcome.interrupted else 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pitstop.data.bucketing import LengthBucketSampler, padding_waste
 from pitstop.data.stall import StallReport, stall_share
-from pitstop.data.tuning import LoaderChoice, Trial, tune_loader
+from pitstop.data.tuning import LoaderChoice, LoaderSettings, Trial, tune_loader
 
-__all__ = ["LengthBucketSampler", "LoaderChoice", "StallReport", "Trial", "padding_waste", "stall_share",
-           "tune_loader"]
+__all__ = ["LengthBucketSampler", "LoaderChoice", "LoaderSettings", "StallReport", "Trial", "padding_waste",
+           "stall_share", "tune_loader"]

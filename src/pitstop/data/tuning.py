@@ -16,7 +16,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from pitstop._document import envelope
-from pitstop.errors import UsageError, last_line
+from pitstop._settings import normalise, with_options
+from pitstop.errors import SettingError, UsageError, last_line
 from pitstop.stats import Ratio, speedup
 
 DEFAULTS: dict[str, Any] = {"num_workers": 0}
@@ -111,24 +112,46 @@ def _grid(max_workers: int, cuda: bool) -> list[dict[str, Any]]:
     return grid
 
 
-def tune_loader(dataset: Dataset, batch_size: int = 32, collate_fn: Callable[..., Any] | None = None, *,
-                time_budget_s: float = 60.0, max_workers: int | None = None, batches_per_trial: int = 20,
-                candidates: list[dict[str, Any]] | None = None, multiprocessing_context: str | None = None,
-                shuffle: bool = False, on_event: Callable[[str], None] | None = None) -> LoaderChoice:
+@dataclass(frozen=True)
+class LoaderSettings:
+    """What ``tune_loader`` tries and for how long."""
+
+    batch_size: int = 32
+    time_budget_s: float = 60.0  # interleaved rounds go on until this is spent (two rounds at least)
+    max_workers: int | None = None  # largest num_workers tried (None: 2x the cores)
+    batches_per_trial: int = 20  # batches per setting per round
+    candidates: tuple[dict[str, Any], ...] | None = None  # the settings to try (None: the grid); defaults first
+    multiprocessing_context: str | None = None  # None: the platform's start method
+    shuffle: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("batch_size", "time_budget_s", "batches_per_trial"):
+            if not getattr(self, name) > 0:
+                raise SettingError(name, f"must be positive, got {getattr(self, name)}")
+        if self.max_workers is not None and self.max_workers < 1:
+            raise SettingError("max_workers", f"must be positive, got {self.max_workers}")
+        if self.candidates is not None:
+            normalise(self, "candidates", tuple(dict(c) for c in self.candidates))
+
+
+def tune_loader(dataset: Dataset, batch_size: int | None = None, collate_fn: Callable[..., Any] | None = None, *,
+                settings: LoaderSettings | None = None, on_event: Callable[[str], None] | None = None,
+                **options: Any) -> LoaderChoice:
     """Measure loader settings on ``dataset`` and return the best, with its gain and interval;
-    "keep the defaults" when nothing is faster beyond noise."""
-    if batch_size < 1:
-        raise UsageError(f"batch_size must be positive, got {batch_size}")
-    if time_budget_s <= 0:
-        raise UsageError(f"time_budget_s must be positive, got {time_budget_s}")
-    cores = os.cpu_count() or 1
-    max_workers = max_workers if max_workers is not None else 2 * cores
+    "keep the defaults" when nothing is faster beyond noise. ``options`` are ``LoaderSettings``
+    fields (``time_budget_s``, ``max_workers``, ``batches_per_trial``, ``candidates``,
+    ``multiprocessing_context``, ``shuffle``), applied over ``settings``; ``batch_size`` too
+    (default 32)."""
+    if batch_size is not None:
+        options = {"batch_size": batch_size, **options}
+    s = with_options(LoaderSettings, settings, options, "tune_loader")
+    max_workers = s.max_workers if s.max_workers is not None else 2 * (os.cpu_count() or 1)
     cuda = torch.cuda.is_available()
-    grid = candidates if candidates is not None else _grid(max_workers, cuda)
+    grid = list(s.candidates) if s.candidates is not None else _grid(max_workers, cuda)
     if not grid or grid[0].get("num_workers", 0) != 0:
         grid = [dict(DEFAULTS), *grid]
     notes: list[str] = []
-    context = multiprocessing_context or multiprocessing.get_start_method(allow_none=True) or "fork"
+    context = s.multiprocessing_context or multiprocessing.get_start_method(allow_none=True) or "fork"
     unpicklable = _pickle_problem(dataset, collate_fn)
     trials = [Trial(dict(kw)) for kw in grid]
     for t in trials:
@@ -138,7 +161,7 @@ def tune_loader(dataset: Dataset, batch_size: int = 32, collate_fn: Callable[...
     if unpicklable:
         notes.append(f"the dataset cannot be pickled ({unpicklable}): workers work only with the fork start method "
                      f"(Linux); macOS, Windows and Python 3.14's forkserver default need a picklable dataset")
-    deadline = time.monotonic() + time_budget_s
+    deadline = time.monotonic() + s.time_budget_s
     rounds = 0
     try:
         while time.monotonic() < deadline or rounds < 2:
@@ -149,7 +172,7 @@ def tune_loader(dataset: Dataset, batch_size: int = 32, collate_fn: Callable[...
             for t in order:
                 if on_event:
                     on_event(f"round {rounds + 1}: {t.label}")
-                _trial(t, dataset, batch_size, collate_fn, batches_per_trial, multiprocessing_context, shuffle)
+                _trial(t, dataset, collate_fn, s)
             rounds += 1
             if rounds >= 2 and time.monotonic() >= deadline:
                 break
@@ -185,16 +208,18 @@ def _pickle_problem(dataset: Any, collate_fn: Any) -> str:
         return last_line(exc)
 
 
-def _trial(t: Trial, dataset: Dataset, batch_size: int, collate_fn: Any, n: int, context: str | None,
-           shuffle: bool) -> None:
-    """One pass of up to ``n`` batches with ``t``'s settings (the loader is kept between rounds, so
-    persistent workers stay up); failures mark the trial failed with the first line of the error."""
+def _trial(t: Trial, dataset: Dataset, collate_fn: Any, s: LoaderSettings) -> None:
+    """One pass of up to ``s.batches_per_trial`` batches with ``t``'s settings (the loader is kept
+    between rounds, so persistent workers stay up); failures mark the trial failed with the first
+    line of the error."""
+    n = s.batches_per_trial
     try:
         if t.loader is None:
             kwargs = dict(t.kwargs)
-            if kwargs.get("num_workers", 0) and context:
-                kwargs["multiprocessing_context"] = context
-            t.loader = DataLoader(dataset, batch_size=batch_size, collate_fn=collate_fn, shuffle=shuffle, **kwargs)
+            if kwargs.get("num_workers", 0) and s.multiprocessing_context:
+                kwargs["multiprocessing_context"] = s.multiprocessing_context
+            t.loader = DataLoader(dataset, batch_size=s.batch_size, collate_fn=collate_fn, shuffle=s.shuffle,
+                                  **kwargs)
         start = time.perf_counter()
         it = iter(t.loader)
         last = start

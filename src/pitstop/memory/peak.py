@@ -69,11 +69,11 @@ def peak_bytes(fn: Callable[[], Any], device: torch.device) -> tuple[int | None,
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
-        base = torch.cuda.memory_allocated(device)
+        cuda_base = torch.cuda.memory_allocated(device)
         out = fn()
         torch.cuda.synchronize(device)
         del out
-        return torch.cuda.max_memory_allocated(device) - base, "cuda max_memory_allocated"
+        return torch.cuda.max_memory_allocated(device) - cuda_base, "cuda max_memory_allocated"
     if not _reset_peak_rss():
         return None, "unavailable: /proc/self/clear_refs cannot be written"
     base = _read_status("VmRSS")

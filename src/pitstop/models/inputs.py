@@ -50,7 +50,7 @@ class TensorSpec:
             return torch.randn(shape, generator=generator).to(dtype)
         if dtype == torch.bool:
             return torch.randint(0, 2, shape, generator=generator).bool()
-        low, high = (self.low, self.high) if self.low is not None else DEFAULT_INT_RANGE
+        low, high = (self.low, self.high) if self.low is not None and self.high is not None else DEFAULT_INT_RANGE
         return torch.randint(low, high, shape, generator=generator, dtype=dtype)
 
     def __str__(self) -> str:

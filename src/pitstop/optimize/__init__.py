@@ -1,5 +1,5 @@
 """``pitstop optimize``: search the inference techniques of ``pitstop.bench.variants`` on the user's
-model within a time budget (``search``), apply the winner (``api``: ``optimize``,
+model within a time budget (``search``, under ``settings.OptimizeSettings``), apply the winner (``api``: ``optimize``,
 ``OptimizedModel``) and write it as a recipe that runs without pitstop (``recipe``).
 ``pitstop.optimize(...)`` is ``pitstop.optimize.api.optimize``."""
 

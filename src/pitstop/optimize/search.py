@@ -13,20 +13,18 @@ import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
-from pitstop.bench.group import GroupRunner, OnEvent, Source
+from pitstop._env import physical_cores
+from pitstop.bench.group import GroupPlan, GroupRunner, OnEvent, Source
 from pitstop.bench.result import BenchResult, Measurement
-from pitstop.bench.runner import BenchSettings
 from pitstop.bench.timer import TimingPolicy
-from pitstop.bench.variants.config import BASELINE, VariantConfig, parse_variant
-from pitstop.errors import UsageError
+from pitstop.bench.variants.config import BASELINE, VariantConfig
+from pitstop.optimize.settings import AXES, START, Objective, OptimizeSettings
 
-Objective = Literal["latency", "throughput"]
-START = VariantConfig("eval", "inference_mode")  # where the search starts, and what must be beaten
+__all__ = ["AXES", "START", "Objective", "Search", "SearchOutcome", "Stage"]
 NO_GRAD = VariantConfig("eval", "no_grad")
 EVAL_GRAD = VariantConfig("eval", "grad")  # measured once, so the published no_grad claims can be checked
-AXES = ("precision", "compile", "quant", "layout", "threads", "runtime")
 MEANINGFUL = 1.05  # a single technique combines when faster beyond noise, or by 5% (median)
 TIE = 1.03  # options of one axis within 3% of each other: the simpler one is combined
 PROBE_CALLS, FINAL_CALLS = 3, 5  # timed calls every variant gets at least, whatever the budget
@@ -37,39 +35,6 @@ _OPTIONS: dict[str, tuple[Any, ...]] = {
     "layout": ("channels_last",),
     "runtime": ("onnxruntime",),
 }
-
-
-@dataclass(frozen=True)
-class SearchSettings:
-    """What optimize searches for, and within what time."""
-
-    bench: BenchSettings  # threads, device, tolerances, replicas of the finals, ...
-    batch_size: int
-    objective: Objective = "latency"
-    latency_budget_ms: float | None = None
-    time_budget_s: float = 300.0
-    axes: tuple[str, ...] = AXES
-    finalists: int = 3
-    sweep: tuple[int, ...] = ()  # batch sizes for the latency-vs-throughput table
-
-    def __post_init__(self) -> None:
-        if self.objective not in ("latency", "throughput"):
-            raise UsageError(f"--objective must be latency or throughput, got {self.objective!r}")
-        if self.time_budget_s < 10:
-            raise UsageError(f"--time-budget-s must be at least 10 s, got {self.time_budget_s:g}")
-        if self.latency_budget_ms is not None and self.latency_budget_ms <= 0:
-            raise UsageError(f"--latency-budget-ms must be positive, got {self.latency_budget_ms:g}")
-        unknown = set(self.axes) - set(AXES)
-        if unknown:
-            raise UsageError(f"--techniques: unknown {', '.join(sorted(unknown))}; choose from {', '.join(AXES)}")
-        if self.batch_size < 1:
-            raise UsageError(f"--batch-size must be positive, got {self.batch_size}")
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON."""
-        return {"batch_size": self.batch_size, "objective": self.objective,
-                "latency_budget_ms": self.latency_budget_ms, "time_budget_s": self.time_budget_s,
-                "techniques": list(self.axes), "finalists": self.finalists, "sweep": list(self.sweep)}
 
 
 @dataclass
@@ -100,20 +65,21 @@ class SearchOutcome:
     @property
     def winner_config(self) -> VariantConfig:
         """The chosen config (the start point when nothing beat it)."""
-        return parse_variant(self.winner.variant) if self.winner else START
+        return config_of(self.winner) if self.winner else START
 
 
 class Search:
     """Runs the stages; ``on_stage(outcome)`` is called after each (to persist partial results)."""
 
-    def __init__(self, source: Source, settings: SearchSettings, env: dict[str, Any], *,
+    def __init__(self, source: Source, settings: OptimizeSettings, env: dict[str, Any], *,
                  on_event: OnEvent | None = None, on_stage: Callable[[SearchOutcome], None] | None = None) -> None:
+        settings = settings if settings.batch_size is not None and settings.threads else settings.resolved(source)
         self.source, self.settings, self.env = source, settings, env
         self.group = GroupRunner(source, settings.bench, on_event)
         self.on_stage = on_stage or (lambda outcome: None)
         self.outcome = SearchOutcome()
         self.t0 = time.monotonic()
-        sweeps = any(size != settings.batch_size for size in settings.sweep)
+        sweeps = any(size != settings.search_batch for size in settings.sweep)
         # the stages' deadline; what is left covers calls past it (every variant gets its minimum
         # of calls) and closing the workers, or the batch-size sweep
         self.limit_s = settings.time_budget_s * (0.75 if sweeps else 0.92)
@@ -149,19 +115,21 @@ class Search:
         return self.outcome
 
     def _stages(self) -> None:
-        b = self.settings.batch_size
-        self._stage("probe", b, [START, *self.singles()], share=0.15, target=0.05, first=True, min_samples=PROBE_CALLS)
+        b = self.settings.search_batch
+        probe = [START, *self.singles()]
+        self._stage("probe", b, probe, self._policy(len(probe), 0.15, 0.05, PROBE_CALLS), first=True)
         # the references run once each, for the ratios users ask about; candidates in replicas
         references = [NO_GRAD, EVAL_GRAD, BASELINE]
         finalists, replicas = self._plan(self.finalists(), references)
-        self._stage("final", b, [START, *finalists, *references], share=0.7, target=self.settings.bench.policy.target,
-                    replicas=replicas, single=references, memory=True)
+        final = [START, *finalists, *references]
+        self._stage("final", b, final, self._policy(len(final), 0.7, self.settings.bench.policy.target, FINAL_CALLS),
+                    plan=GroupPlan(replicas=replicas, single=tuple(references), memory=True))
         self._decide()
         sweep = [s for s in self.settings.sweep if s != b]
         self.limit_s = self.settings.time_budget_s
         configs = [START] + ([self.outcome.winner_config] if self.outcome.winner is not None else [])
         for size in sweep:  # the objective needs them: each gets at least one round, even past the budget
-            self._stage("sweep", size, configs, share=0.5 / len(sweep), target=0.05)
+            self._stage("sweep", size, configs, self._policy(len(configs), 0.5 / len(sweep), 0.05, FINAL_CALLS))
 
     def _plan(self, finalists: list[VariantConfig], references: list[VariantConfig]
               ) -> tuple[list[VariantConfig], int]:
@@ -229,7 +197,7 @@ class Search:
             return None
         precision = [config for config, _ in self._faster().get("precision", [])]
         autocast = [config for config in precision if config.precision.endswith("-autocast")]
-        pick = (autocast or precision or [None])[0]
+        pick = next(iter(autocast or precision), None)
         return replace(pick, compile="default") if pick is not None else None
 
     def _refined(self, axis: str, option: Any) -> bool:
@@ -239,18 +207,17 @@ class Search:
         finalist, when time allows."""
         return (axis, option) == ("compile", "max-autotune") and self.settings.bench.device == "cpu"
 
-    def _stage(self, name: str, batch_size: int, configs: list[VariantConfig], *, share: float, target: float,
-               replicas: int = 1, first: bool = False, memory: bool = False,
-               single: list[VariantConfig] | None = None, min_samples: int = FINAL_CALLS) -> Stage:
-        policy = self._policy(len(configs), share, target, min_samples)
+    def _stage(self, name: str, batch_size: int, configs: list[VariantConfig], policy: TimingPolicy, *,
+               first: bool = False, plan: GroupPlan | None = None) -> Stage:
+        """One group under ``policy``; ``plan`` (default: one replica each, no memory) says the rest."""
+        plan = replace(plan or GroupPlan(replicas=1, memory=False), policy=policy, deadline=self.t0 + self.limit_s)
         result = BenchResult(model=self.source.name, inputs={}, settings={}, environment=self.env,
                              baseline=START.name)
         stage = Stage(name, result)
         self.outcome.stages.append(stage)
         started = time.monotonic()
         try:
-            self.group.run(batch_size, configs, result.rows, policy=policy, replicas=replicas, first=first,
-                           deadline=self.t0 + self.limit_s, memory=memory, single=single)
+            self.group.run(batch_size, configs, result.rows, first=first, plan=plan)
         finally:
             result.inputs = dict(self.group.inputs)
             stage.elapsed_s = time.monotonic() - started
@@ -260,10 +227,10 @@ class Search:
 
     def singles(self) -> list[VariantConfig]:
         """Each technique alone on top of the start point (gated ones become ``skipped`` rows)."""
-        configs = [replace(START, **{axis: option}) for axis in self.settings.axes if axis in _OPTIONS
+        configs = [replace(START, **{axis: option}) for axis in self.settings.techniques if axis in _OPTIONS
                    for option in _OPTIONS[axis] if not self._refined(axis, option)]
-        if "threads" in self.settings.axes:
-            configs += [replace(START, threads=n) for n in _thread_counts(self.settings.bench.threads)]
+        if "threads" in self.settings.techniques:
+            configs += [replace(START, threads=n) for n in _thread_counts(self.settings.resolved_threads)]
         return configs
 
     def _survivors(self) -> dict[str, tuple[VariantConfig, float]]:
@@ -282,7 +249,7 @@ class Search:
         probe = self.outcome.stages[0]
         faster: dict[str, list[tuple[VariantConfig, float]]] = {}
         for row in probe.rows:
-            config = parse_variant(row.variant)
+            config = config_of(row)
             comparison = probe.result.comparison(row.variant, row.batch_size)
             if row.status != "ok" or (config.plain and config.threads is None) or comparison is None:
                 continue
@@ -339,13 +306,20 @@ class Search:
         faster.sort(key=lambda p: -p[0])
         winner = faster[0][1]
         for _, row in faster[1:]:
-            simpler = len(parse_variant(row.variant).parts) < len(parse_variant(winner.variant).parts)
+            simpler = len(config_of(row).parts) < len(config_of(winner).parts)
             vs = stage.result.comparison(winner.variant, winner.batch_size, baseline=row.variant)
             if simpler and vs and vs.ratio.ci95[0] <= 1.0 and vs.ratio.median < TIE:
                 winner = row  # as fast within noise and within 3%, and simpler
                 break
         self.outcome.winner = winner
         self.outcome.verdict = f"fastest beyond noise in the {stage.name} stage"
+
+
+def config_of(row: Measurement) -> VariantConfig:
+    """The typed config a row was measured with (every row of the search carries one)."""
+    if row.variant_config is None:
+        raise ValueError(f"row {row.variant!r} carries no VariantConfig")
+    return row.variant_config
 
 
 def _axis_of(config: VariantConfig) -> str:
@@ -357,8 +331,6 @@ def _axis_of(config: VariantConfig) -> str:
 
 def _thread_counts(default: int) -> list[int]:
     """Thread counts to try besides the default: 1, half and all physical cores."""
-    from pitstop._env import physical_cores
-
     cores = physical_cores()
     return sorted({n for n in (1, max(1, cores // 2), cores) if n != default})
 

@@ -49,14 +49,14 @@ def _latency_charts(doc: dict[str, Any], baseline: str) -> list[str]:
             continue
         ok.sort(key=lambda r: r["latency_ms"]["median"])
         best = ok[0]["variant"]
-        bars = [Bar(r["variant"], r["latency_ms"]["median"], *r["latency_ms"]["ci95"],
+        bars = [Bar(r["variant"], r["latency_ms"]["median"], r["latency_ms"]["ci95"][0], r["latency_ms"]["ci95"][1],
                     kind="baseline" if r["variant"] == baseline else "best" if r["variant"] == best else "")
                 for r in ok]
         out.append(bar_chart(f"Latency per call at batch {batch} (median, 95% interval; grey = {baseline})", bars,
                              "milliseconds per call"))
         sp = [r for r in ok if r.get("speedup")]
         if sp:
-            bars = [Bar(r["variant"], r["speedup"]["median"], *r["speedup"]["ci95"],
+            bars = [Bar(r["variant"], r["speedup"]["median"], r["speedup"]["ci95"][0], r["speedup"]["ci95"][1],
                         kind="best" if r["speedup"]["ci95"][0] > 1 else "bad" if r["speedup"]["ci95"][1] < 1 else "")
                     for r in sorted(sp, key=lambda r: -r["speedup"]["median"])]
             vs = sp[0]["speedup"].get("vs", baseline)
@@ -176,7 +176,7 @@ def memory_html(doc: dict[str, Any], fragment: bool = False) -> str:
 
 
 def compare_html(doc: dict[str, Any], fragment: bool = False) -> str:
-    bars = [Bar(f"{c['variant']} b={c['batch_size']}", c["ratio"], *c["ci95"],
+    bars = [Bar(f"{c['variant']} b={c['batch_size']}", c["ratio"], c["ci95"][0], c["ci95"][1],
                 kind="bad" if c["verdict"] == "regression" else "best" if c["verdict"] == "improvement" else "")
             for c in doc.get("changes", [])]
     sections = [f"<p>{escape(str(doc.get('before')))} -> {escape(str(doc.get('after')))}: "

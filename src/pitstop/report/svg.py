@@ -5,7 +5,7 @@ Colours come from CSS variables so the page's light/dark/print styles apply."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -104,7 +104,7 @@ def bar_chart(title: str, bars: Sequence[Bar], unit: str, *, reference: float | 
     return _frame(title, desc[:2000], height, body)
 
 
-def line_chart(title: str, series: dict[str, Sequence[tuple[float, float | None]]], x_label: str, y_label: str,
+def line_chart(title: str, series: Mapping[str, Sequence[tuple[float, float | None]]], x_label: str, y_label: str,
                *, markers: Sequence[tuple[float, str]] = (), log_y: bool = False,
                highlight: Sequence[tuple[float, float]] = ()) -> str:
     """Lines over x (steps, batch sizes); ``markers`` draw labelled vertical lines; ``highlight``

@@ -9,8 +9,8 @@ import textwrap
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from pitstop.bench.variants.base import Code
     from pitstop.bench.variants.config import VariantConfig
-    from pitstop.bench.variants.handlers import Code
 
 _TORCH_CALL = '''
 class Optimized(torch.nn.Module):

@@ -1,30 +1,27 @@
 """Variants as configs: a ``VariantConfig`` states every axis of PRODUCT.md; its name joins the
 non-default parts (``eval+inference_mode+bf16-autocast+compile``).
 
-Each axis has a handler in ``techniques.py``; ``prepare`` here is the plain eager call used for
-the fp32 eval reference (and the fp64 one), which must not depend on any technique."""
+Each axis's values and handler live in a file of their own (``grad.py``, ``precision.py``, ...;
+registered in ``handlers.py``); ``prepare`` here is the plain eager call used for the fp32 eval
+reference (and the fp64 one), which must not depend on any technique."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
-import torch
 from torch import nn
 
+from pitstop.bench.variants.compile import CHOICES as COMPILES
+from pitstop.bench.variants.grad import GRAD_CONTEXTS as _GRAD_CONTEXTS
+from pitstop.bench.variants.grad import Grad, Mode
+from pitstop.bench.variants.layout import CHOICES as LAYOUTS
+from pitstop.bench.variants.precision import CHOICES as PRECISIONS
+from pitstop.bench.variants.quant import CHOICES as QUANTS
+from pitstop.bench.variants.runtime import CHOICES as RUNTIMES
 from pitstop.errors import UsageError
 from pitstop.models.inputs import Inputs
-
-Mode = Literal["train", "eval"]
-Grad = Literal["grad", "no_grad", "inference_mode"]
-
-_GRAD_CONTEXTS: dict[str, Callable[[], contextlib.AbstractContextManager[Any]]] = {
-    "grad": torch.enable_grad,
-    "no_grad": torch.no_grad,
-    "inference_mode": torch.inference_mode,
-}
 
 
 @dataclass(frozen=True)
@@ -80,14 +77,10 @@ class VariantConfig:
         return cls(**{k: data[k] for k in asdict(cls()) if k in data})
 
 
-_DEFAULTS = {"precision": "fp32", "compile": None, "quant": None, "layout": None, "runtime": "torch"}
-_CHOICES: dict[str, tuple[Any, ...]] = {
-    "precision": ("fp32", "bf16-autocast", "fp16-autocast", "bf16-weights"),
-    "compile": (None, "default", "max-autotune", "reduce-overhead"),
-    "quant": (None, "int8-dynamic"),
-    "layout": (None, "channels_last"),
-    "runtime": ("torch", "onnxruntime"),
+_CHOICES: dict[str, tuple[Any, ...]] = {  # each axis's values, its default first (from the axis's file)
+    "precision": PRECISIONS, "compile": COMPILES, "quant": QUANTS, "layout": LAYOUTS, "runtime": RUNTIMES,
 }
+_DEFAULTS = {axis: choices[0] for axis, choices in _CHOICES.items()}
 
 
 def _part(axis: str, value: Any) -> str:

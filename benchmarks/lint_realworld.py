@@ -1,0 +1,272 @@
+"""How well does `pitstop lint` do on code nobody here wrote? Precision and recall per code on the
+hand-labelled real-world corpus of issue 19 (``benchmarks/lint_corpus.json``).
+
+The manifest lists projects (a public repository at a commit, the files that form its training or
+inference loop, and its requirement files); every file is labelled by reading the code, never by
+running the linter: ``must`` (a real pitfall a user wants flagged), ``optional`` (defensible either
+way: a finding there is neither credited nor counted against), ``trap`` (correct code that looks like
+a pitfall). Each project is copied to a scratch folder and linted in one run, so cross-file analysis
+sees the whole project and nothing of this repository (its own pyproject.toml included).
+
+A finding matches a label of the same code when its line falls in the labelled statement (for a
+compound statement, its header: decorators, ``with``/``for``/``def`` line), on one of the label's
+``also`` lines, or, for PIT109/PIT201 (an evaluation function's pitfall), on the header of the
+function that holds the label. Precision = findings on must/optional labels / all findings of the scored codes;
+recall = must labels found / must labels. A finding on a trap or on no label is a false positive.
+
+The files are third-party code and are not committed: they live in the git-ignored
+``benchmarks/.corpus/lint/<owner>+<name>/<path>``. Without them the script says so and exits 0.
+
+    python benchmarks/lint_realworld.py [--files DIR] [--json FILE] [--verbose]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MANIFEST = HERE / "lint_corpus.json"
+DEFAULT_FILES = HERE / ".corpus" / "lint"
+SHARED_COPY = Path("/work/corpus/lint/files")
+SCORED = ("PIT101", "PIT102", "PIT103", "PIT104", "PIT109", "PIT201", "PIT202",
+          "PIT301", "PIT401", "PIT501", "PIT601", "PIT602")
+
+
+@dataclass(frozen=True)
+class Label:
+    """One hand label: a code at a statement, of kind must / optional / trap."""
+
+    project: str
+    path: str
+    line: int
+    code: str
+    kind: str
+    note: str
+    lines: frozenset[int]  # the lines a finding may sit on to match this label
+
+
+@dataclass
+class Tally:
+    """Per-code counts: true positives, false positives, false negatives, optional hits."""
+
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+    optional: int = 0
+    fps: list[str] = field(default_factory=list)
+    fns: list[str] = field(default_factory=list)
+
+    def precision(self) -> float | None:
+        found = self.tp + self.optional + self.fp
+        return (self.tp + self.optional) / found if found else None
+
+    def recall(self) -> float | None:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
+
+
+FUNCTION_LEVEL = ("PIT109", "PIT201")  # an evaluation function's pitfall may be reported at its def line
+
+
+def parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
+def header(node: ast.stmt) -> frozenset[int]:
+    """Lines of a statement, only its header (decorators to the line before its body) if compound."""
+    start = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+    body = getattr(node, "body", None)
+    end = body[0].lineno - 1 if isinstance(body, list) and body and body[0].lineno > node.lineno \
+        else (node.end_lineno or node.lineno)
+    return frozenset(range(start, max(start, end) + 1))
+
+
+def enclosing_def(tree: ast.Module | None, line: int) -> frozenset[int]:
+    """Header lines of the innermost function whose body holds ``line`` (empty at module level)."""
+    best: ast.stmt | None = None
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body \
+                and node.body[0].lineno <= line <= (node.end_lineno or node.lineno):
+            if best is None or node.lineno > best.lineno:
+                best = node
+    return header(best) if best else frozenset()
+
+
+def statement_lines(tree: ast.Module | None) -> dict[int, frozenset[int]]:
+    """For each line, the lines of the innermost statement (header only, for compound ones) on it."""
+    if tree is None:
+        return {}
+    spans: dict[int, frozenset[int]] = {}
+    for node in ast.walk(tree):  # outer statements first, so inner ones overwrite them
+        if not isinstance(node, ast.stmt):
+            continue
+        span = header(node)
+        for line in span:
+            if line not in spans or len(span) <= len(spans[line]):
+                spans[line] = span
+    return spans
+
+
+def load_labels(project: dict, root: Path) -> list[Label]:
+    labels = []
+    for entry in project["files"]:
+        tree = parse((root / entry["path"]).read_text(encoding="utf-8", errors="replace"))
+        spans = statement_lines(tree)
+        for lab in entry["labels"]:
+            lines = set(spans.get(lab["line"], {lab["line"]})) | set(lab.get("also", []))
+            if lab["code"] in FUNCTION_LEVEL:
+                lines |= enclosing_def(tree, lab["line"])
+            labels.append(Label(project["name"], entry["path"], lab["line"], lab["code"], lab["kind"],
+                                lab["note"], frozenset(lines)))
+    return labels
+
+
+def stage(project: dict, src: Path, scratch: Path) -> Path:
+    """Copy one project's files and requirement files to ``scratch``; return the project's root."""
+    root = scratch / project["repo"].replace("/", "+")
+    for rel in [f["path"] for f in project["files"]] + list(project.get("context", [])):
+        dest = root / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src / rel, dest)
+    return root
+
+
+def lint_project(project: dict, root: Path) -> list[tuple[str, int, str]]:
+    """(relative path, line, code) of every scored finding, the project's files linted in one run."""
+    from pitstop.lint import lint
+
+    paths = [str(root / f["path"]) for f in project["files"]]
+    result = lint(paths, select=["ALL"])
+    found = []
+    for d in result.findings:
+        if d.code in SCORED:
+            found.append((Path(d.path).resolve().relative_to(root.resolve()).as_posix(), d.line, d.code))
+    return found
+
+
+def score(labels: list[Label], findings: list[tuple[str, int, str]], tallies: dict[str, Tally]) -> None:
+    by_key: dict[tuple[str, str], list[Label]] = defaultdict(list)
+    for lab in labels:
+        by_key[(lab.path, lab.code)].append(lab)
+    hit: set[Label] = set()
+    for path, line, code in findings:
+        where = f"{labels[0].project if labels else '?'}:{path}:{line} {code}"
+        matches = [lab for lab in by_key.get((path, code), []) if line in lab.lines]
+        good = [lab for lab in matches if lab.kind in ("must", "optional")]
+        if good:
+            if not any(lab in hit for lab in good):  # a second finding on the same label is a duplicate
+                kind = "must" if any(lab.kind == "must" for lab in good) else "optional"
+                if kind == "must":
+                    tallies[code].tp += 1
+                else:
+                    tallies[code].optional += 1
+            hit.update(good)
+        else:
+            tallies[code].fp += 1
+            trap = next((lab for lab in matches if lab.kind == "trap"), None)
+            tallies[code].fps.append(where + (f"  (trap: {trap.note})" if trap else ""))
+    for lab in labels:
+        if lab.kind == "must" and lab not in hit:
+            tallies[lab.code].fn += 1
+            tallies[lab.code].fns.append(f"{lab.project}:{lab.path}:{lab.line} {lab.code}  ({lab.note})")
+
+
+def combine(tallies: dict[str, Tally], codes: list[str]) -> Tally:
+    total = Tally()
+    for code in codes:
+        t = tallies[code]
+        total.tp, total.fp, total.fn, total.optional = (total.tp + t.tp, total.fp + t.fp,
+                                                        total.fn + t.fn, total.optional + t.optional)
+    return total
+
+
+def fmt(x: float | None) -> str:
+    return "   -" if x is None else f"{x:4.2f}"
+
+
+def table(tallies: dict[str, Tally], counts: dict[str, dict[str, int]]) -> str:
+    rows = [f"{'code':<14} {'prec':>5} {'recall':>6} {'TP':>4} {'FP':>4} {'FN':>4} {'opt':>4}"
+            f" {'must':>5} {'trap':>5}"]
+    for code in SCORED:
+        t = tallies[code]
+        rows.append(f"{code:<14} {fmt(t.precision()):>5} {fmt(t.recall()):>6} {t.tp:4d} {t.fp:4d} {t.fn:4d}"
+                    f" {t.optional:4d} {counts[code]['must']:5d} {counts[code]['trap']:5d}")
+    for name, codes in (("overall", list(SCORED)), ("without PIT501", [c for c in SCORED if c != "PIT501"])):
+        t = combine(tallies, codes)
+        rows.append(f"{name:<14} {fmt(t.precision()):>5} {fmt(t.recall()):>6} {t.tp:4d} {t.fp:4d} {t.fn:4d}"
+                    f" {t.optional:4d} {sum(counts[c]['must'] for c in codes):5d}"
+                    f" {sum(counts[c]['trap'] for c in codes):5d}")
+    return "\n".join(rows)
+
+
+def missing(manifest: list[dict], files: Path) -> int:
+    return sum(not (files / p["repo"].replace("/", "+") / f["path"]).is_file()
+               for p in manifest for f in p["files"])
+
+
+def report_json(tallies: dict[str, Tally], meta: dict) -> dict:
+    def row(t: Tally) -> dict:
+        return {"precision": t.precision(), "recall": t.recall(), "tp": t.tp, "fp": t.fp, "fn": t.fn,
+                "optional": t.optional}
+    codes = {code: {**row(t), "false_positives": t.fps, "false_negatives": t.fns} for code, t in tallies.items()}
+    return {**meta, "codes": codes, "overall": row(combine(tallies, list(SCORED))),
+            "without_PIT501": row(combine(tallies, [c for c in SCORED if c != "PIT501"]))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=Path, default=DEFAULT_FILES, help="corpus folder (<owner>+<name>/<path>)")
+    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="labels (default: lint_corpus.json here)")
+    parser.add_argument("--json", type=Path, help="also write the figures, FPs and FNs as JSON to FILE")
+    parser.add_argument("--verbose", "-v", action="store_true", help="list every false positive and negative")
+    args = parser.parse_args(argv)
+    manifest = json.loads(args.manifest.read_text(encoding="utf-8"))
+    if args.files == DEFAULT_FILES and not DEFAULT_FILES.is_dir() and (HERE / "files").is_dir():
+        args.files = HERE / "files"  # the shared copy's layout: the script next to files/
+    absent = missing(manifest, args.files)
+    if absent:
+        hint = f"`cp -r {SHARED_COPY}/. {args.files}/`" if SHARED_COPY.is_dir() else \
+            "check out each manifest repo at its commit into DIR/<owner>+<name>/"
+        print(f"lint_realworld: {absent} corpus files absent under {args.files}; get them with {hint} "
+              f"(or pass --files DIR); skipped")
+        return 0
+    tallies: dict[str, Tally] = {code: Tally() for code in SCORED}
+    counts: dict[str, dict[str, int]] = {code: {"must": 0, "optional": 0, "trap": 0} for code in SCORED}
+    start, n_files = time.perf_counter(), 0
+    with tempfile.TemporaryDirectory(prefix="pitstop-corpus-") as tmp:
+        for i, project in enumerate(manifest):
+            root = stage(project, args.files / project["repo"].replace("/", "+"), Path(tmp) / str(i))
+            labels = load_labels(project, root)
+            for lab in labels:
+                counts[lab.code][lab.kind] += 1
+            score(labels, lint_project(project, root), tallies)
+            n_files += len(project["files"])
+    elapsed = time.perf_counter() - start
+    print(f"pitstop lint on the real-world corpus: {len(manifest)} projects, {n_files} files, "
+          f"{sum(c['must'] for c in counts.values())} must / {sum(c['optional'] for c in counts.values())} "
+          f"optional / {sum(c['trap'] for c in counts.values())} trap labels ({elapsed:.1f}s)\n")
+    print(table(tallies, counts))
+    if args.verbose:
+        for title, attr in (("false negatives", "fns"), ("false positives", "fps")):
+            items = [x for code in SCORED for x in getattr(tallies[code], attr)]
+            print(f"\n{title} ({len(items)}):")
+            print("\n".join(f"  {x}" for x in items) or "  none")
+    if args.json:
+        meta = {"projects": len(manifest), "files": n_files, "labels": counts}
+        args.json.write_text(json.dumps(report_json(tallies, meta), indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""What every axis's handler shares: the ``Target`` its gate looks at, the ``Code`` it contributes
+to the recipe, and the ``Technique`` base class (one subclass per axis, one file per axis)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from torch import nn
+
+if TYPE_CHECKING:
+    from pitstop.bench.variants.config import VariantConfig
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the gates look at: the device, the CPU, the model's layers and inputs, the extras."""
+
+    device: str = "cpu"
+    cpu_flags: frozenset[str] = frozenset()
+    physical_cores: int = 1
+    has_4d_input: bool = False
+    quantizable: bool = False  # has Linear / LSTM / GRU layers
+    quant_api: str = "torch.ao"  # "torchao" when installed
+    bf16_cuda: bool = False
+    ort_providers: tuple[str, ...] = ()  # () = onnxruntime not installed
+    onnx_installed: bool = False
+    compiler: bool = True  # a C++ compiler for inductor's CPU kernels
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (crosses to worker processes)."""
+        return {**asdict(self), "cpu_flags": sorted(self.cpu_flags), "ort_providers": list(self.ort_providers)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Target:
+        """Inverse of ``to_dict``."""
+        return cls(**{**data, "cpu_flags": frozenset(data["cpu_flags"]),
+                      "ort_providers": tuple(data["ort_providers"])})
+
+    @classmethod
+    def detect(cls, device: str, module: nn.Module, input_dims: list[int]) -> Target:
+        """The target as found here, for this model and its inputs."""
+        import torch
+
+        from pitstop._env import cpu_flags, physical_cores
+
+        providers: tuple[str, ...] = ()
+        if importlib.util.find_spec("onnxruntime") is not None:
+            import onnxruntime
+
+            providers = tuple(onnxruntime.get_available_providers())
+        layers = (nn.Linear, nn.LSTM, nn.GRU)
+        return cls(
+            device="cuda" if device.startswith("cuda") else "cpu",
+            cpu_flags=frozenset(cpu_flags()), physical_cores=physical_cores(),
+            has_4d_input=4 in input_dims,
+            quantizable=any(isinstance(m, layers) for m in module.modules()),
+            quant_api="torchao" if importlib.util.find_spec("torchao") is not None else "torch.ao",
+            bf16_cuda=device.startswith("cuda") and torch.cuda.is_bf16_supported(),
+            ort_providers=providers, onnx_installed=importlib.util.find_spec("onnx") is not None,
+            compiler=any(shutil.which(c) for c in ("g++", "c++", "clang++")),
+        )
+
+    @property
+    def native_bf16(self) -> bool:
+        """bf16 has hardware support (avx512_bf16 / AMX on CPU)."""
+        if self.device == "cuda":
+            return self.bf16_cuda
+        return bool({"avx512_bf16", "amx_bf16"} & self.cpu_flags)
+
+
+@dataclass
+class Code:
+    """One technique's contribution to the recipe."""
+
+    imports: list[str] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)  # body of apply(model), in order
+    inputs: list[str] = field(default_factory=list)  # body of prepare_input(t)
+    contexts: list[str] = field(default_factory=list)  # `with` items around each call
+    details: dict[str, Any] = field(default_factory=dict)  # what ran (e.g. the int8 API)
+
+
+class Technique:
+    """A handler: the gate and the code for one axis of the config. ``choices`` are the axis's
+    values, its default first (the grad and thread axes have their own rules)."""
+
+    axis = ""
+    choices: tuple[Any, ...] = ()
+
+    def gate(self, config: VariantConfig, target: Target) -> str | None:
+        """Why this config's value cannot run here, or None."""
+        return None
+
+    def code(self, config: VariantConfig, target: Target) -> Code:
+        """The recipe lines that apply this config's value."""
+        return Code()
