@@ -10,6 +10,9 @@ from typing import Any
 
 from pitstop.errors import UsageError
 
+_UMASK = os.umask(0o022)  # read once (umask can only be read by setting it), then put back
+os.umask(_UMASK)
+
 
 def check_writable(path: str | os.PathLike[str], flag: str = "--json") -> None:
     """Fail now, with a usage error naming ``flag``, if ``path`` could not be written later."""
@@ -32,6 +35,7 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; results get the usual mode, as open() would
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, target)

@@ -107,6 +107,16 @@ def test_compile_matches_eager_and_freezes_weights_on_cpu(tmp_path):
     assert details == {"inductor_freezing": True} and fid["rel_err"] < 1e-5
 
 
+def test_compile_freezing_is_scoped_to_the_compiled_model(tmp_path):
+    import torch._inductor.config as inductor
+
+    before = inductor.freezing
+    run(v("compile"), Tiny(), Inputs((torch.randn(4, 16),)), tmp_path)
+    source = recipe_source(v("compile"), CPU_BF16, 1)
+    assert inductor.freezing == before  # later torch.compile calls in the user's process are unchanged
+    assert 'options={"freezing": True}' in source and "config.freezing" not in source
+
+
 @pytest.mark.skipif(not HAS_ORT, reason='needs pip install "pitstop[onnx]"')
 def test_onnxruntime_exports_and_runs_the_graph(tmp_path):
     fast, out, fid, details = run(v("onnxruntime"), TinyConv(), Inputs((torch.randn(2, 3, 16, 16),)), tmp_path)
@@ -119,7 +129,7 @@ def test_onnxruntime_exports_and_runs_the_graph(tmp_path):
 def test_recipe_source_is_plain_python_without_pitstop():
     source = recipe_source(parse_variant("eval+no_grad+bf16-autocast+compile+channels_last"), CPU_BF16, 2)
     assert "pitstop" not in source.split('"""', 2)[2]  # after the docstring: no pitstop import
-    assert "torch.set_num_threads(2)" in source and "torch.compile(model)" in source
+    assert "torch.set_num_threads(2)" in source and "torch.compile(model, options=" in source
     assert "with torch.no_grad(), torch.autocast('cpu', dtype=torch.bfloat16):" in source
     compile(source, "recipe.py", "exec")
 

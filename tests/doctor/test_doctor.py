@@ -478,6 +478,19 @@ def test_pit107_clean_steady_gradients():
     assert codes(dr) == set()
 
 
+def test_pit107_clean_a_noisy_norm_that_rises_as_training_goes_on():
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-6)
+    noise = torch.Generator().manual_seed(3)
+    with pitstop.doctor() as dr:
+        for i, (x, y) in enumerate(batches(120)):
+            opt.zero_grad()
+            scale = 1.08 ** i * (0.3 + 2.7 * torch.rand((), generator=noise).item())  # RL: longer episodes
+            (nn.functional.mse_loss(model(x), y) * scale).backward()
+            opt.step()
+    assert "PIT107" not in codes(dr)
+
+
 def test_pit108_clean_relu_units_that_fire():
     model = mlp()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)

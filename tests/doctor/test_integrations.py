@@ -86,16 +86,30 @@ dist.destroy_process_group()
 """
 
 
-def test_torchrun_ddp_gloo_two_ranks_one_merged_report(tmp_path):
-    path = tmp_path / "ddp.py"
-    path.write_text(textwrap.dedent(DDP))
+def torchrun(tmp_path, source, port, *args):
+    path = tmp_path / "job.py"
+    path.write_text(textwrap.dedent(source))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "OMP_NUM_THREADS": "1",
            "PITSTOP_DOCTOR_DIR": str(tmp_path / "ranks")}
     out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-                          "--master-port", "29517", "-m", "pitstop", "doctor", "--json", str(tmp_path / "r.json"),
-                          str(path)], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
-    doc = json.loads((tmp_path / "r.json").read_text())
+                          "--master-port", str(port), "-m", "pitstop", "doctor", "--json", str(tmp_path / "r.json"),
+                          *args, str(path)], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    return json.loads((tmp_path / "r.json").read_text()), out
+
+
+def test_torchrun_ddp_gloo_two_ranks_one_merged_report_over_the_process_group(tmp_path):
+    doc, out = torchrun(tmp_path, DDP, 29517)
     assert doc["ranks"] == 2 and doc["steps"] == 4, out.stderr[-2000:]
     f = next(f for f in doc["findings"] if f["code"] == "PIT102")
     assert f["ranks"] == [1]
     assert out.stdout.count("PIT102") == 1  # printed once, by rank 0
+    assert not (tmp_path / "ranks").exists()  # merged with gather_object before destroy_process_group, no files
+
+
+def test_torchrun_without_a_process_group_merges_through_files(tmp_path):
+    plain = DDP.replace('dist.init_process_group("gloo")', "import os").replace("DDP(nn.", "(nn.") \
+        .replace("rank = dist.get_rank()", 'rank = int(os.environ["RANK"])').replace("dist.destroy_process_group()", "")
+    doc, out = torchrun(tmp_path, plain, 29518)
+    assert doc["ranks"] == 2 and doc["steps"] == 4, out.stderr[-2000:]
+    assert next(f for f in doc["findings"] if f["code"] == "PIT102")["ranks"] == [1]
+    assert (tmp_path / "ranks").is_dir() and not list((tmp_path / "ranks").iterdir())  # used, then cleaned up

@@ -7,13 +7,17 @@ import json
 import os
 from typing import Any
 
-from pitstop.cli._args import _positive
+from pitstop.cli._args import _Parser, _positive
 from pitstop.cli._output import _console, _html, _print
+
+VALUED = ("--json", "--html", "--fail-on", "--sync-every", "--select", "--ignore")  # options taking a value
+FLAGS = ("--guard",)
 
 DOCTOR_EPILOG = """\
 examples:
   pitstop doctor train.py --epochs 3              the script's own arguments follow its path
   pitstop doctor train.py --json report.json --fail-on error
+  pitstop doctor train.py --epochs 3 -- --json x  after --, everything goes to the script
   pitstop doctor --guard train.py                 skip optimizer steps whose gradients are NaN/Inf
   torchrun --nproc-per-node 2 -m pitstop doctor train.py    one merged report, from rank 0
 
@@ -24,7 +28,9 @@ training-without-grad, PIT105 parameter-not-learning, PIT106 non-finite (first m
 PIT107 gradient-norm-anomaly, PIT108 dead-activations, PIT109 wrong-module-mode, PIT110
 non-scalar-backward, PIT201 inference-with-grad and PIT402 input-stall (`pitstop explain CODE`).
 Cost: a few percent (benchmarks/doctor_overhead.py); with CUDA, values stay on the device and are
-read every --sync-every steps. A crash still prints the report; known autograd errors are
+read every --sync-every steps. pitstop's own options may come before or after the script path;
+after it they are pitstop's unless the script defines the same option (then put them first) or
+they follow `--`. A crash still prints the report; known autograd errors are
 explained. Exit codes: the script's own when it fails, else 1 with findings at or above
 --fail-on, 0 otherwise; 2 usage error."""
 
@@ -34,6 +40,7 @@ def _add_doctor(sub: Any) -> None:
                          description="Run an unmodified training script under the doctor and report autograd "
                                      "mistakes with the step, the module or parameter, and the fix.",
                          epilog=DOCTOR_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    doc.__class__ = _DoctorParser  # pitstop's options after the script path (see _DoctorParser)
     doc.add_argument("script", help="the training script (run as __main__, like python SCRIPT)")
     doc.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
     doc.add_argument("--json", metavar="FILE", help="write the JSON report ('-' = stdout)")
@@ -50,17 +57,73 @@ def _add_doctor(sub: Any) -> None:
     doc.set_defaults(func=_doctor)
 
 
+class _DoctorParser(_Parser):
+    """``pitstop doctor [OPTIONS] SCRIPT [ARGS]``: pitstop's own options after the script path are
+    taken out of ARGS when unambiguous (the script does not define the same option), and
+    everything after ``--`` goes to the script untouched."""
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        tokens = list(args or [])
+        at = _script_index(tokens)
+        if at is None:
+            return super().parse_known_args(tokens, namespace)
+        head, script, ours, theirs = tokens[:at], tokens[at], [], []
+        if head[-1:] == ["--"]:
+            head = head[:-1]
+        rest = iter(tokens[at + 1:])
+        for token in rest:
+            name = token.split("=", 1)[0]
+            if token == "--":
+                theirs += list(rest)
+            elif name in VALUED or name in FLAGS:
+                if _defines(script, name):
+                    self.error(f"{name} after the script path is ambiguous: {script} defines {name} too; put "
+                               f"pitstop's {name} before the script path, or the script's after `--`")
+                ours.append(token)
+                if "=" not in token and name in VALUED:
+                    ours.append(next(rest, ""))
+            else:
+                theirs.append(token)
+        ns, extra = super().parse_known_args([*head, *ours, script], namespace)
+        ns.args = theirs
+        return ns, extra
+
+
+def _script_index(tokens: list[str]) -> int | None:
+    """Where the script path is among the doctor's arguments (None: not given)."""
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token == "--":
+            return i + 1 if i + 1 < len(tokens) else None
+        if not token.startswith("-") or token == "-":
+            return i
+        i += 2 if token in VALUED else 1
+    return None
+
+
+def _defines(script: str, option: str) -> bool:
+    """Whether the script's source names ``option`` as a string (its own argparse option)."""
+    try:
+        with open(script, encoding="utf-8", errors="replace") as f:
+            source = f.read()
+    except OSError:
+        return False
+    return f'"{option}"' in source or f"'{option}'" in source
+
+
 def _doctor(args: argparse.Namespace) -> int:
     from pitstop._io import check_writable
     from pitstop.codes import at_least
     from pitstop.doctor import Doctor
+    from pitstop.doctor.findings import run_time_codes
     from pitstop.doctor.script import check_script, run_script
 
     check_script(args.script)
-    if args.json and args.json != "-":
-        check_writable(args.json)
-    select = [c.strip() for c in args.select.split(",") if c.strip()]
-    ignore = [c.strip() for c in args.ignore.split(",") if c.strip()]
+    for flag, path in (("--json", args.json), ("--html", args.html)):
+        if path and path != "-":
+            check_writable(path, flag)  # before the run: a bad path must not cost the script's exit code
+    select, ignore = run_time_codes([args.select], "--select"), run_time_codes([args.ignore], "--ignore")
     doctor = Doctor(guard=args.guard, sync_every=args.sync_every, select=select, ignore=ignore)
     report, code = run_script(args.script, list(args.args), doctor)
     if int(os.environ.get("RANK", "0")) != 0:
@@ -79,11 +142,7 @@ def _doctor(args: argparse.Namespace) -> int:
 
 
 def _doctor_notes(report: Any) -> list[str]:
-    notes = []
-    if report.exit.get("status") not in ("ok", None):
-        notes.append(f"the script {report.exit['status']}: {report.exit.get('error', report.exit.get('code', ''))}")
-    notes += [f"internal warning (training went on): {n}" for n in report.internal]
-    return notes
+    return list(report.notes())
 
 
 def _doctor_document(report: Any) -> dict[str, Any]:

@@ -44,6 +44,8 @@ class Doctor:
         self.checks = [c for c in chosen if any(self.findings.wanted(code) for code in c.codes or (c.code,))]
         self.rank = rank if rank is not None else int(os.environ.get("RANK", "0"))
         self.crash: dict[str, str] | None = None
+        self._merged: DoctorReport | None = None  # merged over the process group before it was destroyed
+        self._orig_destroy: Any = None
         for check in self.checks:  # checks first: they see a step's gradients before guard drops them
             check.bind(self.session, self.findings, self)
             self.session.subscribe(check)
@@ -69,8 +71,11 @@ class Doctor:
         return self.session.internal
 
     def attach(self) -> Doctor:
-        """Install every hook (idempotent)."""
+        """Install every hook (idempotent); under a multi-process job, also a wrapper of
+        ``destroy_process_group`` that merges the ranks' findings over the group first."""
         self.session.attach()
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1 and self._orig_destroy is None:
+            self._wrap_destroy()
         return self
 
     def detach(self) -> None:
@@ -78,6 +83,29 @@ class Doctor:
         if self.session.attached:
             self.readings.flush()
             self.session.detach()
+        if self._orig_destroy is not None:
+            import torch.distributed as dist
+            from torch.distributed import distributed_c10d
+
+            dist.destroy_process_group = distributed_c10d.destroy_process_group = self._orig_destroy
+            self._orig_destroy = None
+
+    def _wrap_destroy(self) -> None:
+        """The job's end: stop watching and merge over the process group while it still exists."""
+        import torch.distributed as dist
+        from torch.distributed import distributed_c10d
+
+        if not dist.is_available():
+            return
+        orig = self._orig_destroy = distributed_c10d.destroy_process_group
+
+        def destroy_process_group(group: Any = None) -> None:
+            if group is None and dist.is_initialized() and self._merged is None:
+                self.detach()
+                self._merged = self.report()
+            orig(group)
+
+        dist.destroy_process_group = distributed_c10d.destroy_process_group = destroy_process_group
 
     def __enter__(self) -> Doctor:
         return self.attach()
@@ -104,12 +132,20 @@ class Doctor:
         """Qualified name of a parameter or module (``model.encoder.norm``), else its type."""
         return self.session.name_of(obj)
 
+    def watched(self) -> dict[str, Any]:
+        """What was watched: optimizers and their steps, steps made by hand, processes not watched."""
+        counter = self.session.counter
+        return {"optimizers": len(counter.counts), "optimizer_steps": counter.total(),
+                "manual_steps": counter.manual_steps, "not_watched": self.session.workers.not_watched()}
+
     def report(self) -> DoctorReport:
         """The findings so far (merged across ranks under torch.distributed) as a ``DoctorReport``."""
+        if self._merged is not None:
+            return self._merged
         exit_: dict[str, Any] = {"status": "ok"}
         if self.crash:
             exit_ = {"status": "crashed", "error": self.crash["error"], "where": self.crash.get("where", "")}
         report = DoctorReport(ordered(self.findings.values()), self.session.counter.completed(), exit_,
                               list(self.skipped_steps), self.data_share, list(self.internal),
-                              timeline=timeline_summary(self.timeline.as_dict()))
+                              timeline=timeline_summary(self.timeline.as_dict()), watched=self.watched())
         return merge_ranks(report, self.rank)

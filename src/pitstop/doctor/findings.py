@@ -7,7 +7,26 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pitstop.codes import CODES
+from pitstop.codes import BY_NAME, CODES
+from pitstop.errors import UsageError
+
+RUN_TIME = tuple(code for code, entry in CODES.items() if "R" in entry.kinds)
+
+
+def run_time_codes(items: Iterable[str], flag: str = "select") -> list[str]:
+    """``items`` (codes, prefixes such as PIT1, or names such as stale-gradients; comma-separated
+    strings allowed) as codes or prefixes; one that matches no run-time code is a usage error
+    listing the valid ones."""
+    out = []
+    for item in (i.strip() for raw in items for i in str(raw).split(",")):
+        if not item:
+            continue
+        code = BY_NAME[item.lower()].code if item.lower() in BY_NAME else item.upper()
+        if not any(c.startswith(code) for c in RUN_TIME):
+            raise UsageError(f"{flag}: {item!r} matches no run-time code; valid codes: {', '.join(RUN_TIME)} "
+                             f"(or a prefix such as PIT1, or a name such as stale-gradients)")
+        out.append(code)
+    return out
 
 
 @dataclass
@@ -50,7 +69,7 @@ class Findings:
 
     def __init__(self, select: Iterable[str] = (), ignore: Iterable[str] = (),
                  step: Callable[[], int] = lambda: 1) -> None:
-        self.select, self.ignore = [s.upper() for s in select], [s.upper() for s in ignore]
+        self.select, self.ignore = run_time_codes(select, "select"), run_time_codes(ignore, "ignore")
         self._step = step
         self._by_key: dict[tuple[str, str], Finding] = {}
 

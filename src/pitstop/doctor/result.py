@@ -31,6 +31,8 @@ class DoctorReport:
     script: str | None = None
     environment: dict[str, Any] = field(default_factory=dict)
     timeline: dict[str, Any] = field(default_factory=dict)  # loss, grad_norm, layers (top by size)
+    # what was watched: optimizers, optimizer_steps (all together), manual_steps, not_watched (lines)
+    watched: dict[str, Any] = field(default_factory=dict)
 
     # -- queries ----------------------------------------------------------------------------
 
@@ -55,14 +57,14 @@ class DoctorReport:
                         script=self.script, steps=self.steps, exit=self.exit,
                         findings=[f.to_dict() for f in self.findings],
                         guard={"skipped_steps": self.skipped_steps}, data_wait_share=self.data_share,
-                        ranks=self.ranks, internal=self.internal, timeline=self.timeline)
+                        ranks=self.ranks, internal=self.internal, timeline=self.timeline, watched=self.watched)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> DoctorReport:
         return cls([Finding.from_dict(f) for f in d["findings"]], d["steps"], d.get("exit", {"status": "ok"}),
                    list(d.get("guard", {}).get("skipped_steps", [])), d.get("data_wait_share"),
                    list(d.get("internal", [])), d.get("ranks", 1), d.get("script"), d.get("environment", {}),
-                   d.get("timeline", {}))
+                   d.get("timeline", {}), d.get("watched", {}))
 
     def _repr_html_(self) -> str:
         return _render.html(self)
@@ -78,7 +80,24 @@ class DoctorReport:
         if self.ranks > 1:
             extra.append(f"{self.ranks} ranks")
         tail = f" ({'; '.join(extra)})" if extra else ""
-        return f"pitstop doctor: {found} in {self.steps} optimizer step(s){tail}"
+        return f"pitstop doctor: {found} in {self._steps_seen()}{tail}"
+
+    def _steps_seen(self) -> str:
+        """What the step count means: one optimizer's steps, several optimizers', or updates by hand."""
+        optimizers, total = self.watched.get("optimizers", 1), self.watched.get("optimizer_steps", self.steps)
+        manual = self.watched.get("manual_steps", 0)
+        if optimizers > 1:
+            return f"{total} optimizer steps of {optimizers} optimizers (at most {self.steps} each)"
+        if manual and not total:
+            return (f"{manual} step(s) of parameters updated by hand after backward (no optimizer: PIT101, PIT105 "
+                    f"and PIT107 watch optimizer steps and did not run)")
+        return f"{self.steps} optimizer step(s)"
+
+    def notes(self) -> list[str]:
+        """How the script ended, what was not watched, and internal warnings: one line each."""
+        lines = [exit_line(self.exit, self.steps)] if self.exit.get("status") not in ("ok", None) else []
+        lines += [f"not watched: {line}" for line in self.watched.get("not_watched", [])]
+        return lines + [f"internal warning (training went on): {note}" for note in self.internal]
 
     def __str__(self) -> str:
         lines = []
@@ -93,11 +112,7 @@ class DoctorReport:
                 lines.append(f"  {f.code} {f.name} at {f.where} ({seen}){ranks}")
                 lines.append(f"      {f.message}")
                 lines.append(f"      fix: {f.fix or CODES[f.code].fix}")
-        if self.exit.get("status") != "ok":
-            lines.append(f"the script {self.exit['status']}: {self.exit.get('error', '')}"
-                         + (f" at {self.exit['where']}" if self.exit.get("where") else ""))
-        for note in self.internal:
-            lines.append(f"internal warning (training went on): {note}")
+        lines += self.notes()
         lines.append(self.summary())
         return "\n".join(lines)
 
@@ -115,6 +130,17 @@ class DoctorReport:
             table.add_row(f"{f.code}\n{f.name}", f"[{colour[f.severity]}]{f.severity}[/]", where, step,
                           str(f.count), f.message, f.fix or CODES[f.code].fix)
         return table
+
+
+def exit_line(exit_: dict[str, Any], steps: int) -> str:
+    """How the script ended, in one line (for any status but ok)."""
+    status, where = exit_.get("status"), f" at {exit_['where']}" if exit_.get("where") else ""
+    if status == "interrupted":
+        return (f"the script was interrupted by {exit_.get('error') or 'KeyboardInterrupt'}{where} after {steps} "
+                f"optimizer step(s): the findings cover the run up to there")
+    if status == "exited":
+        return f"the script exited with code {exit_.get('code')}"
+    return f"the script {status}: {exit_.get('error', '')}{where}"
 
 
 def timeline_summary(raw: dict[str, Any], top: int = 8) -> dict[str, Any]:
@@ -147,30 +173,62 @@ def merge_dir() -> Path:
 
 
 def merge_ranks(report: DoctorReport, rank: int, timeout_s: float = 60.0) -> DoctorReport:
-    """Under a multi-process job (``WORLD_SIZE`` > 1) every rank writes its findings to a shared
-    directory and rank 0 merges them: one finding per (code, where), naming the ranks that saw
-    it. Files (not collectives) so it works after ``destroy_process_group()`` and after a crash."""
+    """Under a multi-process job (``WORLD_SIZE`` > 1) rank 0 gets every rank's findings and merges
+    them: one finding per (code, where), naming the ranks that saw it. Over the job's own process
+    group while it exists (``gather_object``: works across nodes); without one (never created, or
+    already destroyed) through files in a shared directory (``merge_dir``)."""
     world = int(os.environ.get("WORLD_SIZE", "1"))
     if world <= 1:
         return report
+    docs = _gather(report, world) if _group_alive() else _gather_files(report, rank, world, timeout_s)
+    if rank != 0 or docs is None:
+        return report
+    return _merge(report, docs, world, timeout_s)
+
+
+def _group_alive() -> bool:
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
+def _gather(report: DoctorReport, world: int) -> list[dict[str, Any] | None] | None:
+    """Every rank's report on rank 0 (None elsewhere), over the default process group."""
+    import torch.distributed as dist
+
+    gathered: list[Any] | None = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
+    dist.gather_object(report.to_dict(), gathered, dst=0)
+    return gathered
+
+
+def _gather_files(report: DoctorReport, rank: int, world: int, timeout_s: float) -> list[dict[str, Any] | None] | None:
+    """Every rank's report on rank 0 (None elsewhere), through files in ``merge_dir()``."""
     folder = merge_dir()
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".rank{rank}.json"
     tmp.write_text(json.dumps(report.to_dict()))
     tmp.replace(folder / f"rank{rank}.json")
     if rank != 0:
-        return report
+        return None
     deadline = time.monotonic() + timeout_s
     paths = [folder / f"rank{r}.json" for r in range(world)]
     while not all(p.exists() for p in paths) and time.monotonic() < deadline:
         time.sleep(0.1)
+    docs: list[dict[str, Any] | None] = []
+    for path in paths:
+        docs.append(json.loads(path.read_text()) if path.exists() else None)
+        path.unlink(missing_ok=True)
+    return docs
+
+
+def _merge(report: DoctorReport, docs: list[dict[str, Any] | None], world: int, timeout_s: float) -> DoctorReport:
     merged: dict[tuple[str, str], Finding] = {}
     per_rank = []
-    for r, path in enumerate(paths):
-        if not path.exists():
+    for r, doc in enumerate(docs):
+        if doc is None:
             report.internal.append(f"rank {r} left no findings within {timeout_s:g} s (crashed or still running?)")
             continue
-        other = DoctorReport.from_dict(json.loads(path.read_text()))
+        other = DoctorReport.from_dict(doc)
         per_rank.append(other)
         for f in other.findings:
             key = (f.code, f.where)
@@ -181,7 +239,6 @@ def merge_ranks(report: DoctorReport, rank: int, timeout_s: float = 60.0) -> Doc
                 m.ranks.append(r)
                 m.count = max(m.count, f.count)
                 m.step = min(x for x in (m.step, f.step) if x is not None) if (m.step or f.step) else None
-        path.unlink()
     report.findings = sorted(merged.values(), key=_order)
     report.ranks = world
     report.steps = max((o.steps for o in per_rank), default=report.steps)

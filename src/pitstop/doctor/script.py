@@ -1,21 +1,24 @@
 """``pitstop doctor train.py ARGS``: an unmodified script run under the doctor.
 
-The script runs through ``runpy`` as ``__main__`` with its own ``sys.argv`` and its directory
-first on ``sys.path``, exactly as ``python train.py ARGS`` would. Its exit code passes through;
+The script runs as ``__main__`` with its own ``sys.argv``, an absolute ``__file__`` and its
+directory first on ``sys.path``, exactly as ``python train.py ARGS`` would. Its exit code passes through;
 a crash prints its traceback, is explained when it is a known autograd error, and the report is
 printed (and written) either way."""
 
 from __future__ import annotations
 
+import builtins
+import importlib.machinery
 import os
-import runpy
 import sys
 import traceback
+import types
 from pathlib import Path
 from typing import Any
 
 from pitstop.doctor.api import Doctor
 from pitstop.doctor.result import DoctorReport
+from pitstop.doctor.sites import crash_site
 from pitstop.errors import UsageError
 
 
@@ -33,22 +36,23 @@ def check_script(path: str) -> Path:
 
 def run_script(path: str, args: list[str], doctor: Doctor) -> tuple[DoctorReport, int]:
     """Run the script under ``doctor``; the report and the exit code the script would have had
-    (1 for an uncaught exception, its own for ``sys.exit``)."""
+    (1 for an uncaught exception, its own for ``sys.exit``, 130 for Ctrl-C). The script's
+    namespace stays alive until the doctor has finished: end-of-run checks still see its model."""
     script = check_script(path)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
-    sys.argv = [str(script), *args]
+    sys.argv = [str(script), *args]  # argv[0] as typed, like python SCRIPT
     sys.path.insert(0, str(script.parent.resolve() if script.is_file() else script.resolve()))
-    code = 0
+    code, namespace = 0, types.ModuleType("__main__")
     doctor.attach()
     try:
-        runpy.run_path(str(script), run_name="__main__")
+        _exec_main(script, namespace)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if exc.code is not None and not isinstance(exc.code, int):
             print(exc.code, file=sys.stderr)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         code = 130
-        doctor.crash = {"error": "KeyboardInterrupt", "where": ""}
+        doctor.crash = {"error": "KeyboardInterrupt (Ctrl-C)", "where": crash_site(exc)}
     except BaseException as exc:  # the script's own crash: its traceback, then the explanation
         traceback.print_exception(type(exc), exc, _user_tb(exc.__traceback__))
         doctor.explain(exc)
@@ -57,12 +61,31 @@ def run_script(path: str, args: list[str], doctor: Doctor) -> tuple[DoctorReport
         sys.argv, sys.path[:] = saved_argv, saved_path
         doctor.detach()
     report = doctor.report()
+    del namespace  # the script's objects may go now
     report.script = " ".join([str(script), *args])
-    if doctor.crash is not None and code == 130:
-        report.exit = {"status": "interrupted"}
+    if code == 130:
+        report.exit = {"status": "interrupted", **(doctor.crash or {})}
     elif code and report.exit.get("status") == "ok":
         report.exit = {"status": "exited", "code": code}
     return report, code
+
+
+def _exec_main(script: Path, module: types.ModuleType) -> None:
+    """Execute ``script`` as ``__main__`` in ``module`` as ``python SCRIPT`` does: ``__file__``
+    absolute (a script that changes directory still finds the files next to it), the module in
+    ``sys.modules`` while it runs (pickle and multiprocessing find its classes)."""
+    main = script / "__main__.py" if script.is_dir() else script
+    file = os.path.abspath(main)
+    code = compile(main.read_bytes(), file, "exec", dont_inherit=True)
+    module.__dict__.update(__file__=file, __cached__=None, __builtins__=builtins,
+                           __loader__=importlib.machinery.SourceFileLoader("__main__", file))
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
 
 
 def _user_tb(tb: Any) -> Any:

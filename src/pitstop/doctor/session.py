@@ -41,80 +41,19 @@ import contextlib
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 from torch import nn
 from torch.optim import optimizer as _optim
 from torch.utils.data import dataloader as _dataloader
 
+from pitstop.doctor.consumer import Consumer, noop
 from pitstop.doctor.sites import user_site
 from pitstop.doctor.steps import StepCounter
+from pitstop.doctor.watch import ManualSteps, Workers
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def noop(fn: F) -> F:
-    """Marks a base class's event method: a consumer that does not override it is not called."""
-    fn.__pitstop_noop__ = True  # type: ignore[attr-defined]
-    return fn
-
-
-class Consumer:
-    """Receives a session's events; override the ``on_<event>`` methods needed."""
-
-    @noop
-    def on_data_start(self) -> None:
-        """The loop asks the DataLoader for its next batch."""
-
-    @noop
-    def on_data(self, wait_s: float) -> None:
-        """The batch arrived after ``wait_s`` seconds."""
-
-    @noop
-    def on_root_forward_start(self, module: nn.Module) -> None:
-        """A root module (called from outside any module) starts its forward."""
-
-    @noop
-    def on_module_forward(self, module: nn.Module, inputs: tuple[Any, ...], output: Any) -> None:
-        """A leaf module (no children) finished its forward."""
-
-    @noop
-    def on_root_forward(self, module: nn.Module, output: Any, grad_enabled: bool) -> None:
-        """A root module finished its forward (``grad_enabled``: autograd was recording)."""
-
-    @noop
-    def on_backward(self, tensors: list[torch.Tensor], gradients: list[Any], retain_graph: bool,
-                    site: str) -> None:
-        """``backward()`` is about to run on ``tensors``, called at ``site`` (``file.py:LINE``)."""
-
-    @noop
-    def on_grad(self, param: torch.Tensor) -> None:
-        """A parameter's gradient was accumulated (in backward order)."""
-
-    @noop
-    def on_backward_done(self, tensors: list[torch.Tensor], retain_graph: bool, site: str) -> None:
-        """``backward()`` returned."""
-
-    @noop
-    def on_step_start(self, optimizer: torch.optim.Optimizer) -> None:
-        """``optimizer.step()`` was called (with a closure, before the closure runs)."""
-
-    @noop
-    def on_step(self, optimizer: torch.optim.Optimizer) -> None:
-        """The update is about to apply known gradients (with a closure: after step() ran it)."""
-
-    @noop
-    def on_step_done(self, optimizer: torch.optim.Optimizer) -> None:
-        """``optimizer.step()`` returned."""
-
-    @noop
-    def on_iteration(self, step: int) -> None:
-        """Training step ``step`` completed (each active optimizer stepped once)."""
-
-    @noop
-    def on_finish(self) -> None:
-        """The session detaches: the last event."""
+__all__ = ["Consumer", "Session", "noop"]  # Consumer lives in consumer.py; importable from here as before
 
 
 def _handlers(consumer: Consumer) -> list[str]:
@@ -149,6 +88,9 @@ class Session:
         self._depth = 0
         self._orig_backward: Any = None
         self._orig_next: Any = None
+        self.workers = Workers()  # processes the script starts (not watched: named in the report)
+        self.manual = ManualSteps(self)  # parameters updated by hand after backward count as steps
+        self.subscribe(self.manual)
 
     @property
     def step(self) -> int:
@@ -235,6 +177,7 @@ class Session:
         torch.autograd.backward = self._backward
         self._orig_next = _dataloader._BaseDataLoaderIter.__next__
         _dataloader._BaseDataLoaderIter.__next__ = self._timed_next()  # type: ignore[method-assign,assignment]
+        self.workers.attach()
         if self._model is not None:
             self.add_root(self._model, "model")
         if self._optimizer is not None:
@@ -253,6 +196,7 @@ class Session:
         self._handles.clear()
         torch.autograd.backward = self._orig_backward
         _dataloader._BaseDataLoaderIter.__next__ = self._orig_next  # type: ignore[method-assign]
+        self.workers.detach()
         self.last_inputs.clear()
         self._hooked.clear()  # attach() again hooks the roots and parameters afresh
         self._hooked_roots.clear()
@@ -284,6 +228,10 @@ class Session:
         for group in optimizer.param_groups:
             for p in group["params"]:
                 self._hook_param(p)
+
+    def manual_step(self) -> None:
+        """Parameters were updated by hand (no optimizer): a training step completed."""
+        self.emit("on_iteration", self.counter.manual())
 
     # -- hooks ------------------------------------------------------------------------------
 

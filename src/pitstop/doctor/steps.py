@@ -20,6 +20,7 @@ class StepCounter:
         self.step = 1  # the step in progress
         self.counts: dict[int, int] = {}  # optimizer id -> steps completed
         self.closure = False  # the step in progress runs a closure
+        self.manual_steps = 0  # parameter updates by hand after a backward (no optimizer)
         self._events = 0
         self._last_event: dict[int, int] = {}
 
@@ -51,9 +52,20 @@ class StepCounter:
         self.set(self._current())
         return done if self.step > done else None
 
+    def manual(self) -> int:
+        """A step made by hand (no optimizer) completed: its number."""
+        self.manual_steps += 1
+        done = self.step
+        self.set(done + 1)
+        return done
+
     def completed(self) -> int:
-        """Steps completed by the busiest optimizer."""
-        return max(self.counts.values(), default=0)
+        """Steps completed by the busiest optimizer (or by hand, without one)."""
+        return max(self.counts.values(), default=0) or self.manual_steps
+
+    def total(self) -> int:
+        """Optimizer steps completed, all optimizers together."""
+        return sum(self.counts.values())
 
     def set(self, step: int) -> None:
         self.step = step

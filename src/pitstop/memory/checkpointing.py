@@ -3,12 +3,13 @@ saved per millisecond of recompute until the budget is met, wrap the chosen bloc
 ``torch.utils.checkpoint.checkpoint(..., use_reentrant=False)``, measure, give back the
 lowest-scoring blocks while the measured budget still holds, and time the result.
 
-A wrapped block keeps its parameters, names and state_dict keys: only its instance ``forward`` is
-replaced (``uncheckpoint`` restores it)."""
+A checkpointed block keeps its class, parameters, names and state_dict keys, and stays
+checkpointed, running its own parameters, through deepcopy, pickle, load_state_dict,
+torch.compile and DDP: its instance ``forward`` is a ``CheckpointedForward`` object holding the
+block (``uncheckpoint`` removes it)."""
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,28 +163,44 @@ def checkpoint(model: nn.Module, example_inputs: Any, budget: float | int = 0.5,
 
 
 def wrap(module: nn.Module) -> None:
-    """Checkpoint ``module`` in place (its instance forward; parameters and names unchanged)."""
-    if "forward" in vars(module):
-        return
-    original = type(module).forward.__get__(module)
-
-    @functools.wraps(original)
-    def forward(*args: Any, **kwargs: Any) -> Any:
-        if not torch.is_grad_enabled():
-            return original(*args, **kwargs)
-        return _checkpoint(original, *args, use_reentrant=False, **kwargs)
-
-    module.forward = forward
+    """Checkpoint ``module`` in place: its instance ``forward`` becomes a ``CheckpointedForward``
+    (class, parameters, names and state_dict keys unchanged)."""
+    if not checkpointed(module):
+        module.forward = CheckpointedForward(module)
 
 
 def unwrap(module: nn.Module) -> None:
-    """Undo ``wrap`` for one module."""
-    if "forward" in vars(module) and getattr(module.forward, "__wrapped__", None) is not None:
+    """Undo ``wrap`` for one module: it calls its class's forward again."""
+    if checkpointed(module):
         del module.forward
 
 
+def checkpointed(module: nn.Module) -> bool:
+    """Whether ``wrap`` checkpointed ``module``."""
+    return isinstance(vars(module).get("forward"), CheckpointedForward)
+
+
+class CheckpointedForward:
+    """A block's class forward under ``torch.utils.checkpoint.checkpoint(use_reentrant=False)``.
+
+    An object holding its module, not a closure: ``copy.deepcopy`` maps ``self.module`` to the
+    copy (a closure kept calling the ORIGINAL block, whose parameters then got the copy's
+    gradients), pickle and ``torch.save`` store it by reference, and ``torch.compile`` traces the
+    ``checkpoint`` call it knows. PyTorch's composable ``checkpoint(module)`` was measured against
+    this: its closure hooks cannot be pickled and its recomputation fails under ``torch.compile``."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self.module = module
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        forward = type(self.module).forward.__get__(self.module)
+        if not torch.is_grad_enabled():
+            return forward(*args, **kwargs)
+        return _checkpoint(forward, *args, use_reentrant=False, **kwargs)
+
+
 def uncheckpoint(model: nn.Module) -> None:
-    """Undo ``checkpoint``: every wrapped block calls its own forward again."""
+    """Undo ``checkpoint``: no block is checkpointed any more."""
     for m in model.modules():
         unwrap(m)
 

@@ -1,5 +1,5 @@
 """The compile axis: ``torch.compile`` in its default mode, max-autotune or reduce-overhead (CUDA
-graphs); on CPU inference, inductor freezes the weights into the graph."""
+graphs); on CPU inference, inductor freezes the weights into the graph of that model only."""
 
 from __future__ import annotations
 
@@ -32,10 +32,12 @@ class Compile(Technique):
         if not config.compile:
             return Code()
         mode = "" if config.compile == "default" else f", mode={config.compile!r}"
-        setup = [f"model = torch.compile(model{mode})"]
         if target.device == "cpu" and config.mode == "eval" and config.grad != "grad":
-            # inference on CPU: fold weights into the graph as constants (process-wide setting)
-            return Code(imports=["import torch._inductor.config"],
-                        setup=["torch._inductor.config.freezing = True", *setup],
+            # inference on CPU: fold weights into the graph as constants, for this model only (options
+            # are this compile's inductor settings; torch._inductor.config would change every later compile)
+            options = '{"freezing": True}' if config.compile == "default" else \
+                f'{{**torch._inductor.list_mode_options({config.compile!r}), "freezing": True}}'
+            return Code(imports=[] if config.compile == "default" else ["import torch._inductor"],
+                        setup=[f"model = torch.compile(model, options={options})"],
                         details={"inductor_freezing": True})
-        return Code(setup=setup)
+        return Code(setup=[f"model = torch.compile(model{mode})"])

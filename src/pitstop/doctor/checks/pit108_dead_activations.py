@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import torch
@@ -22,7 +21,7 @@ class DeadActivations(Check):
     def __init__(self) -> None:
         self.pending: dict[int, list[torch.Tensor]] = {}
         self.zero: dict[int, list[float]] = {}
-        self.modules: dict[int, weakref.ref[nn.Module]] = {}
+        self.names: dict[int, str] = {}  # names, not modules: the model may be gone at the end
 
     def on_module_forward(self, module: nn.Module, inputs: tuple[Any, ...], output: Any) -> None:
         if not isinstance(module, self.KINDS) or not torch.is_grad_enabled() or not module.training:
@@ -31,7 +30,8 @@ class DeadActivations(Check):
         if step > 10 and step % 10:
             return
         if isinstance(output, torch.Tensor) and output.numel():
-            self.modules[id(module)] = weakref.ref(module)
+            if id(module) not in self.names:
+                self.names[id(module)] = self.name_of(module)
             self.pending.setdefault(id(module), []).append(1.0 - torch.count_nonzero(output) / output.numel())
 
     def on_sync(self) -> None:
@@ -42,11 +42,10 @@ class DeadActivations(Check):
     def on_finish(self) -> None:
         self.on_sync()
         for key, zeros in self.zero.items():
-            module = self.modules[key]()
-            if module is None or len(zeros) < self.MIN_SAMPLES:
+            if len(zeros) < self.MIN_SAMPLES:
                 continue
             share = sum(zeros) / len(zeros)
             if share >= self.DEAD:
-                name = self.name_of(module)
+                name = self.names[key]
                 self.found(self.code, name, f"`{name}` output zero for {share:.1%} of elements over "
                            f"{len(zeros)} sampled training steps: its units are dead and never learn", step=1)
