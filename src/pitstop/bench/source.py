@@ -35,7 +35,9 @@ class SpecSource:
         return self.spec.text
 
     def default_batch_sizes(self) -> tuple[int, ...]:
-        """The zoo's defaults; else the factory's example inputs' own batch size; else 1 and 8."""
+        """A spec without ``B``: its own batch; the zoo's defaults; else the factory's example inputs' own batch size; else 1 and 8."""
+        if self.input_spec is not None and self.input_spec.fixed_batch is not None:
+            return (self.input_spec.fixed_batch,)  # no B: the batch never changes
         zoo = self.spec.default_batch_sizes()
         if zoo:
             return zoo
@@ -53,6 +55,8 @@ class SpecSource:
 
     def materialize(self, batch_size: int) -> tuple[nn.Module, Inputs]:
         """The module and inputs for one batch size."""
+        if self.input_spec is not None:
+            self.input_spec.check_batch(batch_size)
         if self.spec.takes_batch_size():
             module, inputs = self.spec.build(batch_size, seed=self.seed)
         else:

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from pitstop._io import check_writable, write_atomic
+from pitstop._io import check_writable, write_result
 from pitstop.errors import UsageError
 
 
@@ -67,11 +67,11 @@ class Output:
         return None if self.to_stdout else self.json_path
 
     def finish(self, items: list[Any], document: dict[str, Any] | Callable[[], dict[str, Any]]) -> None:
-        """Write the JSON file atomically, print ``items`` (text is printed as it is, no markup),
-        then the JSON on stdout or where it went, then write the HTML page."""
+        """Write the JSON file atomically (a run with no results keeps an existing file), print
+        ``items`` (text is printed as it is, no markup), then the JSON on stdout or where it went,
+        then write the HTML page."""
         doc = document() if callable(document) else document
-        if self.json_file:
-            write_atomic(self.json_file, doc)
+        kept = bool(self.json_file) and not write_result(self.json_file, doc)  # nothing measured: keep the file
         for item in items:
             if isinstance(item, str):
                 self.console.print(item, markup=False, highlight=False, soft_wrap=True)
@@ -79,6 +79,8 @@ class Output:
                 self.console.print(item)
         if self.to_stdout:
             print(json.dumps(doc, indent=2, allow_nan=False))
+        elif kept:
+            self.console.print(f"nothing measured: {self.json_path} left as it was", style="dim", markup=False)
         elif self.json_path:
             self.console.print(f"JSON written to {self.json_path}", style="dim", markup=False)
         _html(self.html_path, doc)

@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import Any
 
+from pitstop.cli._args import _fraction
 from pitstop.cli._output import Output, _html
 from pitstop.errors import UsageError
 
@@ -20,7 +21,7 @@ def _add_compare(sub: Any) -> None:
                                 "noise and by more than the threshold), 2 usage error.")
     cmp.add_argument("before", help="the reference result (JSON from pitstop bench/optimize --json)")
     cmp.add_argument("after", help="the result to check")
-    cmp.add_argument("--threshold", type=float, default=0.05,
+    cmp.add_argument("--threshold", type=_fraction, default=0.05,
                      help="a regression must be slower by more than this fraction (default: 0.05)")
     cmp.add_argument("--json", metavar="FILE", help="write the comparison as JSON ('-' = stdout)")
     cmp.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with charts")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pitstop.cli._args import _env_pairs, _int_list, _positive, flag_errors
+from pitstop.cli._args import _env_pairs, _int_list, _positive, _seed, flag_errors
 from pitstop.cli._output import Output, _check_dir, _progress
 
 OPTIMIZE_EPILOG = """\
@@ -61,7 +61,7 @@ def _add_optimize(sub: Any) -> None:
                      help="relative-error limit for every candidate (default: 1e-4 fp32, 2e-2 bf16/fp16/int8)")
     opt.add_argument("--threads", type=_positive(int), help="intra-op threads (default: physical cores)")
     opt.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
-    opt.add_argument("--seed", type=int, default=0, help="seed for weights and inputs (default: 0)")
+    opt.add_argument("--seed", type=_seed, default=0, help="seed for weights and inputs (default: 0)")
     opt.add_argument("--replicas", type=_positive(int), default=2,
                      help="worker processes per finalist (default: 2)")
     opt.add_argument("--timeout-s", type=_positive(float), default=300.0,

@@ -91,10 +91,10 @@ def _reporter(source: Source, settings: OptimizeSettings, env: dict[str, Any]
 def _json_sink(json_path: str | None) -> Callable[[OptimizeReport], None] | None:
     if not json_path:
         return None
-    from pitstop._io import check_writable, write_atomic
+    from pitstop._io import check_writable, write_result
 
     check_writable(json_path)  # before minutes of measuring, not after
-    return lambda report: write_atomic(json_path, report.to_dict())
+    return lambda report: write_result(json_path, report.to_dict())  # an empty run keeps the old file
 
 
 def apply_report(source: Source, report: OptimizeReport, save: str | Path | None,
