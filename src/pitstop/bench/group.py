@@ -20,11 +20,11 @@ import torch
 from pitstop.bench.fidelity import within
 from pitstop.bench.launch import InlineWorker, ProcessWorker, WorkerFailed
 from pitstop.bench.result import Measurement
-from pitstop.bench.source import Source, first_forward, write_payload
+from pitstop.bench.source import Source, SpecSource, first_forward, write_payload
 from pitstop.bench.timer import TimingPolicy, chunk_size, precise_enough
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.bench.variants.handlers import Target, gate
-from pitstop.errors import PitstopError, UsageError
+from pitstop.errors import ModelRunError, PitstopError, UsageError
 
 if TYPE_CHECKING:
     from pitstop.bench.settings import BenchSettings
@@ -101,19 +101,23 @@ class GroupRunner:
         workdir = self.workdir / f"g{self._groups}"
         workdir.mkdir()
         self.on_event("group", {"batch_size": batch_size, "variants": len(configs)})
+        probed = self.settings.isolate and isinstance(self.source, SpecSource)
         try:
             module, inputs = self.source.materialize(batch_size)
-            first_forward(self.source.name, module, inputs, torch.device(self.settings.device))
+            if not probed:  # a module object lives here anyway; a spec's first forward runs in the workers
+                first_forward(self.source.name, module, inputs, torch.device(self.settings.device))
         except PitstopError as exc:
             if first:
                 raise  # nothing measured yet: a usage error (exit 2)
             out.extend(self._row(c, batch_size, "failed", str(exc)) for c in configs)
             return
-        self.inputs[batch_size] = inputs.describe()
         if self.target is None:
             self.target = Target.detect(self.settings.device, module, [t.dim() for t in inputs.tensors()])
         counts = {c: 1 if c in plan.single else replicas for c in configs}
         live = self._start(module, inputs, batch_size, workdir, counts, self.target, policy)
+        if probed and first:
+            _check_first_forward(self.source.name, inputs.describe(), live)
+        self.inputs[batch_size] = inputs.describe()
         interrupted = False
         try:
             for v in live:
@@ -147,12 +151,13 @@ class GroupRunner:
             for worker in v.workers:  # replicas share a directory: the second reuses the exported graph
                 worker.send("setup", payload_path=str(payload), config=v.row.config,
                             threads=v.config.threads or self.settings.resolved_threads, device=self.settings.device,
+                            reference_threads=self.settings.resolved_threads,
                             policy=policy.to_dict(), target=target.to_dict(), workdir=str(workdir / f"v{k}"))
         started = time.monotonic()
         try:
             for v in live:
-                for worker in v.workers:
-                    self._receive(v, worker)
+                for worker in v.workers:  # one deadline for all: hung workers do not add up their time-outs
+                    self._receive(v, worker, started + self.settings.timeout_s)
                 v.row.phases_s["start"] = time.monotonic() - started  # process start, imports, model load
         except KeyboardInterrupt:  # Ctrl-C while the workers load: none may outlive the run
             for v in live:
@@ -296,11 +301,23 @@ class GroupRunner:
         worker.send(method, **kwargs)
         return self._receive(v, worker)
 
-    def _receive(self, v: _Live, worker: Worker) -> Any:
+    def _receive(self, v: _Live, worker: Worker, deadline: float | None = None) -> Any:
         if not v.alive:
             return None
+        timeout_s = self.settings.timeout_s if deadline is None else max(0.1, deadline - time.monotonic())
         try:
-            return worker.receive(self.settings.timeout_s)
+            return worker.receive(timeout_s)
         except WorkerFailed as exc:
             v.fail(str(exc))
             return None
+
+
+def _check_first_forward(name: str, described: str, live: list[_Live]) -> None:
+    """The model's first forward ran in the workers' set-up (the fp32 eval reference): when it
+    failed in every one of them (raised, exited, hung past --timeout-s), the model cannot run
+    here at all, a ``ModelRunError`` (exit 2) rather than a table of failed rows."""
+    started = [v for v in live if v.workers]
+    if started and not any(v.alive for v in started):
+        reason = started[0].row.reason or "failed"
+        raise ModelRunError(f"model {name}: the first forward on {described} failed in a worker process: "
+                            f"{reason.removeprefix('setup raised ')}")

@@ -62,7 +62,7 @@ class ProcessWorker:
                 self._raise_dead()
             if time.monotonic() > deadline:
                 self.kill()
-                raise WorkerFailed(f"timed out after {timeout_s:g} s in {self.pending} (--timeout-s)")
+                raise WorkerFailed(f"timed out after {timeout_s:.3g} s in {self.pending} (--timeout-s)")
         try:
             reply = self.conn.recv()
         except (EOFError, OSError):

@@ -64,11 +64,14 @@ class VariantSession:
 
     def setup(self, payload_path: str, config: dict[str, Any], threads: int, device: str,
               policy: dict[str, Any], module: torch.nn.Module | None = None,
-              target: dict[str, Any] | None = None, workdir: str | None = None) -> dict[str, Any]:
+              target: dict[str, Any] | None = None, workdir: str | None = None,
+              reference_threads: int | None = None) -> dict[str, Any]:
         """Load model and inputs and compute the fp32 eval reference (``prepare`` applies the variant).
 
-        ``module`` (inline runs only) is used instead of rebuilding one from the payload."""
-        torch.set_num_threads(threads)
+        The reference runs with ``reference_threads`` (the run's default), not the variant's own
+        count: a difference the threads axis causes must show in the fidelity gate. ``module``
+        (inline runs only) is used instead of rebuilding one from the payload."""
+        torch.set_num_threads(reference_threads or threads)
         payload = torch.load(payload_path, weights_only=True)
         self.device = torch.device(device)
         if module is None:
@@ -78,6 +81,7 @@ class VariantSession:
         output = prepare(REFERENCE, self.module, self.inputs)()
         self.logits = is_logits(output)
         self.reference = detached(output)
+        torch.set_num_threads(threads)
         self.config = VariantConfig.from_dict(config)
         self.threads = threads
         self.target = Target.from_dict(target) if target else Target(device=self.device.type)

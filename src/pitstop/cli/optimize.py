@@ -30,7 +30,8 @@ close to an fp64 run as eager is), bf16/fp16/int8 rel err <= 2e-2 and argmax agr
 Objectives: latency (at --batch-size), throughput (most samples/s over --batch-sizes), and
 --latency-budget-ms X (most samples/s with p90 latency per batch under X).
 --save DIR writes recipe.py (rebuilds and applies it without pitstop), recipe.json and, for
-ONNX Runtime, model.onnx. Exit codes: 0 ok, 2 usage or input error, 130 interrupted."""
+ONNX Runtime, model.onnx. Exit codes: 0 ok, 1 the start point itself failed (nothing recommended,
+nothing saved), 2 usage or input error, 130 interrupted."""
 
 
 SEARCH_AXES = ("precision", "compile", "quant", "layout", "threads", "runtime")  # = search.AXES (tested);
@@ -92,8 +93,8 @@ def _optimize(args: argparse.Namespace) -> int:
         with _progress(output.console) as on_event:
             source, report, sink = run_search(args.model, args.input, settings, json_path=output.json_file,
                                               on_event=on_event)
-            if args.save and not report.outcome.interrupted:
+            if args.save and not report.outcome.interrupted and not report.outcome.failed:
                 on_event and on_event("phase", {"text": f"writing the recipe to {args.save}"})
                 apply_report(source, report, args.save, sink)
     output.finish(renderables(report), report.to_dict)
-    return 130 if report.outcome.interrupted else 0
+    return 130 if report.outcome.interrupted else 1 if report.outcome.failed else 0
