@@ -12,6 +12,7 @@ from pitstop.lint.engine import (
     discover,
     explain,
     fix_source,
+    write_source,
     lint_file,
     lint_source,
     load_config,
@@ -54,7 +55,7 @@ def lint(paths: Iterable[str], *, select: Iterable[str] = (), ignore: Iterable[s
                         res.source.splitlines(keepends=True), new.splitlines(keepends=True),
                         fromfile=_label("a", res.path), tofile=_label("b", res.path))))
                 else:
-                    path.write_text(new, encoding="utf-8")
+                    write_source(path, new)  # its own encoding, BOM and line endings
                     res = lint_file(path, config, keep_source=keep_sources)
                     res.source = res.source or new
         result.findings += res.findings

@@ -124,7 +124,7 @@ def discover(paths: Iterable[str], config: LintConfig) -> Iterator[Path]:
         path = Path(raw)
         if not path.exists():
             raise UsageError(f"{raw!r} does not exist; give files or directories to lint")
-        if path.is_file():
+        if not path.is_dir():  # a file, or a FIFO / device given by name (read_source says PIT001)
             yield path
             continue
         for root, dirs, files in os.walk(path):
@@ -145,6 +145,8 @@ class FileResult:
 
 def read_source(path: Path) -> tuple[str | None, str | None]:
     """(text, None) or (None, why it cannot be read)."""
+    if path.exists() and not path.is_file():  # a FIFO named *.py would block the run forever
+        return None, "not a regular file (a FIFO, socket or device); it was not read"
     try:
         with open(path, "rb") as f:
             encoding, _ = tokenize.detect_encoding(f.readline)
@@ -153,6 +155,14 @@ def read_source(path: Path) -> tuple[str | None, str | None]:
         return None, f"cannot decode the file ({exc})"
     except OSError as exc:
         return None, f"cannot read the file ({exc.strerror})"
+
+
+def write_source(path: Path, text: str) -> None:
+    """Write fixed source back in the file's own encoding (its coding cookie, its UTF-8 BOM) and
+    line endings (``read_source`` decoded bytes, so ``\\r\\n`` is still in ``text``)."""
+    with open(path, "rb") as f:
+        encoding, _ = tokenize.detect_encoding(f.readline)
+    path.write_bytes(text.encode(encoding))
 
 
 def lint_source(source: str, path: str, config: LintConfig | None = None) -> list[Diagnostic]:
@@ -167,8 +177,13 @@ def lint_source(source: str, path: str, config: LintConfig | None = None) -> lis
         found = [Diagnostic("PIT001", f"invalid syntax: {msg}; the file was not linted", line, col, line, col,
                             None, path)]
         return [d for d in found if config.wants(d.code, path)]
+    except (RecursionError, MemoryError):
+        return _unanalysable(path, config)
     lines = source.splitlines(keepends=True)
-    ctx = Context(Module.of(tree, source), path, lines)
+    try:
+        ctx = Context(Module.of(tree, source), path, lines)
+    except RecursionError:
+        return _unanalysable(path, config)
     for rule_fn in RULES:
         try:
             rule_fn(ctx)
@@ -178,6 +193,13 @@ def lint_source(source: str, path: str, config: LintConfig | None = None) -> lis
     kept = [d for d in ctx.found if config.wants(d.code, path) and not _suppressed(d, lines)]
     unique = {(d.code, d.line, d.col, d.message): d for d in kept}
     return sorted(unique.values(), key=lambda d: (d.line, d.col, d.code))
+
+
+def _unanalysable(path: str, config: LintConfig) -> list[Diagnostic]:
+    """PIT001 for a file too deeply nested to analyse; the other files' findings are kept."""
+    found = [Diagnostic("PIT001", "too deeply nested to analyse (an expression thousands of terms deep); "
+                        "the file was not linted", 1, 1, 1, 1, None, path)]
+    return [d for d in found if config.wants(d.code, path)]
 
 
 def _suppressed(d: Diagnostic, lines: list[str]) -> bool:
@@ -237,7 +259,7 @@ def fix_source(source: str, path: str, config: LintConfig, unsafe: bool, passes:
             break
         try:
             ast.parse(candidate)
-        except SyntaxError:
+        except (SyntaxError, RecursionError):
             break  # never write code that does not parse
         applied += todo
         source = candidate
