@@ -130,11 +130,20 @@ def github(findings: list[Diagnostic]) -> list[str]:
     out = []
     for d in findings:
         c = CODES[d.code]
-        msg = d.message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-        path = d.path.replace(",", "%2C")
-        out.append(f"::{_GITHUB[c.severity]} title={d.code} {c.name},file={path},line={d.line},col={d.col},"
-                   f"endLine={d.end_line},endColumn={d.end_col}::{d.code} {msg}")
+        title, path = _property(f"{d.code} {c.name}"), _property(d.path)
+        out.append(f"::{_GITHUB[c.severity]} title={title},file={path},line={d.line},col={d.col},"
+                   f"endLine={d.end_line},endColumn={d.end_col}::{_data(f'{d.code} {d.message}')}")
     return out
+
+
+def _data(text: str) -> str:
+    """A workflow command's message: ``%``, CR and LF escaped (a newline would start a new command)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: str) -> str:
+    """A workflow command's property value (a file name): the message escapes plus ``:`` and ``,``."""
+    return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def dumps(doc: dict[str, Any]) -> str:
