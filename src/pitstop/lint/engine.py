@@ -92,6 +92,7 @@ def load_config(start: Path, *, select: Iterable[str] = (), ignore: Iterable[str
                 if unknown:
                     raise UsageError(f"{candidate}: [tool.pitstop.lint] has unknown key(s) {', '.join(sorted(unknown))}"
                                      "; use select, ignore, per-file-ignores, exclude")
+                _check_types(table, candidate)
                 config = LintConfig(_codes_option(table.get("select", []), "select"),
                                     _codes_option(table.get("ignore", []), "ignore"),
                                     {k: _codes_option(v, f"per-file-ignores {k!r}")
@@ -104,6 +105,21 @@ def load_config(start: Path, *, select: Iterable[str] = (), ignore: Iterable[str
     config.ignore += ignore
     config.exclude += list(extend_exclude)
     return config
+
+
+def _check_types(table: dict[str, Any], path: Path) -> None:
+    """``select``/``ignore``/``exclude`` are lists of strings, ``per-file-ignores`` a table of them."""
+    def strings(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+    for key in ("select", "ignore", "exclude"):
+        if key in table and not strings(table[key]):
+            raise UsageError(f"{path}: [tool.pitstop.lint] {key} must be a list of strings such as "
+                             f"[\"PIT1\"], got {table[key]!r}")
+    ignores = table.get("per-file-ignores", {})
+    if not isinstance(ignores, dict) or not all(strings(v) for v in ignores.values()):
+        raise UsageError(f"{path}: [tool.pitstop.lint] per-file-ignores must be a table of lists such as "
+                         f"{{\"tests/*\" = [\"PIT501\"]}}, got {ignores!r}")
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
