@@ -35,7 +35,8 @@ class SpecSource:
         return self.spec.text
 
     def default_batch_sizes(self) -> tuple[int, ...]:
-        """A spec without ``B``: its own batch; the zoo's defaults; else the factory's example inputs' own batch size; else 1 and 8."""
+        """A spec without ``B``: its own batch; the zoo's defaults; else the factory's example inputs'
+        own batch size; else 1 and 8."""
         if self.input_spec is not None and self.input_spec.fixed_batch is not None:
             return (self.input_spec.fixed_batch,)  # no B: the batch never changes
         zoo = self.spec.default_batch_sizes()

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from pitstop._format import literal
 from pitstop._io import check_writable, write_result
 from pitstop.errors import UsageError
 
@@ -28,7 +29,7 @@ def _console(to_stdout: bool) -> Any:
 def _print(console: Any, items: list[Any], to_json: Any, json_arg: str | None) -> None:
     """The report, then the JSON on stdout (``--json -``) or a note of where it was written."""
     for item in items:
-        console.print(item)
+        console.print(literal(item))
     if json_arg == "-":
         print(to_json())
     elif json_arg:
@@ -76,7 +77,7 @@ class Output:
             if isinstance(item, str):
                 self.console.print(item, markup=False, highlight=False, soft_wrap=True)
             else:
-                self.console.print(item)
+                self.console.print(literal(item))  # user strings in tables are text, not markup
         if self.to_stdout:
             print(json.dumps(doc, indent=2, allow_nan=False))
         elif kept:
@@ -118,12 +119,14 @@ class _progress:
         return self.on_event
 
     def on_event(self, kind: str, info: dict[str, Any]) -> None:
+        from rich.markup import escape
+
         if kind == "group":
             self.batch = info["batch_size"]
 
             self.bar.update(self.task, completed=0, description=f"b={self.batch}: starting workers")
         elif kind == "phase":
-            self.bar.update(self.task, description=info["text"])
+            self.bar.update(self.task, description=escape(info["text"]))  # it may name a user's path
         elif kind == "round":
             live = [v for v in info["live"] if v.alive and v.row.samples_s]
             if live:

@@ -43,6 +43,8 @@ def _add_data(sub: Any) -> None:
 
 
 def _data(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from pitstop._env import environment
     from pitstop.data import LoaderSettings
     from pitstop.data.isolated import tune_isolated
@@ -53,7 +55,7 @@ def _data(args: argparse.Namespace) -> int:
                                   max_workers=args.max_workers, batches_per_trial=args.batches)
     spec = _resolve(args.dataset, "dataset", resolve=False).text  # a bad spec fails here, before any process
     with output.console.status("measuring loader settings") as status:  # the dataset runs in a child process
-        choice = tune_isolated(spec, settings, on_event=lambda text: status.update(text))
+        choice = tune_isolated(spec, settings, on_event=lambda text: status.update(escape(text)))
     doc = choice.to_dict()
     doc["environment"], doc["dataset"], doc["batch_size"] = environment(), args.dataset, args.batch_size
     output.finish([choice.table(), choice.verdict, *choice.notes], doc)

@@ -12,10 +12,10 @@ from pitstop.lint.engine import (
     discover,
     explain,
     fix_source,
-    write_source,
     lint_file,
     lint_source,
     load_config,
+    write_source,
 )
 from pitstop.lint.rules import Diagnostic, Edit, Fix
 
