@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from pitstop.cli._args import _fraction
@@ -49,16 +48,15 @@ def _add_report(sub: Any) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from pitstop._document import read_document
+    from pitstop.errors import PitstopError, last_line
 
-    path = Path(args.result)
-    if not path.is_file():
-        raise UsageError(f"{args.result!r} not found; give a JSON file written with --json")
+    doc = read_document(args.result)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise UsageError(f"{args.result!r} is not JSON ({exc})") from None
-    if not isinstance(doc, dict):
-        raise UsageError(f"{args.result!r} is not a pitstop result")
-    _html(args.html, doc)
+        _html(args.html, doc)
+    except PitstopError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a hand-edited or foreign file
+        raise UsageError(f"{args.result!r} is not a complete pitstop result ({last_line(exc)}); "
+                         "give a file written with --json") from None
     return 0

@@ -78,7 +78,10 @@ def _add_memory(sub: Any) -> None:
 
 
 def _memory(args: argparse.Namespace) -> int:
+    import torch
+
     from pitstop._env import environment
+    from pitstop.bench.source import first_forward
     from pitstop.memory import activation_report, checkpoint
     from pitstop.models.inputs import parse_input_spec
     from pitstop.models.spec import parse_model_spec
@@ -91,6 +94,7 @@ def _memory(args: argparse.Namespace) -> int:
         if input_spec is None:
             raise UsageError(f"model {args.model}: give --input (the factory returns no example inputs)")
         inputs = input_spec.make(args.batch_size, seed=args.seed)
+    first_forward(args.model, model, inputs, torch.device("cpu"))  # a mismatched input: one line, exit 2
     console = output.console
     with console.status("measuring activations (one accounted step, then timed steps)"):
         report = activation_report(model, inputs, repeats=args.repeats)
