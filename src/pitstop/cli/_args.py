@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
+from pitstop._settings import SEED_MAX
 from pitstop.errors import SettingError, UsageError
 
 
@@ -48,9 +49,6 @@ def _fraction(text: str) -> float:
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0 such as 0.05, got {text!r}")
     return value
-
-
-SEED_MAX = 2**63 - 1  # torch.manual_seed and numpy's generators take 0 .. 2**63 - 1 everywhere
 
 
 def _seed(text: str) -> int:
