@@ -319,5 +319,5 @@ def _check_first_forward(name: str, described: str, live: list[_Live]) -> None:
     started = [v for v in live if v.workers]
     if started and not any(v.alive for v in started):
         reason = started[0].row.reason or "failed"
-        raise ModelRunError(f"model {name}: the first forward on {described} failed in a worker process: "
+        raise ModelRunError(f"model {name}: the first forward on {described} failed: "
                             f"{reason.removeprefix('setup raised ')}")
