@@ -20,7 +20,7 @@ def test_a_dataset_that_exits_is_one_line(capsys):
 
 
 def test_a_dataset_that_hangs_is_stopped_at_the_deadline():
-    with pytest.raises(UsageError, match=r"no result after 20 s \(stuck in round 1: defaults .*\); it hangs"):
+    with pytest.raises(UsageError, match=r"no result after 20 s \(stuck in round 1: num_workers=0\); it hangs"):
         tune_isolated(f"{F}:rows_hang", FAST, timeout_s=20)
 
 
