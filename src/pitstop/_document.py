@@ -57,6 +57,9 @@ def read_document(path: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise UsageError(f"{path!r} is not a pitstop result (a JSON {type(doc).__name__}, not an object)")
     problem = _results_problem(doc["results"]) if "results" in doc else None
+    for key in ("environment", "settings"):
+        if key in doc and not isinstance(doc[key], dict):
+            problem = problem or f"{key} is a {type(doc[key]).__name__}, not an object"
     if problem:
         raise UsageError(f"{path!r}: {problem}; give a file written by pitstop bench/optimize --json")
     return doc

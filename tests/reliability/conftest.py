@@ -4,7 +4,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from reliability_helpers import F, QUICK
+from reliability_helpers import QUICK, F
 
 from pitstop.cli import main
 

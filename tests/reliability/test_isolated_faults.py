@@ -7,11 +7,11 @@ import time
 import pytest
 import torch
 from faulty import ThreadRecorder
-from reliability_helpers import F, QUICK, cli, one_line_error
+from reliability_helpers import QUICK, F, cli, one_line_error
 
+from pitstop.bench.source import write_payload
 from pitstop.bench.variants.config import REFERENCE
 from pitstop.bench.worker import VariantSession
-from pitstop.bench.source import write_payload
 from pitstop.models.inputs import Inputs
 
 

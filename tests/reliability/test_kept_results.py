@@ -4,7 +4,7 @@ only at its own batch; output paths are checked before the run."""
 import json
 
 import pytest
-from reliability_helpers import F, QUICK, cli, one_line_error
+from reliability_helpers import QUICK, F, cli, one_line_error
 
 from pitstop._io import write_result
 

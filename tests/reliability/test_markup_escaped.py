@@ -4,9 +4,9 @@ is shown as written in every table, never swallowed or a MarkupError."""
 import io
 import shutil
 
+from reliability_helpers import QUICK, F, cli
 from rich.console import Console
 from rich.table import Table
-from reliability_helpers import F, QUICK, cli
 
 from pitstop._format import literal
 

@@ -4,7 +4,7 @@ NaN and inf options are refused up front."""
 import json
 
 import pytest
-from reliability_helpers import F, QUICK, cli, one_line_error
+from reliability_helpers import QUICK, F, cli, one_line_error
 
 M = f"{F}:build"
 IN = ["--input", "float32[B,8]"]

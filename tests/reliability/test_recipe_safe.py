@@ -15,7 +15,6 @@ from pitstop.bench.source import make_source
 from pitstop.bench.variants.config import parse_variant
 from pitstop.bench.variants.handlers import Target, build
 from pitstop.optimize.recipe import full_recipe
-from pitstop.optimize.result import verdict_lines
 from pitstop.optimize.search import START, Search, Stage
 from pitstop.optimize.settings import OptimizeSettings
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pitstop.cli._args import _fraction
@@ -31,7 +33,8 @@ def _compare(args: argparse.Namespace) -> int:
     from pitstop.report.compare import compare
 
     output = Output(args.json, args.html)
-    result = compare(args.before, args.after, args.threshold)
+    with _malformed(f"{args.before!r} or {args.after!r}"):
+        result = compare(args.before, args.after, args.threshold)
     output.finish([str(result)], result.to_dict())
     return 1 if result.regressions else 0
 
@@ -49,14 +52,23 @@ def _add_report(sub: Any) -> None:
 
 def _report(args: argparse.Namespace) -> int:
     from pitstop._document import read_document
-    from pitstop.errors import PitstopError, last_line
 
     doc = read_document(args.result)
-    try:
+    with _malformed(repr(args.result)):
         _html(args.html, doc)
+    return 0
+
+
+@contextmanager
+def _malformed(what: str) -> Iterator[None]:
+    """A hand-edited or foreign file that passed the structural checks but still lacks what a
+    renderer reads: a one-line usage error naming the file, not an internal error."""
+    from pitstop.errors import PitstopError, last_line
+
+    try:
+        yield
     except PitstopError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:  # a hand-edited or foreign file
-        raise UsageError(f"{args.result!r} is not a complete pitstop result ({last_line(exc)}); "
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as exc:
+        raise UsageError(f"{what} is not a complete pitstop result ({last_line(exc)}); "
                          "give a file written with --json") from None
-    return 0

@@ -85,7 +85,7 @@ class InputSpec:
         gen = torch.Generator().manual_seed(seed)
         try:
             return Inputs(tuple(t.make(batch_size, gen) for t in self.tensors))
-        except (RuntimeError, MemoryError, OverflowError) as exc:
+        except (RuntimeError, MemoryError, OverflowError, TypeError, ValueError) as exc:
             raise InputSpecError(f"--input: cannot allocate {self} at batch {batch_size} "
                                  f"({type(exc).__name__}); use a smaller shape or batch size") from None
 
@@ -122,9 +122,10 @@ def _parse_dim(dim: str, text: str) -> int | str:
     dim = dim.strip()
     if dim.upper() == "B":
         return "B"
-    if dim.isdigit() and int(dim) > 0:
+    if dim.isdigit() and 0 < int(dim) < 2**63:
         return int(dim)
-    raise InputSpecError(f"--input: dimension {dim!r} in {text.strip()!r} must be a positive integer or B")
+    raise InputSpecError(f"--input: dimension {dim!r} in {text.strip()!r} must be a positive integer "
+                         "(below 2**63) or B")
 
 
 def _parse_range(range_text: str | None, text: str) -> tuple[int | None, int | None]:
