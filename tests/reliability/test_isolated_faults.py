@@ -34,11 +34,11 @@ def test_a_model_that_hangs_in_its_first_forward_times_out(capsys):
 
 def test_the_fidelity_reference_runs_with_the_runs_thread_count(tmp_path):
     module, inputs = ThreadRecorder(), Inputs((torch.randn(2, 8),))
-    write_payload(tmp_path / "p.pt", {}, module, inputs, 2, send_weights=False)
+    write_payload(tmp_path / "p.pt", {}, module, inputs, 2, send_weights=False, reference_threads=2)
     session, before = VariantSession(), torch.get_num_threads()
     try:
         session.setup(str(tmp_path / "p.pt"), REFERENCE.to_dict(1), threads=1, device="cpu",
-                      policy={"target": 0.02, "budget_s": 0.1}, module=module, reference_threads=2)
+                      policy={"target": 0.02, "budget_s": 0.1}, module=module)
         assert module.threads == [2]  # the reference: the run's count
         assert torch.get_num_threads() == 1  # then the variant's own
     finally:

@@ -144,14 +144,14 @@ class GroupRunner:
         self.isolation = f"inline: {inline_reason}" if inline_reason else "process"
         payload = workdir / "payload.pt"
         write_payload(payload, source or {}, module, inputs, batch_size,
-                      send_weights=source is not None and source["kind"] == "spec")
+                      send_weights=source is not None and source["kind"] == "spec",
+                      reference_threads=self.settings.resolved_threads)
         live = [self._spawn(c, batch_size, workdir, None if inline_reason is None else module,
                             n if inline_reason is None else 1, target) for c, n in counts.items()]
         for k, v in enumerate(live):  # all workers load in parallel
             for worker in v.workers:  # replicas share a directory: the second reuses the exported graph
                 worker.send("setup", payload_path=str(payload), config=v.row.config,
                             threads=v.config.threads or self.settings.resolved_threads, device=self.settings.device,
-                            reference_threads=self.settings.resolved_threads,
                             policy=policy.to_dict(), target=target.to_dict(), workdir=str(workdir / f"v{k}"))
         started = time.monotonic()
         try:

@@ -160,10 +160,11 @@ def first_forward(name: str, module: nn.Module, inputs: Inputs, device: torch.de
 
 
 def write_payload(path: Path, source: dict[str, Any], module: nn.Module, inputs: Inputs,
-                  batch_size: int, send_weights: bool) -> None:
-    """Everything a worker needs besides the code: inputs, batch size, and the exact weights."""
+                  batch_size: int, send_weights: bool, reference_threads: int | None = None) -> None:
+    """Everything a worker needs besides the code: inputs, batch size, the exact weights, and the
+    thread count the fidelity reference runs with (the run's, whatever the variant's)."""
     payload = {
-        "source": source, "batch_size": batch_size,
+        "source": source, "batch_size": batch_size, "reference_threads": reference_threads,
         "args": list(inputs.args), "kwargs": dict(inputs.kwargs),
         "state_dict": {k: v.detach().cpu() for k, v in module.state_dict().items()} if send_weights else None,
     }

@@ -64,15 +64,14 @@ class VariantSession:
 
     def setup(self, payload_path: str, config: dict[str, Any], threads: int, device: str,
               policy: dict[str, Any], module: torch.nn.Module | None = None,
-              target: dict[str, Any] | None = None, workdir: str | None = None,
-              reference_threads: int | None = None) -> dict[str, Any]:
+              target: dict[str, Any] | None = None, workdir: str | None = None) -> dict[str, Any]:
         """Load model and inputs and compute the fp32 eval reference (``prepare`` applies the variant).
 
-        The reference runs with ``reference_threads`` (the run's default), not the variant's own
-        count: a difference the threads axis causes must show in the fidelity gate. ``module``
-        (inline runs only) is used instead of rebuilding one from the payload."""
-        torch.set_num_threads(reference_threads or threads)
+        The reference runs with the payload's ``reference_threads`` (the run's count), not the
+        variant's own: a difference the threads axis causes must show in the fidelity gate.
+        ``module`` (inline runs only) is used instead of rebuilding one from the payload."""
         payload = torch.load(payload_path, weights_only=True)
+        torch.set_num_threads(payload.get("reference_threads") or threads)
         self.device = torch.device(device)
         if module is None:
             module = load_module(payload["source"], payload.get("state_dict"), payload["batch_size"])

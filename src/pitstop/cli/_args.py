@@ -34,8 +34,10 @@ def _positive(kind: type) -> Any:
             value = kind(text)
         except (ValueError, OverflowError):
             raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-        if not math.isfinite(value) or value <= 0:
+        if not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"expected a finite positive number, got {text!r}")
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
         return value
     return parse
 

@@ -127,8 +127,10 @@ class LoaderSettings:
 
     def __post_init__(self) -> None:
         for name in ("batch_size", "time_budget_s", "batches_per_trial"):
-            if not 0 < getattr(self, name) < math.inf:
-                raise SettingError(name, f"must be a finite positive number, got {getattr(self, name)}")
+            if not getattr(self, name) > 0:
+                raise SettingError(name, f"must be positive, got {getattr(self, name)}")
+            if getattr(self, name) == math.inf:
+                raise SettingError(name, f"must be a finite number, got {getattr(self, name)}")
         if self.max_workers is not None and self.max_workers < 1:
             raise SettingError("max_workers", f"must be positive, got {self.max_workers}")
         if self.candidates is not None:
