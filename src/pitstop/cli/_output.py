@@ -72,7 +72,7 @@ class Output:
         ``items`` (text is printed as it is, no markup), then the JSON on stdout or where it went,
         then write the HTML page."""
         doc = document() if callable(document) else document
-        kept = bool(self.json_file) and not write_result(self.json_file, doc)  # nothing measured: keep the file
+        kept = self.json_file is not None and not write_result(self.json_file, doc)  # nothing measured: kept
         for item in items:
             if isinstance(item, str):
                 self.console.print(item, markup=False, highlight=False, soft_wrap=True)

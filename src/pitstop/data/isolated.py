@@ -63,7 +63,7 @@ def tune_isolated(spec: str, settings: LoaderSettings, on_event: Callable[[str],
 
 def _answer(kind: str, value: Any) -> LoaderChoice:
     if kind == "ok":
-        return value  # type: ignore[no-any-return]
+        return value
     if kind == "error":
         raise UsageError(value)
     raise RuntimeError(value)  # a bug in pitstop: the CLI's one-line internal error

@@ -97,7 +97,11 @@ def _json_sink(json_path: str | None) -> Callable[[OptimizeReport], None] | None
     from pitstop._io import check_writable, write_result
 
     check_writable(json_path)  # before minutes of measuring, not after
-    return lambda report: write_result(json_path, report.to_dict())  # an empty run keeps the old file
+
+    def sink(report: OptimizeReport) -> None:
+        write_result(json_path, report.to_dict())  # a run with no results keeps the old file
+
+    return sink
 
 
 def apply_report(source: Source, report: OptimizeReport, save: str | Path | None,
