@@ -29,3 +29,17 @@ def test_a_bench_of_a_path_with_markup_reports(capsys, tmp_path, monkeypatch):
                          "--variants", "eval+no_grad")
     assert code == 0, err
     assert "mk[/bad]/m.py:build · batch 2" in out
+
+
+def test_the_doctor_report_prints_paths_as_written():
+    from pitstop.cli._output import _print
+
+    buffer = io.StringIO()
+    table = Table(title="mk[/bad]/train.py")
+    table.add_column("where")
+    table.add_row("exp[lr=0.1]/train.py:12")
+    _print(Console(file=buffer, width=100), [table, "the script exp[lr=0.1]/train.py exited"], lambda: "{}",
+           "out[/x].json")
+    text = buffer.getvalue()
+    for shown in ("mk[/bad]/train.py", "exp[lr=0.1]/train.py:12", "script exp[lr=0.1]/train.py", "out[/x].json"):
+        assert shown in text

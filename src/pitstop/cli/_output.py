@@ -29,11 +29,14 @@ def _console(to_stdout: bool) -> Any:
 def _print(console: Any, items: list[Any], to_json: Any, json_arg: str | None) -> None:
     """The report, then the JSON on stdout (``--json -``) or a note of where it was written."""
     for item in items:
-        console.print(literal(item))
+        if isinstance(item, str):  # text as it is: a script's path may hold [brackets]
+            console.print(item, markup=False, highlight=False, soft_wrap=True)
+        else:
+            console.print(literal(item))
     if json_arg == "-":
         print(to_json())
     elif json_arg:
-        console.print(f"JSON written to {json_arg}", style="dim")
+        console.print(f"JSON written to {json_arg}", style="dim", markup=False)
 
 
 def _html(path: str | None, doc: dict[str, Any]) -> None:
