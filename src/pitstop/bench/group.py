@@ -156,8 +156,8 @@ class GroupRunner:
         started = time.monotonic()
         try:
             for v in live:
-                for worker in v.workers:  # one deadline for all: hung workers do not add up their time-outs
-                    self._receive(v, worker, started + self.settings.timeout_s)
+                for worker in v.workers:  # time-outs run from the send: hung workers do not add up
+                    self._receive(v, worker)
                 v.row.phases_s["start"] = time.monotonic() - started  # process start, imports, model load
         except KeyboardInterrupt:  # Ctrl-C while the workers load: none may outlive the run
             for v in live:
@@ -301,12 +301,11 @@ class GroupRunner:
         worker.send(method, **kwargs)
         return self._receive(v, worker)
 
-    def _receive(self, v: _Live, worker: Worker, deadline: float | None = None) -> Any:
+    def _receive(self, v: _Live, worker: Worker) -> Any:
         if not v.alive:
             return None
-        timeout_s = self.settings.timeout_s if deadline is None else max(0.1, deadline - time.monotonic())
         try:
-            return worker.receive(timeout_s)
+            return worker.receive(self.settings.timeout_s)
         except WorkerFailed as exc:
             v.fail(str(exc))
             return None

@@ -158,8 +158,11 @@ def _faults() -> int:
 
 
 def serve(conn: Any) -> None:
-    """Answer requests until ``exit`` or the parent goes away."""
+    """Answer requests until ``exit`` or the parent goes away. The first message says the worker
+    is up (imports done) and when, by the machine-wide monotonic clock: start-up under load does
+    not count against a request's time-out."""
     session = VariantSession()
+    conn.send(("ready", time.monotonic()))
     while True:
         try:
             method, kwargs = conn.recv()
