@@ -19,7 +19,12 @@ UNSAFE_LOAD = "import torch\nx = torch.load('f')\n"
 def test_a_too_deep_file_is_pit001_and_the_others_are_linted(capsys, tmp_path, deep):
     (tmp_path / "deep.py").write_text(deep + "\n")
     (tmp_path / "bad.py").write_text(UNSAFE_LOAD)
-    code, out, err = cli(capsys, "lint", str(tmp_path), "--output-format", "json")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)  # Python's default (torch.compile, imported by earlier tests, raises it)
+    try:
+        code, out, err = cli(capsys, "lint", str(tmp_path), "--output-format", "json")
+    finally:
+        sys.setrecursionlimit(limit)
     assert code == 1, err
     found = {(os.path.basename(f["path"]), f["code"]) for f in json.loads(out)["findings"]}
     assert found == {("deep.py", "PIT001"), ("bad.py", "PIT501")}
