@@ -47,3 +47,13 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
 def write_atomic(path: str | os.PathLike[str], document: dict[str, Any]) -> None:
     """Write a JSON document atomically (NaN and inf are refused: documents carry null instead)."""
     write_text_atomic(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
+
+
+def write_result(path: str | os.PathLike[str], document: dict[str, Any]) -> bool:
+    """Write a result document atomically unless it has nothing to put there: a run that measured
+    nothing (``"results": []``, e.g. its first forward failed) never replaces an existing file.
+    Returns whether the file was written."""
+    if document.get("results") == [] and Path(path).is_file() and Path(path).stat().st_size > 0:
+        return False
+    write_atomic(path, document)
+    return True

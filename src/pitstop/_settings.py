@@ -5,9 +5,10 @@ Public functions take ``settings=`` and keyword options alike through ``with_opt
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, TypeVar
 
-from pitstop.errors import UsageError
+from pitstop.errors import SettingError, UsageError
 
 T = TypeVar("T")
 
@@ -29,3 +30,18 @@ def with_options(cls: type[T], settings: T | None, options: dict[str, Any], call
     if not isinstance(settings, cls):
         raise UsageError(f"{call}(): settings must be a {cls.__name__}, got {type(settings).__name__}")
     return dataclasses.replace(settings, **options) if options else settings  # type: ignore[type-var]
+
+
+SEED_MAX = 2**63 - 1  # torch.manual_seed takes 0 .. 2**64 - 1; numpy and the CLI agree on 2**63 - 1
+
+
+def check_numbers(settings: Any) -> None:
+    """NaN and infinity are refused in every float field (an infinite budget never ends, NaN
+    compares false everywhere), and a ``seed`` field must fit the generators."""
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise SettingError(f.name, f"must be a finite number, got {value}")
+    seed = getattr(settings, "seed", 0)
+    if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= SEED_MAX:
+        raise SettingError("seed", f"must be an integer in 0 .. 2**63-1, got {seed!r}")

@@ -38,11 +38,11 @@ def bench(
     source = make_source(model, example_inputs, settings.seed)
     sink = None
     if json_path:
-        from pitstop._io import check_writable, write_atomic
+        from pitstop._io import check_writable, write_result
 
         check_writable(json_path)  # before minutes of measuring, not after
 
         def sink(result: BenchResult) -> None:
-            write_atomic(json_path, result.to_dict())
+            write_result(json_path, result.to_dict())  # an empty run keeps the old file
 
     return BenchRunner(source, settings, on_event=on_event, sink=sink).run()

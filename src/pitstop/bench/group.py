@@ -20,11 +20,11 @@ import torch
 from pitstop.bench.fidelity import within
 from pitstop.bench.launch import InlineWorker, ProcessWorker, WorkerFailed
 from pitstop.bench.result import Measurement
-from pitstop.bench.source import Source, first_forward, write_payload
+from pitstop.bench.source import Source, SpecSource, first_forward, write_payload
 from pitstop.bench.timer import TimingPolicy, chunk_size, precise_enough
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.bench.variants.handlers import Target, gate
-from pitstop.errors import PitstopError, UsageError
+from pitstop.errors import ModelRunError, PitstopError, UsageError
 
 if TYPE_CHECKING:
     from pitstop.bench.settings import BenchSettings
@@ -101,19 +101,23 @@ class GroupRunner:
         workdir = self.workdir / f"g{self._groups}"
         workdir.mkdir()
         self.on_event("group", {"batch_size": batch_size, "variants": len(configs)})
+        probed = self.settings.isolate and isinstance(self.source, SpecSource)
         try:
             module, inputs = self.source.materialize(batch_size)
-            first_forward(self.source.name, module, inputs, torch.device(self.settings.device))
+            if not probed:  # a module object lives here anyway; a spec's first forward runs in the workers
+                first_forward(self.source.name, module, inputs, torch.device(self.settings.device))
         except PitstopError as exc:
             if first:
                 raise  # nothing measured yet: a usage error (exit 2)
             out.extend(self._row(c, batch_size, "failed", str(exc)) for c in configs)
             return
-        self.inputs[batch_size] = inputs.describe()
         if self.target is None:
             self.target = Target.detect(self.settings.device, module, [t.dim() for t in inputs.tensors()])
         counts = {c: 1 if c in plan.single else replicas for c in configs}
         live = self._start(module, inputs, batch_size, workdir, counts, self.target, policy)
+        if probed and first:
+            _check_first_forward(self.source.name, inputs.describe(), live)
+        self.inputs[batch_size] = inputs.describe()
         interrupted = False
         try:
             for v in live:
@@ -140,7 +144,8 @@ class GroupRunner:
         self.isolation = f"inline: {inline_reason}" if inline_reason else "process"
         payload = workdir / "payload.pt"
         write_payload(payload, source or {}, module, inputs, batch_size,
-                      send_weights=source is not None and source["kind"] == "spec")
+                      send_weights=source is not None and source["kind"] == "spec",
+                      reference_threads=self.settings.resolved_threads)
         live = [self._spawn(c, batch_size, workdir, None if inline_reason is None else module,
                             n if inline_reason is None else 1, target) for c, n in counts.items()]
         for k, v in enumerate(live):  # all workers load in parallel
@@ -151,7 +156,7 @@ class GroupRunner:
         started = time.monotonic()
         try:
             for v in live:
-                for worker in v.workers:
+                for worker in v.workers:  # time-outs run from the send: hung workers do not add up
                     self._receive(v, worker)
                 v.row.phases_s["start"] = time.monotonic() - started  # process start, imports, model load
         except KeyboardInterrupt:  # Ctrl-C while the workers load: none may outlive the run
@@ -304,3 +309,14 @@ class GroupRunner:
         except WorkerFailed as exc:
             v.fail(str(exc))
             return None
+
+
+def _check_first_forward(name: str, described: str, live: list[_Live]) -> None:
+    """The model's first forward ran in the workers' set-up (the fp32 eval reference): when it
+    failed in every one of them (raised, exited, hung past --timeout-s), the model cannot run
+    here at all, a ``ModelRunError`` (exit 2) rather than a table of failed rows."""
+    started = [v for v in live if v.workers]
+    if started and not any(v.alive for v in started):
+        reason = started[0].row.reason or "failed"
+        raise ModelRunError(f"model {name}: the first forward on {described} failed: "
+                            f"{reason.removeprefix('setup raised ')}")

@@ -22,6 +22,8 @@ from torch.nn import Module
 from pitstop.bench.worker import VariantSession
 from pitstop.errors import last_line
 
+START_LIMIT_S = 120.0  # process start and imports (torch, the model's file) on a loaded machine
+
 
 class WorkerFailed(Exception):
     """A variant's worker failed; ``str(exc)`` is the reason shown to the user."""
@@ -45,30 +47,44 @@ class ProcessWorker:
         child.close()
         self.conn = Connection(parent.detach())
         self.pending = ""
+        self.sent_at = self.started_at = time.monotonic()
+        self.ready_at: float | None = None  # when the worker was up (imports done), by its own report
 
     def send(self, method: str, **kwargs: Any) -> None:
-        """Start a request."""
-        self.pending = method
+        """Start a request (its time-out counts from now, or from when the worker is up)."""
+        self.pending, self.sent_at = method, time.monotonic()
         try:
             self.conn.send((method, kwargs))
         except OSError:
             self._raise_dead()
 
     def receive(self, timeout_s: float) -> Any:
-        """Wait for the pending request's answer."""
-        deadline = time.monotonic() + timeout_s
-        while not self.conn.poll(0.05):
+        """Wait for the pending request's answer: at most ``timeout_s`` from when it was sent or,
+        if later, from when the worker was up. Requests sent to several workers at once thus run
+        their time-outs in parallel (hung set-ups cost one time-out, not one each), and process
+        start-up under load is limited apart (``START_LIMIT_S``, or the time-out if longer)."""
+        while True:
+            if self.ready_at is None:
+                deadline = self.started_at + max(START_LIMIT_S, timeout_s)
+                what = f"did not start within {max(START_LIMIT_S, timeout_s):.3g} s"
+            else:
+                deadline = max(self.sent_at, self.ready_at) + timeout_s
+                what = f"timed out after {timeout_s:.3g} s in {self.pending} (--timeout-s)"
+            if self.conn.poll(0.05):
+                try:
+                    reply = self.conn.recv()
+                except (EOFError, OSError):
+                    self.proc.wait(timeout=5)
+                    self._raise_dead()
+                if reply[0] == "ready":
+                    self.ready_at = reply[1]
+                    continue
+                return _unwrap(reply, self.pending)
             if self.proc.poll() is not None:
                 self._raise_dead()
             if time.monotonic() > deadline:
                 self.kill()
-                raise WorkerFailed(f"timed out after {timeout_s:g} s in {self.pending} (--timeout-s)")
-        try:
-            reply = self.conn.recv()
-        except (EOFError, OSError):
-            self.proc.wait(timeout=5)
-            self._raise_dead()
-        return _unwrap(reply, self.pending)
+                raise WorkerFailed(what)
 
     def _raise_dead(self) -> None:
         code = self.proc.wait(timeout=5)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pitstop._env import physical_cores
-from pitstop._settings import normalise
+from pitstop._settings import check_numbers, normalise
 from pitstop.bench.source import Source, check_device, resolve_device
 from pitstop.bench.timer import TimingPolicy
 from pitstop.bench.variants.config import BASELINE, GRAD_MODES, VariantConfig, parse_variant
@@ -39,6 +39,7 @@ class RunSettings:
     worker_env: tuple[tuple[str, str], ...] = ()  # extra environment of every worker (a dict is accepted)
 
     def __post_init__(self) -> None:
+        check_numbers(self)  # NaN / inf in any float field, a seed out of range
         if isinstance(self.worker_env, Mapping):
             normalise(self, "worker_env", tuple(sorted(self.worker_env.items())))
         if self.threads is not None and self.threads < 1:

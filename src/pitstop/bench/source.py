@@ -35,7 +35,10 @@ class SpecSource:
         return self.spec.text
 
     def default_batch_sizes(self) -> tuple[int, ...]:
-        """The zoo's defaults; else the factory's example inputs' own batch size; else 1 and 8."""
+        """A spec without ``B``: its own batch; the zoo's defaults; else the factory's example inputs'
+        own batch size; else 1 and 8."""
+        if self.input_spec is not None and self.input_spec.fixed_batch is not None:
+            return (self.input_spec.fixed_batch,)  # no B: the batch never changes
         zoo = self.spec.default_batch_sizes()
         if zoo:
             return zoo
@@ -53,6 +56,8 @@ class SpecSource:
 
     def materialize(self, batch_size: int) -> tuple[nn.Module, Inputs]:
         """The module and inputs for one batch size."""
+        if self.input_spec is not None:
+            self.input_spec.check_batch(batch_size)
         if self.spec.takes_batch_size():
             module, inputs = self.spec.build(batch_size, seed=self.seed)
         else:
@@ -155,10 +160,11 @@ def first_forward(name: str, module: nn.Module, inputs: Inputs, device: torch.de
 
 
 def write_payload(path: Path, source: dict[str, Any], module: nn.Module, inputs: Inputs,
-                  batch_size: int, send_weights: bool) -> None:
-    """Everything a worker needs besides the code: inputs, batch size, and the exact weights."""
+                  batch_size: int, send_weights: bool, reference_threads: int | None = None) -> None:
+    """Everything a worker needs besides the code: inputs, batch size, the exact weights, and the
+    thread count the fidelity reference runs with (the run's, whatever the variant's)."""
     payload = {
-        "source": source, "batch_size": batch_size,
+        "source": source, "batch_size": batch_size, "reference_threads": reference_threads,
         "args": list(inputs.args), "kwargs": dict(inputs.kwargs),
         "state_dict": {k: v.detach().cpu() for k, v in module.state_dict().items()} if send_weights else None,
     }

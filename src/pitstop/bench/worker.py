@@ -67,9 +67,11 @@ class VariantSession:
               target: dict[str, Any] | None = None, workdir: str | None = None) -> dict[str, Any]:
         """Load model and inputs and compute the fp32 eval reference (``prepare`` applies the variant).
 
+        The reference runs with the payload's ``reference_threads`` (the run's count), not the
+        variant's own: a difference the threads axis causes must show in the fidelity gate.
         ``module`` (inline runs only) is used instead of rebuilding one from the payload."""
-        torch.set_num_threads(threads)
         payload = torch.load(payload_path, weights_only=True)
+        torch.set_num_threads(payload.get("reference_threads") or threads)
         self.device = torch.device(device)
         if module is None:
             module = load_module(payload["source"], payload.get("state_dict"), payload["batch_size"])
@@ -78,6 +80,7 @@ class VariantSession:
         output = prepare(REFERENCE, self.module, self.inputs)()
         self.logits = is_logits(output)
         self.reference = detached(output)
+        torch.set_num_threads(threads)
         self.config = VariantConfig.from_dict(config)
         self.threads = threads
         self.target = Target.from_dict(target) if target else Target(device=self.device.type)
@@ -155,8 +158,11 @@ def _faults() -> int:
 
 
 def serve(conn: Any) -> None:
-    """Answer requests until ``exit`` or the parent goes away."""
+    """Answer requests until ``exit`` or the parent goes away. The first message says the worker
+    is up (imports done) and when, by the machine-wide monotonic clock: start-up under load does
+    not count against a request's time-out."""
     session = VariantSession()
+    conn.send(("ready", time.monotonic()))
     while True:
         try:
             method, kwargs = conn.recv()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
+from pitstop._settings import SEED_MAX
 from pitstop.errors import SettingError, UsageError
 
 
@@ -26,15 +28,40 @@ def _int_list(text: str) -> tuple[int, ...]:
 
 
 def _positive(kind: type) -> Any:
+    """A positive int or float; NaN and infinity are refused here, before anything runs."""
     def parse(text: str) -> Any:
         try:
             value = kind(text)
-        except ValueError:
+        except (ValueError, OverflowError):
             raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite positive number, got {text!r}")
         if value <= 0:
             raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
         return value
     return parse
+
+
+def _fraction(text: str) -> float:
+    """A finite number >= 0 (a threshold such as 0.05)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number such as 0.05, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0 such as 0.05, got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    """A seed: an integer in 0 .. 2**63 - 1 (``1e20`` or ``-1`` are refused up front)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed such as 0, got {text!r}") from None
+    if not 0 <= value <= SEED_MAX:
+        raise argparse.ArgumentTypeError(f"expected a seed in 0 .. 2**63-1, got {text!r}")
+    return value
 
 
 def _env_pairs(items: list[str]) -> dict[str, str]:

@@ -11,7 +11,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from pitstop._io import check_writable, write_atomic
+from pitstop._format import literal
+from pitstop._io import check_writable, write_result
 from pitstop.errors import UsageError
 
 
@@ -28,11 +29,14 @@ def _console(to_stdout: bool) -> Any:
 def _print(console: Any, items: list[Any], to_json: Any, json_arg: str | None) -> None:
     """The report, then the JSON on stdout (``--json -``) or a note of where it was written."""
     for item in items:
-        console.print(item)
+        if isinstance(item, str):  # text as it is: a script's path may hold [brackets]
+            console.print(item, markup=False, highlight=False, soft_wrap=True)
+        else:
+            console.print(literal(item))
     if json_arg == "-":
         print(to_json())
     elif json_arg:
-        console.print(f"JSON written to {json_arg}", style="dim")
+        console.print(f"JSON written to {json_arg}", style="dim", markup=False)
 
 
 def _html(path: str | None, doc: dict[str, Any]) -> None:
@@ -67,18 +71,20 @@ class Output:
         return None if self.to_stdout else self.json_path
 
     def finish(self, items: list[Any], document: dict[str, Any] | Callable[[], dict[str, Any]]) -> None:
-        """Write the JSON file atomically, print ``items`` (text is printed as it is, no markup),
-        then the JSON on stdout or where it went, then write the HTML page."""
+        """Write the JSON file atomically (a run with no results keeps an existing file), print
+        ``items`` (text is printed as it is, no markup), then the JSON on stdout or where it went,
+        then write the HTML page."""
         doc = document() if callable(document) else document
-        if self.json_file:
-            write_atomic(self.json_file, doc)
+        kept = self.json_file is not None and not write_result(self.json_file, doc)  # nothing measured: kept
         for item in items:
             if isinstance(item, str):
                 self.console.print(item, markup=False, highlight=False, soft_wrap=True)
             else:
-                self.console.print(item)
+                self.console.print(literal(item))  # user strings in tables are text, not markup
         if self.to_stdout:
             print(json.dumps(doc, indent=2, allow_nan=False))
+        elif kept:
+            self.console.print(f"nothing measured: {self.json_path} left as it was", style="dim", markup=False)
         elif self.json_path:
             self.console.print(f"JSON written to {self.json_path}", style="dim", markup=False)
         _html(self.html_path, doc)
@@ -116,12 +122,14 @@ class _progress:
         return self.on_event
 
     def on_event(self, kind: str, info: dict[str, Any]) -> None:
+        from rich.markup import escape
+
         if kind == "group":
             self.batch = info["batch_size"]
 
             self.bar.update(self.task, completed=0, description=f"b={self.batch}: starting workers")
         elif kind == "phase":
-            self.bar.update(self.task, description=info["text"])
+            self.bar.update(self.task, description=escape(info["text"]))  # it may name a user's path
         elif kind == "round":
             live = [v for v in info["live"] if v.alive and v.row.samples_s]
             if live:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pitstop.cli._args import _env_pairs, _int_list, _positive, flag_errors
+from pitstop.cli._args import _env_pairs, _int_list, _positive, _seed, flag_errors
 from pitstop.cli._output import Output, _progress
 
 BENCH_EPILOG = """\
@@ -49,7 +49,7 @@ def _add_bench(sub: Any) -> None:
     bench.add_argument("--timeout-s", type=_positive(float), default=300.0,
                        help="a worker request (set-up, one round) taking longer fails that variant (default: 300)")
     bench.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
-    bench.add_argument("--seed", type=int, default=0, help="seed for weights and inputs (default: 0)")
+    bench.add_argument("--seed", type=_seed, default=0, help="seed for weights and inputs (default: 0)")
     bench.add_argument("--replicas", type=_positive(int), default=3,
                        help="worker processes per variant (default: 3); processes differ, so intervals "
                             "cover that too")

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from pitstop.cli._args import _fraction
 from pitstop.cli._output import Output, _html
 from pitstop.errors import UsageError
 
@@ -20,7 +22,7 @@ def _add_compare(sub: Any) -> None:
                                 "noise and by more than the threshold), 2 usage error.")
     cmp.add_argument("before", help="the reference result (JSON from pitstop bench/optimize --json)")
     cmp.add_argument("after", help="the result to check")
-    cmp.add_argument("--threshold", type=float, default=0.05,
+    cmp.add_argument("--threshold", type=_fraction, default=0.05,
                      help="a regression must be slower by more than this fraction (default: 0.05)")
     cmp.add_argument("--json", metavar="FILE", help="write the comparison as JSON ('-' = stdout)")
     cmp.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with charts")
@@ -31,7 +33,8 @@ def _compare(args: argparse.Namespace) -> int:
     from pitstop.report.compare import compare
 
     output = Output(args.json, args.html)
-    result = compare(args.before, args.after, args.threshold)
+    with _malformed(f"{args.before!r} or {args.after!r}"):
+        result = compare(args.before, args.after, args.threshold)
     output.finish([str(result)], result.to_dict())
     return 1 if result.regressions else 0
 
@@ -49,16 +52,24 @@ def _add_report(sub: Any) -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from pitstop._document import read_document
 
-    path = Path(args.result)
-    if not path.is_file():
-        raise UsageError(f"{args.result!r} not found; give a JSON file written with --json")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise UsageError(f"{args.result!r} is not JSON ({exc})") from None
-    if not isinstance(doc, dict):
-        raise UsageError(f"{args.result!r} is not a pitstop result")
-    _html(args.html, doc)
+    doc = read_document(args.result)
+    with _malformed(repr(args.result)):
+        _html(args.html, doc)
     return 0
+
+
+@contextmanager
+def _malformed(what: str) -> Iterator[None]:
+    """A hand-edited or foreign file that passed the structural checks but still lacks what a
+    renderer reads: a one-line usage error naming the file, not an internal error."""
+    from pitstop.errors import PitstopError, last_line
+
+    try:
+        yield
+    except PitstopError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as exc:
+        raise UsageError(f"{what} is not a complete pitstop result ({last_line(exc)}); "
+                         "give a file written with --json") from None

@@ -8,7 +8,6 @@ from typing import Any
 from pitstop.cli._args import _positive, flag_errors
 from pitstop.cli._output import Output
 from pitstop.cli._resolve import _resolve
-from pitstop.errors import UsageError
 
 DATA_EPILOG = """\
 examples:
@@ -22,7 +21,9 @@ round runs every setting for --batches batches, interleaved; batches/s counts th
 each pass's first (the first batch's time is shown apart). A setting is recommended only when
 its speed-up interval over num_workers=0 excludes 1; among those, the fewest workers within
 noise of the fastest. Otherwise: keep the defaults. A dataset that cannot be pickled is noted
-(workers need the fork start method) and worker errors mark a setting failed.
+(workers need the fork start method) and worker errors mark a setting failed. The dataset runs
+in a process of its own: one that exits or hangs (past twice --time-budget-s plus 30 s) ends the
+run with a one-line error.
 Exit codes: 0 ok, 2 usage error (a factory that fails, a dataset that cannot be loaded)."""
 
 
@@ -42,24 +43,19 @@ def _add_data(sub: Any) -> None:
 
 
 def _data(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from pitstop._env import environment
-    from pitstop.data import LoaderSettings, tune_loader
-    from pitstop.errors import ModelLoadError, last_line
+    from pitstop.data import LoaderSettings
+    from pitstop.data.isolated import tune_isolated
 
     output = Output(args.json)
     with flag_errors({"batches_per_trial": "--batches"}):
         settings = LoaderSettings(batch_size=args.batch_size, time_budget_s=args.time_budget_s,
                                   max_workers=args.max_workers, batches_per_trial=args.batches)
-    factory = _resolve(args.dataset, "dataset")
-    try:
-        made = factory()
-    except Exception as exc:
-        raise ModelLoadError(f"dataset {args.dataset}: the factory raised {last_line(exc)}") from exc
-    dataset, collate = made if isinstance(made, tuple) else (made, None)
-    if not hasattr(dataset, "__getitem__") and not hasattr(dataset, "__iter__"):
-        raise UsageError(f"dataset {args.dataset}: the factory returned {type(dataset).__name__}, not a Dataset")
-    with output.console.status("measuring loader settings") as status:
-        choice = tune_loader(dataset, collate_fn=collate, settings=settings, on_event=lambda text: status.update(text))
+    spec = _resolve(args.dataset, "dataset", resolve=False).text  # a bad spec fails here, before any process
+    with output.console.status("measuring loader settings") as status:  # the dataset runs in a child process
+        choice = tune_isolated(spec, settings, on_event=lambda text: status.update(escape(text)))
     doc = choice.to_dict()
     doc["environment"], doc["dataset"], doc["batch_size"] = environment(), args.dataset, args.batch_size
     output.finish([choice.table(), choice.verdict, *choice.notes], doc)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pitstop.cli._args import _positive
+from pitstop.cli._args import _positive, _seed
 from pitstop.cli._output import Output
 from pitstop.cli._resolve import _resolve
 from pitstop.errors import UsageError
@@ -43,7 +43,7 @@ def _budget(text: str) -> float | int:
         if n <= 0:
             raise ValueError
         return n
-    except (ValueError, StopIteration):
+    except (ValueError, OverflowError, StopIteration):  # nan, inf, 'lots'
         raise argparse.ArgumentTypeError(f"{text!r}: give a percentage (50%) or a size (512MiB, 2GiB)") from None
 
 
@@ -59,7 +59,7 @@ def _add_memory(sub: Any) -> None:
     mem.add_argument("--candidates", metavar="A,B", help="blocks to choose from (module names)")
     mem.add_argument("--repeats", type=_positive(int), default=5, help="timed steps per measurement (default: 5)")
     mem.add_argument("--top", type=_positive(int), help="show only the N modules saving the most")
-    mem.add_argument("--seed", type=int, default=0)
+    mem.add_argument("--seed", type=_seed, default=0)
     mem.add_argument("--json", metavar="FILE", help="write the JSON report ('-' = stdout)")
     mem.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with charts")
     mem.set_defaults(func=_memory)
@@ -71,14 +71,17 @@ def _add_memory(sub: Any) -> None:
                                  "--input 'float64[4,8];float64[8]'")
     grad.add_argument("function", help="path/to/file.py:function or package.module:function")
     grad.add_argument("--input", metavar="SPEC", required=True, help="input spec(s), e.g. 'float64[4,8]'")
-    grad.add_argument("--seed", type=int, default=0)
+    grad.add_argument("--seed", type=_seed, default=0)
     grad.add_argument("--no-second-order", action="store_true", help="skip gradgradcheck")
     grad.add_argument("--json", metavar="FILE", help="write the result as JSON ('-' = stdout)")
     grad.set_defaults(func=_gradcheck)
 
 
 def _memory(args: argparse.Namespace) -> int:
+    import torch
+
     from pitstop._env import environment
+    from pitstop.bench.source import first_forward
     from pitstop.memory import activation_report, checkpoint
     from pitstop.models.inputs import parse_input_spec
     from pitstop.models.spec import parse_model_spec
@@ -91,6 +94,7 @@ def _memory(args: argparse.Namespace) -> int:
         if input_spec is None:
             raise UsageError(f"model {args.model}: give --input (the factory returns no example inputs)")
         inputs = input_spec.make(args.batch_size, seed=args.seed)
+    first_forward(args.model, model, inputs, torch.device("cpu"))  # a mismatched input: one line, exit 2
     console = output.console
     with console.status("measuring activations (one accounted step, then timed steps)"):
         report = activation_report(model, inputs, repeats=args.repeats)

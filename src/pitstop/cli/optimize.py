@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pitstop.cli._args import _env_pairs, _int_list, _positive, flag_errors
+from pitstop.cli._args import _env_pairs, _int_list, _positive, _seed, flag_errors
 from pitstop.cli._output import Output, _check_dir, _progress
 
 OPTIMIZE_EPILOG = """\
@@ -30,7 +30,8 @@ close to an fp64 run as eager is), bf16/fp16/int8 rel err <= 2e-2 and argmax agr
 Objectives: latency (at --batch-size), throughput (most samples/s over --batch-sizes), and
 --latency-budget-ms X (most samples/s with p90 latency per batch under X).
 --save DIR writes recipe.py (rebuilds and applies it without pitstop), recipe.json and, for
-ONNX Runtime, model.onnx. Exit codes: 0 ok, 2 usage or input error, 130 interrupted."""
+ONNX Runtime, model.onnx. Exit codes: 0 ok, 1 the start point itself failed (nothing recommended,
+nothing saved), 2 usage or input error, 130 interrupted."""
 
 
 SEARCH_AXES = ("precision", "compile", "quant", "layout", "threads", "runtime")  # = search.AXES (tested);
@@ -61,7 +62,7 @@ def _add_optimize(sub: Any) -> None:
                      help="relative-error limit for every candidate (default: 1e-4 fp32, 2e-2 bf16/fp16/int8)")
     opt.add_argument("--threads", type=_positive(int), help="intra-op threads (default: physical cores)")
     opt.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
-    opt.add_argument("--seed", type=int, default=0, help="seed for weights and inputs (default: 0)")
+    opt.add_argument("--seed", type=_seed, default=0, help="seed for weights and inputs (default: 0)")
     opt.add_argument("--replicas", type=_positive(int), default=2,
                      help="worker processes per finalist (default: 2)")
     opt.add_argument("--timeout-s", type=_positive(float), default=300.0,
@@ -92,8 +93,8 @@ def _optimize(args: argparse.Namespace) -> int:
         with _progress(output.console) as on_event:
             source, report, sink = run_search(args.model, args.input, settings, json_path=output.json_file,
                                               on_event=on_event)
-            if args.save and not report.outcome.interrupted:
+            if args.save and not report.outcome.interrupted and not report.outcome.failed:
                 on_event and on_event("phase", {"text": f"writing the recipe to {args.save}"})
                 apply_report(source, report, args.save, sink)
     output.finish(renderables(report), report.to_dict)
-    return 130 if report.outcome.interrupted else 0
+    return 130 if report.outcome.interrupted else 1 if report.outcome.failed else 0

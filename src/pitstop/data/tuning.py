@@ -4,6 +4,7 @@ pin_memory with CUDA), in interleaved trials; the foundation's statistics decide
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import os
 import pickle
@@ -128,6 +129,8 @@ class LoaderSettings:
         for name in ("batch_size", "time_budget_s", "batches_per_trial"):
             if not getattr(self, name) > 0:
                 raise SettingError(name, f"must be positive, got {getattr(self, name)}")
+            if getattr(self, name) == math.inf:
+                raise SettingError(name, f"must be a finite number, got {getattr(self, name)}")
         if self.max_workers is not None and self.max_workers < 1:
             raise SettingError("max_workers", f"must be positive, got {self.max_workers}")
         if self.candidates is not None:

@@ -119,6 +119,7 @@ class DoctorReport:
     def table(self) -> Any:
         """A rich renderable: one row per finding, most severe first."""
         from rich.table import Table
+        from rich.text import Text
 
         colour = {"error": "red", "warning": "yellow", "info": "cyan"}
         table = Table(title=self.summary(), title_justify="left", show_lines=True)
@@ -127,7 +128,7 @@ class DoctorReport:
         for f in self.findings:
             where = f.where + (f" (ranks {','.join(map(str, f.ranks))})" if f.ranks else "")
             step = str(f.step) if f.step is not None else "-"
-            table.add_row(f"{f.code}\n{f.name}", f"[{colour[f.severity]}]{f.severity}[/]", where, step,
+            table.add_row(f"{f.code}\n{f.name}", Text(f.severity, style=colour[f.severity]), where, step,
                           str(f.count), f.message, f.fix or CODES[f.code].fix)
         return table
 

@@ -64,10 +64,30 @@ class InputSpec:
 
     tensors: tuple[TensorSpec, ...]
 
+    @property
+    def fixed_batch(self) -> int | None:
+        """The one batch size a spec without ``B`` can run (its first tensor's leading dim), else None."""
+        if any("B" in t.dims for t in self.tensors):
+            return None
+        return int(self.tensors[0].dims[0])
+
+    def check_batch(self, batch_size: int) -> None:
+        """A spec without ``B`` measured at another batch size would report batches that never ran."""
+        fixed = self.fixed_batch
+        if fixed is not None and batch_size != fixed:
+            raise InputSpecError(f"--input: {self} has no B, so its batch is always {fixed}, not {batch_size}; "
+                                 f"write B for the batch dim (e.g. {self.tensors[0].dtype}[B,...]) to vary it")
+
     def make(self, batch_size: int, seed: int = 0) -> Inputs:
-        """Random inputs for a batch size, reproducible from ``seed``."""
+        """Random inputs for a batch size, reproducible from ``seed``. A spec without ``B`` runs
+        only at its own leading dim (``check_batch``); inputs too large to allocate are an
+        ``InputSpecError``."""
         gen = torch.Generator().manual_seed(seed)
-        return Inputs(tuple(t.make(batch_size, gen) for t in self.tensors))
+        try:
+            return Inputs(tuple(t.make(batch_size, gen) for t in self.tensors))
+        except (RuntimeError, MemoryError, OverflowError, TypeError, ValueError) as exc:
+            raise InputSpecError(f"--input: cannot allocate {self} at batch {batch_size} "
+                                 f"({type(exc).__name__}); use a smaller shape or batch size") from None
 
     def __str__(self) -> str:
         return ";".join(map(str, self.tensors))
@@ -102,9 +122,10 @@ def _parse_dim(dim: str, text: str) -> int | str:
     dim = dim.strip()
     if dim.upper() == "B":
         return "B"
-    if dim.isdigit() and int(dim) > 0:
+    if dim.isdigit() and 0 < int(dim) < 2**63:
         return int(dim)
-    raise InputSpecError(f"--input: dimension {dim!r} in {text.strip()!r} must be a positive integer or B")
+    raise InputSpecError(f"--input: dimension {dim!r} in {text.strip()!r} must be a positive integer "
+                         "(below 2**63) or B")
 
 
 def _parse_range(range_text: str | None, text: str) -> tuple[int | None, int | None]:

@@ -14,6 +14,7 @@ from pitstop._env import environment
 from pitstop._settings import with_options
 from pitstop.bench.source import Source, SpecSource, make_source
 from pitstop.bench.variants.handlers import Target, recipe_source
+from pitstop.errors import ModelRunError
 from pitstop.optimize.recipe import full_recipe, run_recipe, write_recipe_files
 from pitstop.optimize.result import OptimizedModel, OptimizeReport
 from pitstop.optimize.search import Search, SearchOutcome
@@ -46,6 +47,8 @@ def optimize(
     source, report, sink = run_search(model, example_inputs, settings, json_path=json_path, on_event=on_event)
     if report.outcome.interrupted:
         raise KeyboardInterrupt  # the partial report is in json_path
+    if report.outcome.failed:
+        raise ModelRunError(f"optimize {report.model}: {report.outcome.verdict}")
     return apply_report(source, report, save, sink)
 
 
@@ -76,7 +79,7 @@ def _reporter(source: Source, settings: OptimizeSettings, env: dict[str, Any]
     def report_of(outcome: SearchOutcome, target: Target | None) -> OptimizeReport:
         recipe = ""
         config = outcome.winner_config
-        if target is not None:
+        if target is not None and not outcome.failed:  # a failed start point: no recipe to offer
             header = (f"pitstop recipe for {source.name}: {config.name} "
                       f"(batch {batch}, {threads} threads, {settings.device})")
             recipe = full_recipe(config, target, config.threads or threads, source, batch, header)
@@ -91,10 +94,14 @@ def _reporter(source: Source, settings: OptimizeSettings, env: dict[str, Any]
 def _json_sink(json_path: str | None) -> Callable[[OptimizeReport], None] | None:
     if not json_path:
         return None
-    from pitstop._io import check_writable, write_atomic
+    from pitstop._io import check_writable, write_result
 
     check_writable(json_path)  # before minutes of measuring, not after
-    return lambda report: write_atomic(json_path, report.to_dict())
+
+    def sink(report: OptimizeReport) -> None:
+        write_result(json_path, report.to_dict())  # a run with no results keeps the old file
+
+    return sink
 
 
 def apply_report(source: Source, report: OptimizeReport, save: str | Path | None,

@@ -3,6 +3,7 @@ files ``--save`` writes: recipe.py, recipe.json and, for ONNX Runtime, model.onn
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ def full_recipe(config: VariantConfig, target: Target, threads: int, source: Spe
                 batch_size: int, header: str) -> str:
     """The recipe module: ``apply`` (what was measured), plus ``build`` and ``example_inputs`` and
     a runnable ``__main__`` where the model came from a spec."""
-    text = recipe_source(config, target, threads, header)
+    text = checked(recipe_source(config, target, threads, header))
     if not isinstance(source, SpecSource):
         return text
     build_code = _build_code(source)
@@ -31,7 +32,7 @@ def full_recipe(config: VariantConfig, target: Target, threads: int, source: Spe
     if build_code is None:
         return text
     example = _example_code(spec, batch_size) if spec is not None else _factory_example_code(batch_size)
-    return (f"{text}\n\n# -- the model pitstop measured (seed {source.seed}) and example inputs --\n\n"
+    return checked(f"{text}\n\n# -- the model pitstop measured (seed {source.seed}) and example inputs --\n\n"
             f"{build_code}\n\n{example}\n\n"
             f'if __name__ == "__main__":\n'
             f"    torch.manual_seed({source.seed})  # the same random weights pitstop measured\n"
@@ -42,21 +43,33 @@ def full_recipe(config: VariantConfig, target: Target, threads: int, source: Spe
             f"    print(type(out).__name__, getattr(out, 'shape', ''))\n")
 
 
+def checked(source: str) -> str:
+    """Generated code is parsed before it is executed or written: a string that escaped its
+    quotes would surface here as a bug, not as code run in the user's process."""
+    try:
+        ast.parse(source)
+    except SyntaxError as exc:
+        raise RuntimeError(f"pitstop generated a recipe that does not parse (line {exc.lineno}): "
+                           f"{exc.msg}; please report it") from None
+    return source
+
+
 def _build_code(source: SpecSource) -> str | None:
     spec = source.spec
     if spec.kind == "zoo":
         recipe_build = ZOO[spec.target].recipe_build
         return recipe_build() if recipe_build else None
-    call = f"{spec.factory}(batch_size=BATCH_SIZE)" if spec.takes_batch_size() else f"{spec.factory}()"
+    args = "batch_size=BATCH_SIZE" if spec.takes_batch_size() else ""
+    call = f"getattr(module, {spec.factory!r})({args})"  # every user string quoted with repr
     if spec.kind == "file":
         load = (f"    import importlib.util\n\n"
                 f"    path = {str(Path(spec.target).resolve())!r}\n"
                 f"    module_spec = importlib.util.spec_from_file_location('user_model', path)\n"
                 f"    module = importlib.util.module_from_spec(module_spec)\n"
                 f"    module_spec.loader.exec_module(module)\n"
-                f"    return module.{call}\n")
+                f"    return {call}\n")
     else:
-        load = f"    from {spec.target} import {spec.factory}\n\n    return {call}\n"
+        load = f"    import importlib\n\n    module = importlib.import_module({spec.target!r})\n    return {call}\n"
     return (f"def factory():\n    \"\"\"The user's factory: a module, or (module, example_inputs).\"\"\"\n{load}\n\n"
             "def build():\n    value = factory()\n"
             "    return value[0] if isinstance(value, (tuple, list)) else value\n")
@@ -90,7 +103,7 @@ def write_recipe_files(report: OptimizeReport, directory: Path) -> list[str]:
     """recipe.py, recipe.json and (ONNX Runtime) model.onnx; returns the paths written."""
     directory.mkdir(parents=True, exist_ok=True)
     recipe = directory / "recipe.py"
-    recipe.write_text(report.recipe, encoding="utf-8")
+    recipe.write_text(checked(report.recipe), encoding="utf-8")
     doc = report.to_dict()
     meta: dict[str, Any] = {"pitstop": doc["pitstop"], "model": report.model, "winner": doc["winner"],
                             "choice": doc["choice"], "environment": report.environment}

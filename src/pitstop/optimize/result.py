@@ -164,7 +164,9 @@ def verdict_lines(report: OptimizeReport) -> list[str]:
     if not outcome.complete:
         took += "; interrupted: best so far" if outcome.interrupted else "; incomplete"
     winner = outcome.winner
-    if winner is None:
+    if outcome.failed:
+        lines.append(f"No winner: {outcome.verdict}. ({took})")
+    elif winner is None:
         lines.append(f"Winner: {START.name} stays: {outcome.verdict}. ({took})")
     else:
         parts = []
@@ -209,7 +211,7 @@ def optimize_document(report: OptimizeReport) -> dict[str, Any]:
         "optimize", report.environment, model=report.model, settings=report.settings,
         baseline=START.name, complete=report.outcome.complete, interrupted=report.outcome.interrupted,
         results=results,
-        winner={
+        winner=None if report.outcome.failed else {
             "variant": report.config.name, "config": report.config.to_dict(report.settings["threads"]),
             "batch_size": winner.batch_size if winner else report.settings["batch_size"],
             "speedup": {"median": ratio.median, "ci95": list(ratio.ci95)} if ratio else None,

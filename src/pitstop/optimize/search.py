@@ -61,6 +61,7 @@ class SearchOutcome:
     elapsed_s: float = 0.0
     complete: bool = False
     interrupted: bool = False
+    failed: str = ""  # why nothing can be recommended (the start point itself failed): no recipe
 
     @property
     def winner_config(self) -> VariantConfig:
@@ -287,11 +288,19 @@ class Search:
         """The winner: in the last stage at the search batch size, the fastest candidate whose
         speed-up interval over the start point excludes 1; a simpler candidate within noise of it
         and within 3% (median) is preferred: a wide interval alone does not make 7% a tie. None of
-        them: the start point stays."""
+        them: the start point stays. The start point failed there: no winner at all (``failed``)."""
         stages = [s for s in self.outcome.stages if s.name != "sweep" and s.rows]
         if not stages:
             return
         stage = stages[-1]
+        self.outcome.winner_stage, self.outcome.failed = stage, ""
+        start = next((r for r in stage.rows if r.variant == START.name), None)
+        if start is not None and start.status != "ok":  # nothing to stay with, nothing to compare to
+            self.outcome.winner = None
+            self.outcome.failed = (f"the start point {START.name} {start.status} in the {stage.name} stage "
+                                   f"({start.reason})")
+            self.outcome.verdict = f"{self.outcome.failed}; nothing is recommended and no recipe is written"
+            return
         faster = []
         for row in stage.rows:
             c = stage.result.comparison(row.variant, row.batch_size)

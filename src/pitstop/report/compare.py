@@ -8,12 +8,10 @@ the comparison is then of machines as much as of code."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from pitstop._document import envelope
+from pitstop._document import envelope, read_document
 from pitstop.errors import UsageError
 from pitstop.stats import speedup_groups
 
@@ -79,14 +77,8 @@ class Comparison:
 
 
 def _load(path: str) -> dict[str, Any]:
-    p = Path(path)
-    if not p.is_file():
-        raise UsageError(f"{path!r} not found; give two JSON files written by `pitstop bench/optimize --json`")
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path!r} is not JSON ({exc}); give a file written with --json") from None
-    if not isinstance(doc, dict) or doc.get("kind") not in ("bench", "optimize", "train") or "results" not in doc:
+    doc = read_document(path)  # one-line errors for files that are not JSON, too deep, or malformed rows
+    if doc.get("kind") not in ("bench", "optimize", "train") or "results" not in doc:
         raise UsageError(f"{path!r} is not a pitstop bench/optimize result (kind {doc.get('kind')!r}); "
                          f"compare works on `pitstop bench/optimize/train --json` files")
     return doc

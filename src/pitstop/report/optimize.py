@@ -9,6 +9,7 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from pitstop._format import literal
 from pitstop.optimize.result import OptimizeReport, verdict_lines
 from pitstop.optimize.search import START
 from pitstop.report.table import _STATUS_STYLE, _VERDICT_STYLE, _fidelity, claims_table, fmt_bytes, fmt_ms
@@ -99,5 +100,5 @@ def render_text(report: OptimizeReport, width: int = 200) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, force_terminal=False, color_system=None)
     for item in renderables(report):
-        console.print(item)
+        console.print(literal(item))
     return buffer.getvalue()

@@ -11,7 +11,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from pitstop._format import fmt_bytes, fmt_ms
+from pitstop._format import fmt_bytes, fmt_ms, literal
 from pitstop.bench.claims import check_claims
 from pitstop.bench.result import BenchResult, Measurement
 
@@ -155,5 +155,5 @@ def renderables(result: BenchResult) -> list[RenderableType]:
 def render_text(result: BenchResult, width: int = 200) -> str:
     """The report as plain text."""
     buffer = io.StringIO()
-    Console(file=buffer, width=width, no_color=True, highlight=False).print(Group(*renderables(result)))
+    Console(file=buffer, width=width, no_color=True, highlight=False).print(literal(Group(*renderables(result))))
     return buffer.getvalue()

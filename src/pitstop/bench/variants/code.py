@@ -31,6 +31,31 @@ _ORT_CALL = '''
 ONNX_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "model.onnx")
 
 
+def fingerprint(model, args, kwargs):
+    """A hash of the model (its structure and weights) and of the inputs' signature: a model.onnx
+    left beside this file is reused only when it was exported from the very same."""
+    digest = hashlib.sha256(repr(model).encode())
+    for name, t in model.state_dict().items():
+        digest.update(f"{{name}} {{tuple(t.shape)}} {{t.dtype}}".encode())
+        digest.update(t.detach().cpu().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes())
+    for a in [*args, *(kwargs or {{}}).values()]:
+        digest.update(repr((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor) else type(a)).encode())
+    return digest.hexdigest()
+
+
+def exported(model, args, kwargs):
+    """ONNX_PATH exported from this model and inputs: rewritten unless its fingerprint matches."""
+    stamp, wanted = ONNX_PATH + ".sha256", fingerprint(model, args, kwargs)
+    if os.path.exists(ONNX_PATH) and os.path.exists(stamp):
+        with open(stamp, encoding="utf-8") as f:
+            if f.read().strip() == wanted:
+                return ONNX_PATH
+    export_onnx(model, args, kwargs, ONNX_PATH)
+    with open(stamp, "w", encoding="utf-8") as f:
+        f.write(wanted + "\\n")
+    return ONNX_PATH
+
+
 def export_onnx(model, args, kwargs, path):
     """Export with the dynamo exporter (batch dimension dynamic where the model allows it, else
     static); fall back to the TorchScript exporter where dynamo fails."""
@@ -82,7 +107,7 @@ def render(config: VariantConfig, device: str, threads: int, codes: list[Code], 
     """The recipe module's source."""
     imports = ["import torch", *dict.fromkeys(i for c in codes for i in c.imports)]
     if ort:
-        imports = ["import contextlib", "import copy", "import io", "import os", "",
+        imports = ["import contextlib", "import copy", "import hashlib", "import io", "import os", "",
                    *imports, "import onnxruntime as ort"]
     setup = [f"torch.set_num_threads({threads})", f"model = model.to({device!r})" if device != "cpu" else "",
              *(s for c in codes for s in c.setup)]
@@ -91,18 +116,15 @@ def render(config: VariantConfig, device: str, threads: int, codes: list[Code], 
     if ort:
         providers = ["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]
         call = _ORT_CALL.format(providers=providers)
-        setup += ["if not os.path.exists(ONNX_PATH):",
-                  "    export_onnx(model, [prepare_input(a) for a in example_args],",
-                  "                {k: prepare_input(v) for k, v in (example_kwargs or {}).items()}, ONNX_PATH)",
-                  f"return Optimized(session(ONNX_PATH, {threads}))"]
+        setup += ["path = exported(model, [prepare_input(a) for a in example_args],",
+                  "                {k: prepare_input(v) for k, v in (example_kwargs or {}).items()})",
+                  f"return Optimized(session(path, {threads}))"]
     else:
         call = _TORCH_CALL.format(contexts=contexts)
         setup += ["return Optimized(model)"]
-    doc = header or f"pitstop recipe: {config.name}"
-    return f'''"""{doc}
-
-Use: model = apply(model, example_args); y = model(x). Needs only torch{" and onnxruntime" if ort else ""}.
-"""
+    doc = _docstring(f"{header or f'pitstop recipe: {config.name}'}\n\nUse: model = apply(model, example_args); "
+                     f"y = model(x). Needs only torch{' and onnxruntime' if ort else ''}.\n")
+    return f'''{doc}
 
 {chr(10).join(imports)}
 
@@ -126,3 +148,11 @@ def apply(model, example_args=(), example_kwargs=None):
 
 def _indent(lines: list[str]) -> str:
     return textwrap.indent("\n".join(lines), "    ")
+
+
+def _docstring(text: str) -> str:
+    """A docstring literal for ``text``: triple-quoted where that is safe, else ``repr`` (a model
+    spec with quotes, backslashes or control characters must not end the string or inject code)."""
+    plain = '"""' not in text and "\\" not in text and not text.endswith('"') \
+        and text.replace("\n", "").isprintable()
+    return f'"""{text}"""' if plain else repr(text)

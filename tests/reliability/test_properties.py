@@ -1,0 +1,103 @@
+"""Property-based (hypothesis): generated option values, input specs and JSON documents fed to the
+CLI in-process. Every outcome is exit 0, 1, 2 or 130 with no traceback, and an existing result file
+is never replaced by a failed run (a successful one writes a document with results)."""
+
+import json
+import math
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reliability_helpers import F, cli
+
+FEW = settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+INLINE = ["--inline", "--variants", "eval+no_grad", "--batch-sizes", "2", "--budget-s", "0.05", "--threads", "1"]
+TRICKY = ["nan", "NaN", "inf", "-inf", "Infinity", "-1", "0", "-0", "1e308", "1e-308", "1e20", "", " ", "0x10",
+          "1_000", "٣", "2**63", str(2**63), str(2**64), str(10**30), "1,2", "1,,2", "0,2", "3.5"]
+
+
+def _value() -> st.SearchStrategy[str]:
+    return st.one_of(st.sampled_from(TRICKY), st.floats().map(repr), st.integers(-2**70, 2**70).map(str),
+                     st.text(max_size=6))
+
+
+def _long_run(flag: str, value: str) -> bool:
+    """Values that are valid and would only make the run long (a budget of 1e300 s): not this test's point."""
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    return flag in ("--budget-s", "--timeout-s") and math.isfinite(number) and number > 2
+
+
+def _midsize(value: str) -> bool:
+    """Batch sizes large enough to allocate gigabytes but not absurd enough to be refused at once."""
+    try:
+        return any(64 < int(v) < 10**13 for v in value.split(",") if v.strip())
+    except ValueError:
+        return False
+
+
+def _outcome(capsys, path, *args):
+    before = path.read_bytes()
+    code, out, err = cli(capsys, *args, "--json", str(path))
+    assert code in (0, 1, 2, 130), err
+    assert "Traceback" not in err + out and "internal error" not in err, err
+    if code != 0:
+        assert path.read_bytes() == before  # a failed run leaves the result as it was
+    else:
+        assert json.loads(path.read_text())["results"]  # replaced by something
+        path.write_bytes(before)
+    return code
+
+
+@FEW
+@given(flag=st.sampled_from(["--budget-s", "--target", "--timeout-s", "--seed", "--replicas", "--batch-sizes"]),
+       value=_value())
+def test_bench_options(capsys, result_file, flag, value):
+    if _long_run(flag, value) or (flag == "--batch-sizes" and _midsize(value)):
+        return
+    _outcome(capsys, result_file, "bench", f"{F}:build", "--input", "float32[B,8]", *INLINE, f"{flag}={value}")
+
+
+_DIM = st.one_of(st.sampled_from(["B", "b", "-1", "0", "x", "", "1.5", str(10**13), str(10**20)]),
+                 st.integers(1, 16).map(str))
+_TENSOR = st.builds(lambda dtype, dims, rng: f"{dtype}[{','.join(dims)}]{rng}",
+                    st.sampled_from(["float32", "float64", "int64", "bool", "bfloat16", "uint8", "flot32", ""]),
+                    st.lists(_DIM, max_size=4),
+                    st.sampled_from(["", "{0,8}", "{5,2}", "{-3,3}", "{0,100000000000000000000}", "{a,b}", "{1}"]))
+
+
+@FEW
+@given(spec=st.lists(_TENSOR, min_size=1, max_size=2).map(";".join))
+def test_input_specs(capsys, result_file, spec):
+    _outcome(capsys, result_file, "bench", f"{F}:build", "--input", spec, *INLINE)
+
+
+_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-10, 10**20), st.floats(allow_nan=False),
+                    st.text(max_size=8))
+_JSON = st.recursive(_SCALAR, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
+                                                                                          max_size=3), max_leaves=12)
+_ROW = st.fixed_dictionaries({}, optional={
+    "variant": st.one_of(st.sampled_from(["eval+no_grad", "eval+inference_mode"]), _SCALAR),
+    "batch_size": st.one_of(st.sampled_from([2, 1]), _SCALAR),
+    "status": st.one_of(st.sampled_from(["ok", "failed"]), _SCALAR),
+    "samples_ms": st.one_of(st.lists(st.floats(0, 10), max_size=5), _JSON),
+    "samples_by_replica_ms": st.one_of(st.lists(st.lists(st.floats(0, 10), max_size=4), max_size=2), _JSON),
+    "latency_ms": _JSON, "config": _JSON, "fidelity": _JSON, "throughput_per_s": _SCALAR,
+})
+_DOC = st.one_of(_JSON, st.fixed_dictionaries(
+    {"kind": st.sampled_from(["bench", "optimize", "doctor", "memory", "compare", "lint", "data", "x"])},
+    optional={"results": st.one_of(st.lists(_ROW, max_size=3), _JSON), "environment": _JSON, "model": _SCALAR,
+              "baseline": _SCALAR, "winner": _JSON, "findings": _JSON, "settings": _JSON, "advice": _SCALAR}))
+
+
+@FEW
+@given(doc=_DOC)
+def test_json_documents(capsys, good_json, tmp_path_factory, doc):
+    folder = tmp_path_factory.mktemp("doc")
+    path = folder / "doc.json"
+    path.write_text(json.dumps(doc))
+    for args in (["compare", str(path), str(good_json)], ["report", str(path), "--html", str(folder / "r.html")]):
+        code, _, err = cli(capsys, *args)
+        assert code in (0, 1, 2), err
+        assert "Traceback" not in err and "internal error" not in err, err
