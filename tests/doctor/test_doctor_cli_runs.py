@@ -297,3 +297,14 @@ def test_the_json_report_gets_the_usual_file_mode(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o666 & ~umask
+
+
+def test_help_lists_every_run_time_code_from_the_table():
+    from pitstop.cli import build_parser
+    from pitstop.codes import CODES
+
+    parser = build_parser()
+    doctor = next(a for a in parser._subparsers._group_actions[0].choices.items() if a[0] == "doctor")[1]
+    text = " ".join(doctor.format_help().split())
+    for c in CODES.values():
+        assert (f"{c.code} {c.name}" in text) == ("R" in c.kinds), c.code

@@ -22,11 +22,8 @@ examples:
   torchrun --nproc-per-node 2 -m pitstop doctor train.py    one merged report, from rank 0
 
 What it watches (PyTorch's own hooks; nothing in the script changes): optimizer steps, gradients
-as they accumulate, module forwards, backward calls and DataLoader waits. It reports PIT101
-stale-gradients, PIT102 graph-kept-alive, PIT103 retain-graph-in-loop, PIT104
-training-without-grad, PIT105 parameter-not-learning, PIT106 non-finite (first module / parameter),
-PIT107 gradient-norm-anomaly, PIT108 dead-activations, PIT109 wrong-module-mode, PIT110
-non-scalar-backward, PIT201 inference-with-grad and PIT402 input-stall (`pitstop explain CODE`).
+as they accumulate, module forwards, backward calls and DataLoader waits. It reports
+{codes} (`pitstop explain CODE`).
 Cost: a few percent (benchmarks/doctor_overhead.py); with CUDA, values stay on the device and are
 read every --sync-every steps. pitstop's own options may come before or after the script path;
 after it they are pitstop's unless the script defines the same option (then put them first) or
@@ -35,11 +32,25 @@ explained. Exit codes: the script's own when it fails, else 1 with findings at o
 --fail-on, 0 otherwise; 2 usage error."""
 
 
+def _epilog() -> str:
+    """The examples, with the run-time codes listed from the code table (``pitstop.codes``)."""
+    import textwrap
+
+    from pitstop.codes import CODES
+
+    runtime = [f"{c.code} {c.name}" for c in CODES.values() if "R" in c.kinds]
+    listed = ", ".join(runtime[:-1]) + f" and {runtime[-1]}"
+    head, _, tail = DOCTOR_EPILOG.partition("{codes}")
+    before, _, first = head.rpartition("\n")
+    lines = textwrap.wrap(first + listed + tail.split("\n", 1)[0], width=100, break_on_hyphens=False)
+    return before + "\n" + "\n".join(lines) + "\n" + tail.split("\n", 1)[1]
+
+
 def _add_doctor(sub: Any) -> None:
     doc = sub.add_parser("doctor", help="run a training script and catch autograd mistakes as they happen",
                          description="Run an unmodified training script under the doctor and report autograd "
                                      "mistakes with the step, the module or parameter, and the fix.",
-                         epilog=DOCTOR_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                         epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     doc.__class__ = _DoctorParser  # pitstop's options after the script path (see _DoctorParser)
     doc.add_argument("script", help="the training script (run as __main__, like python SCRIPT)")
     doc.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
