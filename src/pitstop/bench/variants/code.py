@@ -67,6 +67,13 @@ class Optimized(torch.nn.Module):
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
+def quantize_onnx(path, out):
+    """Dynamic int8 of the exported graph (MatMul / Gemm / recurrent weights), by ONNX Runtime."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(path, out, weight_type=QuantType.QInt8)
+
+
 def session(path, threads):
     """An ONNX Runtime session with all graph optimisations and a fixed thread count."""
     options = ort.SessionOptions()
@@ -93,8 +100,14 @@ def render(config: VariantConfig, device: str, threads: int, codes: list[Code], 
         call = _ORT_CALL.format(providers=providers)
         setup += ["if not os.path.exists(ONNX_PATH):",
                   "    export_onnx(model, [prepare_input(a) for a in example_args],",
-                  "                {k: prepare_input(v) for k, v in (example_kwargs or {}).items()}, ONNX_PATH)",
-                  f"return Optimized(session(ONNX_PATH, {threads}))"]
+                  "                {k: prepare_input(v) for k, v in (example_kwargs or {}).items()}, ONNX_PATH)"]
+        graph = "ONNX_PATH"
+        if config.quant:
+            graph = "INT8_PATH"
+            setup += ['INT8_PATH = ONNX_PATH.replace(".onnx", ".int8.onnx")',
+                      "if not os.path.exists(INT8_PATH):",
+                      "    quantize_onnx(ONNX_PATH, INT8_PATH)"]
+        setup += [f"return Optimized(session({graph}, {threads}))"]
     else:
         call = _TORCH_CALL.format(contexts=contexts)
         setup += ["return Optimized(model)"]
