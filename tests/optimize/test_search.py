@@ -177,3 +177,14 @@ def test_a_simpler_candidate_within_noise_but_clearly_slower_does_not_win(search
     assert vs.ratio.ci95[0] <= 1.0 < vs.ratio.median
     search._decide()
     assert search.outcome.winner.variant == "eval+inference_mode+bf16-autocast+compile"
+
+
+def test_the_search_says_when_its_choice_is_within_noise_of_a_runner_up(search):
+    outcome = decide(search, {START.name: 10.0, "eval+inference_mode+int8-dynamic": 5.0,
+                              "eval+inference_mode+int8-dynamic+compile": 4.99})
+    assert outcome.winner.variant == "eval+inference_mode+int8-dynamic"  # compile counts double: simpler kept
+    assert "within noise of the faster eval+inference_mode+int8-dynamic+compile" in outcome.runner_up
+    assert outcome.runner_up in outcome.verdict
+    clear = decide(search, {START.name: 10.0, "eval+inference_mode+int8-dynamic": 5.0,
+                            "eval+inference_mode+int8-dynamic+compile": 2.0})
+    assert clear.winner.variant.endswith("+compile") and clear.runner_up == ""

@@ -58,6 +58,7 @@ class SearchOutcome:
     winner: Measurement | None = None
     winner_stage: Stage | None = None
     verdict: str = ""
+    runner_up: str = ""  # a candidate within noise of the winner, said in words ("" when none)
     elapsed_s: float = 0.0
     complete: bool = False
     interrupted: bool = False
@@ -304,15 +305,34 @@ class Search:
                                     f"in the {stage.name} stage; the start point stays")
             return
         faster.sort(key=lambda p: -p[0])
-        winner = faster[0][1]
-        for _, row in faster[1:]:
-            simpler = len(config_of(row).parts) < len(config_of(winner).parts)
-            vs = stage.result.comparison(winner.variant, winner.batch_size, baseline=row.variant)
-            if simpler and vs and vs.ratio.ci95[0] <= 1.0 and vs.ratio.median < TIE:
-                winner = row  # as fast within noise and within 3%, and simpler
-                break
+        winner, self.outcome.runner_up = self._tie_break(stage, [row for _, row in faster])
         self.outcome.winner = winner
         self.outcome.verdict = f"fastest beyond noise in the {stage.name} stage"
+        if self.outcome.runner_up:
+            self.outcome.verdict += f"; {self.outcome.runner_up}"
+
+    def _tie_break(self, stage: Stage, ranked: list[Measurement]) -> tuple[Measurement, str]:
+        """The fastest of ``ranked`` (fastest first), or a simpler candidate within noise of it and
+        within 3% (median), and a sentence naming the runner-up within noise ("" when none): two
+        runs that pick either of two near-tied candidates agree within a few percent, and the
+        simpler recipe (fewer techniques, no compile or export) is the one to keep."""
+        fastest, said = ranked[0], ""
+        for row in ranked[1:]:
+            vs = stage.result.comparison(fastest.variant, fastest.batch_size, baseline=row.variant)
+            if vs is None or vs.ratio.ci95[0] > 1.0:
+                continue  # the fastest is faster beyond noise
+            r = vs.ratio
+            tie = f"{fastest.variant} is {r.median:.2f}x [{r.ci95[0]:.2f}-{r.ci95[1]:.2f}] of {row.variant}"
+            if complexity(config_of(row)) < complexity(config_of(fastest)) and r.median < TIE:
+                return row, f"within noise of the faster {fastest.variant} ({tie}): the simpler one is kept"
+            said = said or f"{row.variant} is within noise of it ({tie}) but not simpler"
+        return fastest, said
+
+
+def complexity(config: VariantConfig) -> int:
+    """How much a recipe does: one per technique, two for compile and ONNX export (their
+    preparation time and failure modes); the simpler of two near-tied candidates is kept."""
+    return len(config.parts) + bool(config.compile) + (config.runtime != "torch")
 
 
 def config_of(row: Measurement) -> VariantConfig:
