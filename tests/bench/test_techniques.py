@@ -88,7 +88,8 @@ def test_channels_last_converts_conv_weights_and_inputs(tmp_path):
 class GRUClassifier(nn.Module):
     def __init__(self):
         super().__init__()
-        self.embed, self.gru, self.head = nn.Embedding(100, 16), nn.GRU(16, 32, num_layers=2, batch_first=True), nn.Linear(32, 4)
+        self.embed, self.head = nn.Embedding(100, 16), nn.Linear(32, 4)
+        self.gru = nn.GRU(16, 32, num_layers=2, batch_first=True)
 
     def forward(self, tokens):
         hidden, _ = self.gru(self.embed(tokens))  # (B, T, 32)

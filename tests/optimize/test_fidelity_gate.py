@@ -5,9 +5,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-import torch
-
 import pitstop
 
 QUANT_MODELS = str(Path(__file__).parent / "quant_models.py")
@@ -39,7 +36,8 @@ def test_a_metric_admits_a_candidate_the_default_gate_rejects():
     strict = {**FAST, "tolerance": 1e-6}  # int8 moves the outputs far more than this
     rejected = rows_by_variant(pitstop.optimize(f"{QUANT_MODELS}:mlp", **strict).report)[INT8]
     assert rejected.status == "rejected" and "rel err" in rejected.reason
-    fast = pitstop.optimize(f"{QUANT_MODELS}:mlp", metric=f"{QUANT_MODELS}:accuracy", metric_tolerance=0.02, **strict)
+    fast = pitstop.optimize(f"{QUANT_MODELS}:mlp", metric=f"{QUANT_MODELS}:accuracy", metric_tolerance=0.02,
+                            **strict)
     row = rows_by_variant(fast.report)[INT8]
     assert row.status == "ok" and "admitted by the metric" in row.note
     assert row.fidelity["metric_reference"] == 1.0 and row.fidelity["metric"] >= 0.98
@@ -62,9 +60,11 @@ def test_a_missing_metric_file_is_a_one_line_error():
 
 def test_the_help_example_with_a_metric_runs(tmp_path):
     (tmp_path / "my_model.py").write_text(
-        "from torch import nn\n\n\ndef build():\n    return nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4))\n")
+        "from torch import nn\n\n\ndef build():\n"
+        "    return nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4))\n")
     (tmp_path / "my_metric.py").write_text(
-        "import torch\n\n\ndef accuracy(model):\n    x = torch.randn(64, 64, generator=torch.Generator().manual_seed(0))\n"
+        "import torch\n\n\ndef accuracy(model):\n"
+        "    x = torch.randn(64, 64, generator=torch.Generator().manual_seed(0))\n"
         "    return float((model(x).argmax(-1) >= 0).float().mean())\n")
     done = run_cli("my_model.py:build", "--input", "float32[B,64]", "--metric", "my_metric.py:accuracy",
                    "--threads", "1", "--replicas", "1", "--time-budget-s", "20", "--techniques", "quant",

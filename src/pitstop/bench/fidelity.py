@@ -161,7 +161,7 @@ def load_metric(spec: str) -> Callable[[Any], float]:
     fn = getattr(module, name, None)
     if not callable(fn):
         raise SettingError("metric", f"{target} has no function {name!r}")
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 def score(metric: Callable[[Any], float], model: Any) -> float:

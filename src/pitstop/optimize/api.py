@@ -46,8 +46,9 @@ def optimize(
     timing batch, drawn from the input spec) or on ``fidelity_inputs`` (your own batch); argmax
     flips between near-tied logits are excused. ``metric="file.py:fn"`` (``fn(model) -> score``,
     higher is better, on your own data) decides instead: a candidate is admitted when its score is
-    at most ``metric_tolerance`` (default 0.01) below the fp32 model's. Returns an ``OptimizedModel``: call it like the model; ``.report`` and
-    ``.recipe`` explain it; ``save`` writes recipe.py, recipe.json (and model.onnx) there."""
+    at most ``metric_tolerance`` (default 0.01) below the fp32 model's. Returns an
+    ``OptimizedModel``: call it like the model; ``.report`` and ``.recipe`` explain it; ``save``
+    writes recipe.py, recipe.json (and model.onnx) there."""
     settings = with_options(OptimizeSettings, settings, options, "optimize")
     source, report, sink = run_search(model, example_inputs, settings, json_path=json_path, on_event=on_event)
     if report.outcome.interrupted:
