@@ -100,7 +100,7 @@ def test_singles_cover_every_axis_and_thread_count(search):
             "eval+inference_mode+bf16-weights", "eval+inference_mode+compile",
             "eval+inference_mode+compile-reduce-overhead",
             "eval+inference_mode+int8-dynamic", "eval+inference_mode+channels_last",
-            "eval+inference_mode+onnxruntime"} <= names
+            "eval+inference_mode+onnxruntime", "eval+inference_mode+int8-dynamic+onnxruntime"} <= names
     assert "eval+inference_mode+compile-max-autotune" not in names  # on CPU a refinement of compile
     on_cuda = Search(search.source, OptimizeSettings(batch_size=8, threads=2, device="cuda"), {})
     assert "eval+inference_mode+compile-max-autotune" in {c.name for c in on_cuda.singles()}
@@ -188,3 +188,14 @@ def test_the_search_says_when_its_choice_is_within_noise_of_a_runner_up(search):
     clear = decide(search, {START.name: 10.0, "eval+inference_mode+int8-dynamic": 5.0,
                             "eval+inference_mode+int8-dynamic+compile": 2.0})
     assert clear.winner.variant.endswith("+compile") and clear.runner_up == ""
+
+
+def test_onnxruntime_int8_competes_on_the_runtime_axis_and_combines_with_nothing(search):
+    search.outcome.stages = [stage("probe", {
+        START.name: 10.0, "eval+inference_mode+int8-dynamic+onnxruntime": 3.0,
+        "eval+inference_mode+onnxruntime": 6.0, "eval+inference_mode+int8-dynamic": 5.0,
+        "eval+inference_mode+bf16-autocast": 5.0})]
+    survivors = search._survivors()
+    assert survivors["runtime"][0].name == "eval+inference_mode+int8-dynamic+onnxruntime"
+    assert survivors["quant"][0].name == "eval+inference_mode+int8-dynamic"
+    assert all(c.runtime == "torch" for c in search.combinations(survivors))

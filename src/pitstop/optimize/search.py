@@ -230,6 +230,8 @@ class Search:
         """Each technique alone on top of the start point (gated ones become ``skipped`` rows)."""
         configs = [replace(START, **{axis: option}) for axis in self.settings.techniques if axis in _OPTIONS
                    for option in _OPTIONS[axis] if not self._refined(axis, option)]
+        if {"runtime", "quant"} <= set(self.settings.techniques):  # ONNX Runtime's own dynamic int8
+            configs.append(replace(START, runtime="onnxruntime", quant="int8-dynamic"))
         if "threads" in self.settings.techniques:
             configs += [replace(START, threads=n) for n in _thread_counts(self.settings.resolved_threads)]
         return configs
@@ -346,6 +348,8 @@ def _axis_of(config: VariantConfig) -> str:
     """The one technique axis a single-technique config sets."""
     if config.threads is not None:
         return "threads"
+    if config.runtime != "torch":
+        return "runtime"  # ONNX Runtime, with or without its int8: combines with nothing
     return next(a for a in AXES if a != "threads" and getattr(config, a) != getattr(START, a))
 
 
