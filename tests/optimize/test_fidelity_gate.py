@@ -8,7 +8,7 @@ from pathlib import Path
 import pitstop
 
 QUANT_MODELS = str(Path(__file__).parent / "quant_models.py")
-FAST = {"threads": 1, "replicas": 1, "time_budget_s": 20, "techniques": ("quant",)}
+FAST = {"threads": 1, "replicas": 1, "time_budget_s": 10, "techniques": ("quant",)}
 INT8 = "eval+inference_mode+int8-dynamic"
 
 
@@ -67,7 +67,7 @@ def test_the_help_example_with_a_metric_runs(tmp_path):
         "    x = torch.randn(64, 64, generator=torch.Generator().manual_seed(0))\n"
         "    return float((model(x).argmax(-1) >= 0).float().mean())\n")
     done = run_cli("my_model.py:build", "--input", "float32[B,64]", "--metric", "my_metric.py:accuracy",
-                   "--threads", "1", "--replicas", "1", "--time-budget-s", "20", "--techniques", "quant",
+                   "--threads", "1", "--replicas", "1", "--time-budget-s", "10", "--techniques", "quant",
                    "--json", "out.json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     import json
