@@ -83,4 +83,4 @@ def test_fidelity_batches_have_the_timing_shape_and_fresh_samples():
     spec = batches(timing, 64, 0, parse_input_spec("float32[B,16];int64[B,4]{0,9}"))
     assert len(spec) == 8 and int(spec[3].args[1].max()) < 9
     own = batches(timing, 64, 0, own=Inputs((torch.randn(20, 16), torch.zeros(20, 4, dtype=torch.long))))
-    assert len(own) == 2 and own[1].args[0].shape == (8, 16)  # the user's 20 rows: two full batches of 8
+    assert len(own) == 3 and own[2].args[0].shape == (8, 16)  # the timing batch, then the user's 20 rows: 2 x 8

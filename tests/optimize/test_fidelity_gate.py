@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import torch
+
 import pitstop
 
 QUANT_MODELS = str(Path(__file__).parent / "quant_models.py")
@@ -74,3 +76,16 @@ def test_the_help_example_with_a_metric_runs(tmp_path):
 
     rows = {r["variant"]: r for r in json.loads((tmp_path / "out.json").read_text())["results"]}
     assert rows[INT8]["fidelity"]["metric"] == 1.0 and rows[INT8]["status"] == "ok"
+
+
+def test_fidelity_runs_on_the_users_own_batch():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("quant_models", QUANT_MODELS)
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    model, x = models.mlp()
+    fast = pitstop.optimize(model, x, fidelity_inputs=torch.randn(64, 16), **FAST)
+    row = rows_by_variant(fast.report)[INT8]
+    assert row.fidelity["samples"] == 8 + 64  # the timing batch, then the user's 64 rows
+    assert fast.report.settings["fidelity_inputs"] == "float32[64,16]"

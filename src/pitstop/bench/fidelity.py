@@ -106,15 +106,15 @@ def concat(chunks: list[list[torch.Tensor]]) -> list[torch.Tensor]:
 
 def batches(inputs: Inputs, samples: int, seed: int, spec: InputSpec | None = None,
             own: Inputs | None = None) -> list[Inputs]:
-    """The fidelity batches: the timing batch first, then batches of the same shape until about
-    ``samples`` rows: split from the user's ``own`` inputs, else drawn from ``spec``, else drawn
-    like the timing batch (floats with its mean and spread, integers in its range)."""
+    """The fidelity batches: the timing batch first, then batches of the same shape: the user's
+    ``own`` inputs split into timing-sized batches, else about ``samples`` rows drawn from
+    ``spec``, else drawn like the timing batch (floats with its mean and spread, integers in its range)."""
     b = inputs.batch_size() or 1
     if own is not None:
         size = own.batch_size()
         if size is None or size < b:
             return [inputs, own.with_batch_size(b)] if own.tensors() else [inputs]
-        return [own.map(lambda t, i=i: t[i:i + b]) for i in range(0, size - b + 1, b)]
+        return [inputs, *(own.map(lambda t, i=i: t[i:i + b]) for i in range(0, size - b + 1, b))]
     count = max(1, -(-samples // b))
     if spec is not None:
         return [inputs, *(spec.make(b, seed=seed + 1000 + k) for k in range(count - 1))]
