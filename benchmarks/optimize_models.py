@@ -140,18 +140,19 @@ MODELS = ("gru_text", "conv", "attention", "embedding", "mlp", "dynamic")
 
 # -- the comparison -------------------------------------------------------------------------------
 
-def run(name: str, batch: int, search_s: float, budget_s: float, replicas: int) -> dict:
+def run(name: str, batch: int, search_s: float, budget_s: float, replicas: int, threads: int | None = None) -> dict:
     import pitstop
 
     spec = f"{HERE}:{name}"
     choices, took = [], []
     for _ in range(2):  # two back-to-back searches: do they agree?
         started = time.monotonic()
-        fast = pitstop.optimize(spec, batch_size=batch, time_budget_s=search_s, replicas=replicas)
+        fast = pitstop.optimize(spec, batch_size=batch, time_budget_s=search_s, replicas=replicas, threads=threads)
         took.append(time.monotonic() - started)
         choices.append(fast.config.name)
     variants = list(dict.fromkeys([*HAND, *choices]))
-    result = pitstop.bench(spec, batch_sizes=[batch], variants=variants, budget_s=budget_s, replicas=replicas)
+    result = pitstop.bench(spec, batch_sizes=[batch], variants=variants, budget_s=budget_s, replicas=replicas,
+                           threads=threads)
     rows = {r.variant: r for r in result.rows}
     passing = [rows[v] for v in HAND if rows[v].status == "ok" and rows[v].per_sample]
     best = min(passing, key=lambda r: r.per_sample.median).variant  # type: ignore[union-attr]
@@ -188,13 +189,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="30 s searches, 1 s of timing per variant")
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {','.join(MODELS)}")
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--threads", type=int, help="threads of every variant (default: the physical cores)")
     parser.add_argument("--json", help="write every result here")
     args = parser.parse_args()
     search_s, budget_s, replicas = (30.0, 1.0, 1) if args.quick else (120.0, 3.0, 2)
     results = []
     for name in args.models.split(","):
         started = time.monotonic()
-        results.append(run(name.strip(), args.batch, search_s, budget_s, replicas))
+        results.append(run(name.strip(), args.batch, search_s, budget_s, replicas, args.threads))
         r = results[-1]
         print(f"{name}: {r['choices']} hand best {r['hand_best']} choice/hand {r['choice_vs_hand_best']} "
               f"run1/run2 {r['run1_vs_run2']} ({time.monotonic() - started:.0f} s; load {os.getloadavg()[0]:.1f})",
