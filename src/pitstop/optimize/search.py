@@ -172,19 +172,39 @@ class Search:
 
     def finalists(self) -> list[VariantConfig]:
         """The two most promising combinations of the surviving techniques, compile on reduced
-        precision (see ``_composed``) and the best two single techniques (at most ``finalists + 1``,
-        in that order: when time is short the last are dropped), then refinements (``_refined``)."""
+        precision (see ``_composed``) and the best two single techniques, most promising first by
+        their predicted speed-up (``_predicted``; at most ``finalists + 1``: when time is short the
+        last are dropped), then refinements (``_refined``)."""
         survivors = self._survivors()
         ranked = sorted(survivors.values(), key=lambda p: -p[1])
         combos = self.combinations(survivors)[:2]
         singles = [config for config, _ in ranked][:2]
-        composed = self._composed()  # expected at least as fast as its precision alone: before the singles
-        firsts = [*combos, *([composed] if composed is not None else [])]
-        finalists = list(dict.fromkeys([*firsts, *singles]))[: self.settings.finalists + 1]
+        composed = self._composed()  # expected at least as fast as its precision alone
+        candidates = list(dict.fromkeys([*combos, *([composed] if composed is not None else []), *singles]))
+        # a single far faster than any combination (ONNX Runtime on a model eager runs badly) must
+        # not be the one dropped when the budget leaves room for one finalist
+        predicted = {c: self._predicted(c, survivors) for c in candidates}
+        if composed is not None:  # expected at least as fast as the best torch technique alone (see _composed)
+            torch_best = [sp for axis, (_, sp) in survivors.items() if axis != "runtime"]
+            predicted[composed] = max([predicted[composed], *torch_best])
+        candidates.sort(key=lambda c: -predicted[c])  # stable: at a tie, combinations, composed, singles
+        finalists = candidates[: self.settings.finalists + 1]
         compiled = next((c for c in finalists if c.compile == "default"), None)
         if compiled is not None and self._refined("compile", "max-autotune"):
             finalists.append(replace(compiled, compile="max-autotune"))  # last: the first dropped when short
         return finalists
+
+    @staticmethod
+    def _predicted(config: VariantConfig, survivors: dict[str, tuple[VariantConfig, float]]) -> float:
+        """A finalist's expected speed-up: its probe's for a single technique, else the product of
+        the probe speed-ups of the surviving techniques it combines."""
+        predicted = 1.0
+        for axis, (single, speedup) in survivors.items():
+            if single == config:
+                return speedup
+            if axis != "runtime" and getattr(config, axis) == getattr(single, axis) != getattr(START, axis):
+                predicted *= speedup
+        return predicted
 
     def _composed(self) -> VariantConfig | None:
         """Compile on top of reduced precision, whether or not compile alone survived the probe:
