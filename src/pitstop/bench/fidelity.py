@@ -25,6 +25,7 @@ import torch
 from pitstop.errors import SettingError
 from pitstop.models.inputs import Inputs, InputSpec
 
+FIDELITY_FILE = "fidelity.pt"  # the further fidelity batches, written beside a group's payload
 ERROR_SCALE = 2 * math.sqrt(2)  # two standard deviations of the difference of two logits' errors
 
 

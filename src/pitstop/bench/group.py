@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pitstop.bench.fidelity import admitted_by_metric, batches, load_metric, score, within
+from pitstop.bench.fidelity import FIDELITY_FILE, admitted_by_metric, batches, load_metric, score, within
 from pitstop.bench.launch import InlineWorker, ProcessWorker, WorkerFailed
 from pitstop.bench.result import Measurement
 from pitstop.bench.source import Source, first_forward, write_payload
@@ -130,7 +130,8 @@ class GroupRunner:
             self._finish(live, out, interrupted)
 
     def _fidelity_batches(self, module: torch.nn.Module, inputs: Any, workdir: Path) -> None:
-        """Write the further fidelity batches (``fidelity.pt``) and score the reference with the
+        """Write the further fidelity batches (``fidelity.pt``, beside the payload: the workers read
+        it) and score the reference with the
         user's metric, once per run (the same weights in every group)."""
         s = self.settings
         own = Inputs.coerce(s.fidelity_inputs) if s.fidelity_inputs is not None else None
@@ -138,7 +139,7 @@ class GroupRunner:
         if spec is None and hasattr(self.source, "spec"):
             spec = self.source.spec.default_input_spec()
         more = batches(inputs, s.fidelity_samples, s.seed, spec, own)[1:]
-        torch.save([(list(b.args), dict(b.kwargs)) for b in more], workdir / "fidelity.pt")
+        torch.save([(list(b.args), dict(b.kwargs)) for b in more], workdir / FIDELITY_FILE)
         if s.metric and self.metric_reference is None:
             metric = load_metric(s.metric)
             try:
@@ -169,8 +170,7 @@ class GroupRunner:
             for worker in v.workers:  # replicas share a directory: the second reuses the exported graph
                 worker.send("setup", payload_path=str(payload), config=v.row.config,
                             threads=v.config.threads or self.settings.resolved_threads, device=self.settings.device,
-                            policy=policy.to_dict(), target=target.to_dict(), workdir=str(workdir / f"v{k}"),
-                            fidelity_path=str(workdir / "fidelity.pt"))
+                            policy=policy.to_dict(), target=target.to_dict(), workdir=str(workdir / f"v{k}"))
         started = time.monotonic()
         try:
             for v in live:

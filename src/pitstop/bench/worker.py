@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from pitstop.bench.fidelity import compare, concat, detached, is_logits, load_metric, score
+from pitstop.bench.fidelity import FIDELITY_FILE, compare, concat, detached, is_logits, load_metric, score
 from pitstop.bench.timer import CallTimer, TimingPolicy
 from pitstop.bench.variants.config import REFERENCE, VariantConfig, prepare
 from pitstop.bench.variants.handlers import Target, apply
@@ -64,12 +64,12 @@ class VariantSession:
 
     def setup(self, payload_path: str, config: dict[str, Any], threads: int, device: str,
               policy: dict[str, Any], module: torch.nn.Module | None = None,
-              target: dict[str, Any] | None = None, workdir: str | None = None,
-              fidelity_path: str | None = None) -> dict[str, Any]:
+              target: dict[str, Any] | None = None, workdir: str | None = None) -> dict[str, Any]:
         """Load model and inputs and compute the fp32 eval reference (``prepare`` applies the variant).
 
         ``module`` (inline runs only) is used instead of rebuilding one from the payload;
-        ``fidelity_path`` holds more batches like the timing one, for fidelity on more samples."""
+        ``fidelity.pt`` beside the payload holds more batches like the timing one, for fidelity on
+        more samples (the group writes it)."""
         torch.set_num_threads(threads)
         payload = torch.load(payload_path, weights_only=True)
         self.device = torch.device(device)
@@ -81,7 +81,8 @@ class VariantSession:
         self.logits = is_logits(output)
         self.reference = detached(output)
         self.more: list[Inputs] = []  # further fidelity batches, after the timing batch
-        if fidelity_path:
+        fidelity_path = Path(payload_path).with_name(FIDELITY_FILE)
+        if fidelity_path.exists():
             self.more = [Inputs(tuple(a), dict(k)).map(lambda t: t.to(self.device))
                          for a, k in torch.load(fidelity_path, weights_only=True)]
             self.reference = concat([self.reference, *(detached(prepare(REFERENCE, self.module, b)())
