@@ -9,7 +9,7 @@ compile+bf16), every variant gated on fidelity the same way. Printed per model: 
 best fidelity-passing hand variant, choice / hand-best (speed-up per sample, >= 0.95 is the
 target) and run 1 vs run 2 (within 5% is the target).
 
-    python benchmarks/optimize_models.py [--quick] [--models gru_text,conv] [--json out.json]
+    python benchmarks/optimize_models.py [--quick] [--threads N] [--models gru_text,conv] [--json out.json]
 
 --quick: 30 s searches, 1 s of timing per variant (about 3 min per model on 2 busy cores);
 the default is 120 s searches and 3 s per variant.
