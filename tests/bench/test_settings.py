@@ -57,7 +57,17 @@ def test_one_tolerance_sets_both_limits_and_the_json_settings_keep_their_keys():
     assert list(s.to_dict()) == [
         "batch_size", "objective", "latency_budget_ms", "time_budget_s", "techniques", "finalists", "sweep",
         "batch_sizes", "variants", "threads", "device", "seed", "timeout_s", "isolate", "replicas",
-        "tolerance_rel", "tolerance_reduced_rel", "min_agreement", "worker_env", "timing"]
+        "tolerance_rel", "tolerance_reduced_rel", "min_agreement", "worker_env", "fidelity_samples", "metric",
+        "metric_tolerance", "fidelity_inputs", "timing"]
+
+
+def test_a_metric_file_that_does_not_exist_names_the_field(tmp_path):
+    with pytest.raises(SettingError, match=r"^metric: file 'nope.py' not found; give an existing file.py:function$"):
+        OptimizeSettings(metric="nope.py:accuracy")
+    (tmp_path / "m.py").write_text("def acc(model):\n    return 1.0\n")
+    assert OptimizeSettings(metric=f"{tmp_path}/m.py:acc").metric == f"{tmp_path.resolve()}/m.py:acc"
+    with pytest.raises(SettingError, match="fidelity_samples"):
+        OptimizeSettings(fidelity_samples=0)
 
 
 def test_loader_settings_name_the_field():

@@ -85,20 +85,51 @@ def test_channels_last_converts_conv_weights_and_inputs(tmp_path):
     assert fid["rel_err"] < 1e-5
 
 
-@pytest.mark.parametrize("api", ["torch.ao", "torchao"])
-def test_int8_dynamic_quantizes_linear_layers_with_the_api_recorded(api, tmp_path):
-    if api == "torchao" and importlib.util.find_spec("torchao") is None:
-        pytest.skip("torchao is not installed")
-    target = Target(**{**CPU_BF16.__dict__, "quant_api": api})
+class GRUClassifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed, self.head = nn.Embedding(100, 16), nn.Linear(32, 4)
+        self.gru = nn.GRU(16, 32, num_layers=2, batch_first=True)
+
+    def forward(self, tokens):
+        hidden, _ = self.gru(self.embed(tokens))  # (B, T, 32)
+        return self.head(hidden[:, -1])
+
+
+def test_int8_dynamic_quantizes_linear_layers_with_the_api_recorded(tmp_path):
+    target = Target(**{**CPU_BF16.__dict__, "quant_api": "torchao"})  # eager: torch.ao's kernels all the same
     fast, _, fid, details = run(v("int8-dynamic"), Tiny(), Inputs((torch.randn(8, 16),)), tmp_path, target)
-    linear = fast.model.net[0]
-    if api == "torch.ao":
-        assert type(linear).__module__.startswith("torch.ao.nn.quantized.dynamic")
-        assert details["quant_api"] == "torch.ao.quantization.quantize_dynamic"
-    else:
-        assert type(linear.weight).__module__.startswith("torchao")  # an int8 tensor subclass
-        assert details["quant_api"] == "torchao.quantization.quantize_"
+    assert type(fast.model.net[0]).__module__.startswith("torch.ao.nn.quantized.dynamic")
+    assert details["quant_layers"] == {"Linear": "torch.ao.quantization.quantize_dynamic"}
     assert 0 < fid["rel_err"] < 5e-2
+
+
+def test_a_gru_model_gets_its_recurrent_layers_quantized(tmp_path):
+    model, tokens = GRUClassifier(), torch.randint(0, 100, (4, 12))
+    target = Target.detect("cpu", model, [2])
+    assert target.quant_layers == ("Linear", "GRU")
+    fast, _, fid, details = run(v("int8-dynamic"), model, Inputs((tokens,)), tmp_path, target)
+    assert type(fast.model.gru).__module__ == "torch.ao.nn.quantized.dynamic.modules.rnn"
+    assert details["quant_layers"]["GRU"] == "torch.ao.quantization.quantize_dynamic"
+    assert fid["rel_err"] < 5e-2
+
+
+def test_compiled_linear_layers_go_to_torchao_and_recurrent_ones_to_torch_ao():
+    target = Target(**{**CPU_BF16.__dict__, "quant_api": "torchao", "quant_layers": ("Linear", "LSTM")})
+    source = recipe_source(v("int8-dynamic+compile"), target, 1)
+    assert "quantize_(model, Int8DynamicActivationInt8WeightConfig())" in source
+    assert "quantize_dynamic(  # LSTM: torch.ao\n        model, {torch.nn.LSTM}, dtype=torch.qint8)" in source
+    assert source.index("quantize_(model") < source.index("torch.compile(model)")
+
+
+@pytest.mark.skipif(not HAS_ORT, reason='needs pip install "pitstop[onnx]"')
+def test_onnxruntime_int8_quantizes_the_exported_graph(tmp_path):
+    model, tokens = GRUClassifier(), torch.randint(0, 100, (4, 12))
+    target = Target.detect("cpu", model, [2])
+    assert gate(v("int8-dynamic+onnxruntime"), target) is None
+    _, out, fid, details = run(v("int8-dynamic+onnxruntime"), model, Inputs((tokens,)), tmp_path, target)
+    assert (tmp_path / "model.int8.onnx").stat().st_size > 0 and out.shape == (4, 4)
+    assert details["quant_api"] == "onnxruntime.quantization.quantize_dynamic" and fid["rel_err"] < 0.1
 
 
 def test_compile_matches_eager_and_freezes_weights_on_cpu(tmp_path):

@@ -72,7 +72,7 @@ def test_survivors_are_combined_most_promising_first_without_onnxruntime(search)
     search.outcome.stages = [stage("probe", {
         START.name: 10.0, "eval+inference_mode+bf16-autocast": 5.0, "eval+inference_mode+bf16-weights": 6.0,
         "eval+inference_mode+compile": 8.0, "eval+inference_mode+channels_last": 9.0,
-        "eval+inference_mode+onnxruntime": 4.0, "eval+inference_mode+int8-dynamic": 12.0,  # slower: pruned
+        "eval+inference_mode+onnxruntime": 4.2, "eval+inference_mode+int8-dynamic": 12.0,  # slower: pruned
         "eval+inference_mode+threads1": 15.0})]
     survivors = search._survivors()
     assert set(survivors) == {"precision", "compile", "layout", "runtime"}
@@ -81,9 +81,16 @@ def test_survivors_are_combined_most_promising_first_without_onnxruntime(search)
     assert combos == ["eval+inference_mode+bf16-autocast+compile",  # the two strongest
                       "eval+inference_mode+bf16-autocast+compile+channels_last",  # all that survived
                       "eval+inference_mode+bf16-autocast+channels_last", "eval+inference_mode+compile+channels_last"]
-    finalists = [c.name for c in search.finalists()]  # two combinations, the best two singles, a refinement
-    assert finalists == [*combos[:2], "eval+inference_mode+onnxruntime", "eval+inference_mode+bf16-autocast",
-                         "eval+inference_mode+bf16-autocast+compile-max-autotune"]  # on CPU: not probed alone
+    finalists = [c.name for c in search.finalists()]  # by predicted speed-up: 2.8, 2.5, 2.4, 2; a refinement
+    assert finalists == [combos[1], combos[0], "eval+inference_mode+onnxruntime", "eval+inference_mode+bf16-autocast",
+                         "eval+inference_mode+bf16-autocast+compile-max-autotune+channels_last"]  # CPU: no probe
+
+
+def test_a_single_far_faster_than_the_combinations_is_the_first_finalist(search):
+    search.outcome.stages = [stage("probe", {  # the conv model on a crowded CPU: ORT 2000x, bf16 weights 3x
+        START.name: 530.0, "eval+inference_mode+bf16-weights": 160.0, "eval+inference_mode+threads1": 9.5,
+        "eval+inference_mode+onnxruntime": 0.26})]
+    assert search.finalists()[0].name == "eval+inference_mode+onnxruntime"
 
 
 def test_the_simpler_option_of_an_axis_is_combined_when_within_3_percent(search):
@@ -100,7 +107,7 @@ def test_singles_cover_every_axis_and_thread_count(search):
             "eval+inference_mode+bf16-weights", "eval+inference_mode+compile",
             "eval+inference_mode+compile-reduce-overhead",
             "eval+inference_mode+int8-dynamic", "eval+inference_mode+channels_last",
-            "eval+inference_mode+onnxruntime"} <= names
+            "eval+inference_mode+onnxruntime", "eval+inference_mode+int8-dynamic+onnxruntime"} <= names
     assert "eval+inference_mode+compile-max-autotune" not in names  # on CPU a refinement of compile
     on_cuda = Search(search.source, OptimizeSettings(batch_size=8, threads=2, device="cuda"), {})
     assert "eval+inference_mode+compile-max-autotune" in {c.name for c in on_cuda.singles()}
@@ -177,3 +184,25 @@ def test_a_simpler_candidate_within_noise_but_clearly_slower_does_not_win(search
     assert vs.ratio.ci95[0] <= 1.0 < vs.ratio.median
     search._decide()
     assert search.outcome.winner.variant == "eval+inference_mode+bf16-autocast+compile"
+
+
+def test_the_search_says_when_its_choice_is_within_noise_of_a_runner_up(search):
+    outcome = decide(search, {START.name: 10.0, "eval+inference_mode+int8-dynamic": 5.0,
+                              "eval+inference_mode+int8-dynamic+compile": 4.99})
+    assert outcome.winner.variant == "eval+inference_mode+int8-dynamic"  # compile counts double: simpler kept
+    assert "within noise of the faster eval+inference_mode+int8-dynamic+compile" in outcome.runner_up
+    assert outcome.runner_up in outcome.verdict
+    clear = decide(search, {START.name: 10.0, "eval+inference_mode+int8-dynamic": 5.0,
+                            "eval+inference_mode+int8-dynamic+compile": 2.0})
+    assert clear.winner.variant.endswith("+compile") and clear.runner_up == ""
+
+
+def test_onnxruntime_int8_competes_on_the_runtime_axis_and_combines_with_nothing(search):
+    search.outcome.stages = [stage("probe", {
+        START.name: 10.0, "eval+inference_mode+int8-dynamic+onnxruntime": 3.0,
+        "eval+inference_mode+onnxruntime": 6.0, "eval+inference_mode+int8-dynamic": 5.0,
+        "eval+inference_mode+bf16-autocast": 5.0})]
+    survivors = search._survivors()
+    assert survivors["runtime"][0].name == "eval+inference_mode+int8-dynamic+onnxruntime"
+    assert survivors["quant"][0].name == "eval+inference_mode+int8-dynamic"
+    assert all(c.runtime == "torch" for c in search.combinations(survivors))

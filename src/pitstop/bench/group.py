@@ -8,6 +8,7 @@ differ is ``rejected``, and the others go on."""
 
 from __future__ import annotations
 
+import math
 import tempfile
 import time
 from collections.abc import Callable
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from pitstop.bench.fidelity import within
+from pitstop.bench.fidelity import FIDELITY_FILE, admitted_by_metric, batches, load_metric, score, within
 from pitstop.bench.launch import InlineWorker, ProcessWorker, WorkerFailed
 from pitstop.bench.result import Measurement
 from pitstop.bench.source import Source, SpecSource, first_forward, write_payload
@@ -25,6 +26,7 @@ from pitstop.bench.timer import TimingPolicy, chunk_size, precise_enough
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.bench.variants.handlers import Target, gate
 from pitstop.errors import ModelRunError, PitstopError, UsageError
+from pitstop.models.inputs import Inputs
 
 if TYPE_CHECKING:
     from pitstop.bench.settings import BenchSettings
@@ -80,6 +82,7 @@ class GroupRunner:
         self.target: Target | None = None
         self._workdir = tempfile.TemporaryDirectory(prefix="pitstop-")
         self._groups = 0
+        self.metric_reference: float | None = None  # the user's metric of the fp32 eval model
 
     def close(self) -> None:
         """Remove the run's temporary files (payloads, worker logs, exported graphs)."""
@@ -114,6 +117,7 @@ class GroupRunner:
         if self.target is None:
             self.target = Target.detect(self.settings.device, module, [t.dim() for t in inputs.tensors()])
         counts = {c: 1 if c in plan.single else replicas for c in configs}
+        self._fidelity_batches(module, inputs, workdir)
         live = self._start(module, inputs, batch_size, workdir, counts, self.target, policy)
         if probed and first:
             _check_first_forward(self.source.name, inputs.describe(), live)
@@ -128,6 +132,25 @@ class GroupRunner:
             raise
         finally:
             self._finish(live, out, interrupted)
+
+    def _fidelity_batches(self, module: torch.nn.Module, inputs: Any, workdir: Path) -> None:
+        """Write the further fidelity batches (``fidelity.pt``, beside the payload: the workers read
+        it) and score the reference with the
+        user's metric, once per run (the same weights in every group)."""
+        s = self.settings
+        own = Inputs.coerce(s.fidelity_inputs) if s.fidelity_inputs is not None else None
+        spec = getattr(self.source, "input_spec", None)
+        if spec is None and hasattr(self.source, "spec"):
+            spec = self.source.spec.default_input_spec()
+        more = batches(inputs, s.fidelity_samples, s.seed, spec, own)[1:]
+        torch.save([(list(b.args), dict(b.kwargs)) for b in more], workdir / FIDELITY_FILE)
+        if s.metric and self.metric_reference is None:
+            metric = load_metric(s.metric)
+            try:
+                self.metric_reference = score(metric, module.eval())
+            except Exception as exc:
+                raise UsageError(f"--metric {s.metric}: scoring the fp32 eval model failed: "
+                                 f"{type(exc).__name__}: {exc}") from None
 
     def _row(self, config: VariantConfig, batch_size: int, status: Any = "ok", reason: str | None = None
              ) -> Measurement:
@@ -232,6 +255,9 @@ class GroupRunner:
         fid, s = v.row.fidelity or {}, self.settings
         reduced = v.config.precision != "fp32" or v.config.quant is not None
         tol, agreement = (s.reduced_tol, s.min_agreement) if reduced else (s.rel_tol, None)
+        if s.metric and "error" not in fid and v.config.mode == "eval":
+            self._gate_metric(v, worker, fid, within(fid, tol, agreement))
+            return
         if within(fid, tol, agreement):
             return
         if "error" not in fid and not reduced and v.config.mode == "eval":
@@ -241,12 +267,31 @@ class GroupRunner:
                               f"({fid['rel_err_fp64']:.1e} vs eager {fid['eager_rel_err_fp64']:.1e})")
                 return
         detail = fid.get("error") or f"rel err {fid['rel_err']:.2e} > tolerance {tol:.0e}"
-        if "error" not in fid and agreement is not None and fid.get("agreement", 1.0) < agreement:
-            detail = f"argmax agreement {fid['agreement']:.1%} < {agreement:.0%} (rel err {fid['rel_err']:.1e})"
+        if "error" not in fid and agreement is not None and not within(fid, math.inf, agreement):
+            detail = (f"argmax agreement {fid.get('agreement_margin', fid['agreement']):.1%} < {agreement:.0%} "
+                      f"on {fid.get('samples', '?')} samples, flips between near-tied logits excused "
+                      f"(raw {fid['agreement']:.1%}; rel err {fid['rel_err']:.1e})")
         if v.config.mode == "train":
             v.row.note = f"train mode changes the outputs (dropout / batch-norm): {detail}"
         else:
             v.row.status, v.row.reason = "rejected", f"outputs differ from the fp32 eval reference: {detail}"
+
+    def _gate_metric(self, v: _Live, worker: Worker, fid: dict[str, Any], close: bool) -> None:
+        """With the user's metric, the metric decides: admitted when the candidate's score is within
+        ``metric_tolerance`` of the reference's, whatever its outputs' error (``close``: the default gate)."""
+        s = self.settings
+        found = self._call(v, worker, "metric", spec=s.metric)
+        if found is None:
+            return  # the call failed: the variant is already failed with the reason
+        fid.update(found, metric_reference=self.metric_reference)
+        if admitted_by_metric(fid, s.metric_tolerance):
+            if not close:
+                v.row.note = (f"admitted by the metric ({fid['metric']:.4g} vs reference "
+                              f"{fid['metric_reference']:.4g}, tolerance {s.metric_tolerance:g}) although "
+                              f"its outputs moved (rel err {fid['rel_err']:.1e})")
+            return
+        v.row.status, v.row.reason = "rejected", (
+            f"metric {fid['metric']:.4g} < reference {fid['metric_reference']:.4g} - tolerance {s.metric_tolerance:g}")
 
     def _rounds(self, live: list[_Live], policy: TimingPolicy, deadline: float | None) -> None:
         """Interleaved rounds until precise enough or out of budget. Past ``deadline`` rounds stop

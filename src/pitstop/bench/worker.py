@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from pitstop.bench.fidelity import compare, detached, is_logits
+from pitstop.bench.fidelity import FIDELITY_FILE, compare, concat, detached, is_logits, load_metric, score
 from pitstop.bench.timer import CallTimer, TimingPolicy
 from pitstop.bench.variants.config import REFERENCE, VariantConfig, prepare
 from pitstop.bench.variants.handlers import Target, apply
@@ -69,7 +69,9 @@ class VariantSession:
 
         The reference runs with the payload's ``reference_threads`` (the run's count), not the
         variant's own: a difference the threads axis causes must show in the fidelity gate.
-        ``module`` (inline runs only) is used instead of rebuilding one from the payload."""
+        ``module`` (inline runs only) is used instead of rebuilding one from the payload;
+        ``fidelity.pt`` beside the payload holds more batches like the timing one, for fidelity on
+        more samples (the group writes it)."""
         payload = torch.load(payload_path, weights_only=True)
         torch.set_num_threads(payload.get("reference_threads") or threads)
         self.device = torch.device(device)
@@ -80,6 +82,13 @@ class VariantSession:
         output = prepare(REFERENCE, self.module, self.inputs)()
         self.logits = is_logits(output)
         self.reference = detached(output)
+        self.more: list[Inputs] = []  # further fidelity batches, after the timing batch
+        fidelity_path = Path(payload_path).with_name(FIDELITY_FILE)
+        if fidelity_path.exists():
+            self.more = [Inputs(tuple(a), dict(k)).map(lambda t: t.to(self.device))
+                         for a, k in torch.load(fidelity_path, weights_only=True)]
+            self.reference = concat([self.reference, *(detached(prepare(REFERENCE, self.module, b)())
+                                                       for b in self.more)])
         torch.set_num_threads(threads)
         self.config = VariantConfig.from_dict(config)
         self.threads = threads
@@ -94,6 +103,7 @@ class VariantSession:
         start = time.perf_counter()
         module = self.module if self.config.plain else copy.deepcopy(self.module)
         fast, details = apply(self.config, self.target, self.threads, module, self.inputs, self.workdir)
+        self.fast = fast
         args, kwargs = self.inputs.args, self.inputs.kwargs
         self.fn = lambda: fast(*args, **kwargs)
         del module
@@ -111,9 +121,15 @@ class VariantSession:
                 "activation_bytes": activation_bytes(self.fn, exclude)}
 
     def fidelity(self) -> dict[str, Any]:
-        """The variant's first outputs (after ``prepare``) compared with the reference."""
+        """The variant's first outputs (after ``prepare``) and its outputs on the further fidelity
+        batches compared with the reference."""
         output, self.first_output = self.first_output or detached(self.fn()), None
-        return compare(output, self.reference, self.logits)
+        outputs = [output, *(detached(self.fast(*b.args, **b.kwargs)) for b in self.more)]
+        return compare(concat(outputs), self.reference, self.logits)
+
+    def metric(self, spec: str) -> dict[str, Any]:
+        """The user's metric of the variant (its ``fn(model)`` on the user's own data)."""
+        return {"metric": score(load_metric(spec), self.fast)}
 
     def fidelity64(self) -> dict[str, Any]:
         """Both the variant and the fp32 eager reference compared with an fp64 eager run: a

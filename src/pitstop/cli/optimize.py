@@ -25,8 +25,16 @@ instead of alone. The finalists are measured interleaved in worker processes. Th
 the fastest whose speed-up interval excludes 1 (a simpler candidate within noise and 3% is
 preferred); otherwise eval+inference_mode stays.
 
-Fidelity: every candidate vs the fp32 eager eval output: fp32 variants rel err <= 1e-4 (or as
-close to an fp64 run as eager is), bf16/fp16/int8 rel err <= 2e-2 and argmax agreement >= 99%.
+Fidelity: every candidate vs the fp32 eager eval output on --fidelity-samples rows (default 128,
+in batches shaped like the timing batch): fp32 variants rel err <= 1e-4 (or as close to an fp64
+run as eager is), bf16/fp16/int8 rel err <= 2e-2 and argmax agreement >= 99%, where a flip
+between logits tied closer than the candidate's error scale is excused (raw and margin-aware
+agreement are both reported). --metric FILE.py:FN scores each candidate on your own data instead
+(FN(model) -> score, higher is better): a candidate within --metric-tolerance of the fp32
+model's score is admitted, e.g.
+  pitstop optimize my_model.py:build --input 'float32[B,64]' --metric my_metric.py:accuracy
+int8 quantizes each layer type with its best API: torch.ao dynamic int8 for LSTM/GRU and eager
+Linear, torchao for compiled Linear; int8-dynamic+onnxruntime quantizes the exported graph.
 Objectives: latency (at --batch-size), throughput (most samples/s over --batch-sizes), and
 --latency-budget-ms X (most samples/s with p90 latency per batch under X).
 --save DIR writes recipe.py (rebuilds and applies it without pitstop), recipe.json and, for
@@ -60,6 +68,12 @@ def _add_optimize(sub: Any) -> None:
                      help=f"axes to search (default: all: {','.join(AXES)})")
     opt.add_argument("--tolerance", type=_positive(float), metavar="REL",
                      help="relative-error limit for every candidate (default: 1e-4 fp32, 2e-2 bf16/fp16/int8)")
+    opt.add_argument("--fidelity-samples", type=_positive(int), default=128, metavar="N",
+                     help="rows fidelity is measured on, in batches like the timing batch (default: 128)")
+    opt.add_argument("--metric", metavar="FILE.py:FN",
+                     help="your task metric: FN(model) -> score on your own data (higher is better) admits candidates")
+    opt.add_argument("--metric-tolerance", type=float, default=0.01, metavar="X",
+                     help="admit a candidate whose metric is at most X below the fp32 model's (default: 0.01)")
     opt.add_argument("--threads", type=_positive(int), help="intra-op threads (default: physical cores)")
     opt.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
     opt.add_argument("--seed", type=_seed, default=0, help="seed for weights and inputs (default: 0)")
@@ -89,7 +103,8 @@ def _optimize(args: argparse.Namespace) -> int:
             latency_budget_ms=args.latency_budget_ms, time_budget_s=args.time_budget_s,
             techniques=tuple(t.strip() for t in args.techniques.split(",") if t.strip()), tolerance=args.tolerance,
             threads=args.threads, device=args.device, seed=args.seed, replicas=args.replicas,
-            timeout_s=args.timeout_s, worker_env=tuple(sorted(_env_pairs(args.worker_env).items())))
+            timeout_s=args.timeout_s, worker_env=tuple(sorted(_env_pairs(args.worker_env).items())),
+            fidelity_samples=args.fidelity_samples, metric=args.metric, metric_tolerance=args.metric_tolerance)
         with _progress(output.console) as on_event:
             source, report, sink = run_search(args.model, args.input, settings, json_path=output.json_file,
                                               on_event=on_event)

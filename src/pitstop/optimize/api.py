@@ -12,6 +12,7 @@ from torch import nn
 
 from pitstop._env import environment
 from pitstop._settings import with_options
+from pitstop.bench.fidelity import load_metric
 from pitstop.bench.source import Source, SpecSource, make_source
 from pitstop.bench.variants.handlers import Target, recipe_source
 from pitstop.errors import ModelRunError
@@ -39,10 +40,16 @@ def optimize(
     ``options`` are ``OptimizeSettings`` fields, applied over ``settings``: ``objective``,
     ``batch_size``, ``batch_sizes``, ``latency_budget_ms``, ``time_budget_s``, ``techniques``,
     ``tolerance``, ``threads``, ``device``, ``seed``, ``replicas``, ``isolate``, ``timeout_s``,
-    ``worker_env``. ``objective="throughput"`` (or a ``latency_budget_ms``) also sweeps
-    ``batch_sizes``. ``tolerance`` overrides the relative-error limits (fp32 1e-4, reduced
-    precision 2e-2). Returns an ``OptimizedModel``: call it like the model; ``.report`` and
-    ``.recipe`` explain it; ``save`` writes recipe.py, recipe.json (and model.onnx) there."""
+    ``worker_env``, ``fidelity_samples``, ``fidelity_inputs``, ``metric``, ``metric_tolerance``.
+    ``objective="throughput"`` (or a ``latency_budget_ms``) also sweeps ``batch_sizes``.
+    ``tolerance`` overrides the relative-error limits (fp32 1e-4, reduced precision 2e-2).
+    Fidelity is measured on ``fidelity_samples`` rows (default 128, in batches shaped like the
+    timing batch, drawn from the input spec) or on ``fidelity_inputs`` (your own batch); argmax
+    flips between near-tied logits are excused. ``metric="file.py:fn"`` (``fn(model) -> score``,
+    higher is better, on your own data) decides instead: a candidate is admitted when its score is
+    at most ``metric_tolerance`` (default 0.01) below the fp32 model's. Returns an
+    ``OptimizedModel``: call it like the model; ``.report`` and ``.recipe`` explain it; ``save``
+    writes recipe.py, recipe.json (and model.onnx) there."""
     settings = with_options(OptimizeSettings, settings, options, "optimize")
     source, report, sink = run_search(model, example_inputs, settings, json_path=json_path, on_event=on_event)
     if report.outcome.interrupted:
@@ -58,6 +65,8 @@ def run_search(model: nn.Module | str, example_inputs: Any, settings: OptimizeSe
     """The search alone (the CLI prints its report even when interrupted)."""
     source = make_source(model, example_inputs, settings.seed)
     settings = settings.resolved(source)
+    if settings.metric:
+        load_metric(settings.metric)  # a missing function fails now, not after the probe
     sink = _json_sink(json_path)
     env = environment(settings.resolved_threads, settings.seed)
     env["device"] = settings.device

@@ -109,7 +109,7 @@ def write_recipe_files(report: OptimizeReport, directory: Path) -> list[str]:
                             "choice": doc["choice"], "environment": report.environment}
     (directory / "recipe.json").write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     written = [str(recipe), str(directory / "recipe.json")]
-    written += sorted(str(p) for p in directory.glob("model.onnx*"))  # the graph and its external data
+    written += sorted(str(p) for p in directory.glob("model*.onnx*"))  # the graphs (fp32, int8) and external data
     return written
 
 

@@ -217,7 +217,8 @@ def optimize_document(report: OptimizeReport) -> dict[str, Any]:
             "speedup": {"median": ratio.median, "ci95": list(ratio.ci95)} if ratio else None,
             "speedup_vs": {b: {"median": r.median, "ci95": list(r.ci95)} for b in ("eval+no_grad", "train+grad")
                            if (r := report.speedup_over(b)) is not None},
-            "verdict": report.outcome.verdict, "recipe": report.recipe,
+            "verdict": report.outcome.verdict, "runner_up": report.outcome.runner_up or None,
+            "recipe": report.recipe,
         },
         choice={"variant": choice.row.variant, "batch_size": choice.row.batch_size, "reason": choice.reason,
                    "throughput_per_s": choice.row.throughput,

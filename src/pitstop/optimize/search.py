@@ -58,6 +58,7 @@ class SearchOutcome:
     winner: Measurement | None = None
     winner_stage: Stage | None = None
     verdict: str = ""
+    runner_up: str = ""  # a candidate within noise of the winner, said in words ("" when none)
     elapsed_s: float = 0.0
     complete: bool = False
     interrupted: bool = False
@@ -172,19 +173,39 @@ class Search:
 
     def finalists(self) -> list[VariantConfig]:
         """The two most promising combinations of the surviving techniques, compile on reduced
-        precision (see ``_composed``) and the best two single techniques (at most ``finalists + 1``,
-        in that order: when time is short the last are dropped), then refinements (``_refined``)."""
+        precision (see ``_composed``) and the best two single techniques, most promising first by
+        their predicted speed-up (``_predicted``; at most ``finalists + 1``: when time is short the
+        last are dropped), then refinements (``_refined``)."""
         survivors = self._survivors()
         ranked = sorted(survivors.values(), key=lambda p: -p[1])
         combos = self.combinations(survivors)[:2]
         singles = [config for config, _ in ranked][:2]
-        composed = self._composed()  # expected at least as fast as its precision alone: before the singles
-        firsts = [*combos, *([composed] if composed is not None else [])]
-        finalists = list(dict.fromkeys([*firsts, *singles]))[: self.settings.finalists + 1]
+        composed = self._composed()  # expected at least as fast as its precision alone
+        candidates = list(dict.fromkeys([*combos, *([composed] if composed is not None else []), *singles]))
+        # a single far faster than any combination (ONNX Runtime on a model eager runs badly) must
+        # not be the one dropped when the budget leaves room for one finalist
+        predicted = {c: self._predicted(c, survivors) for c in candidates}
+        if composed is not None:  # expected at least as fast as the best torch technique alone (see _composed)
+            torch_best = [sp for axis, (_, sp) in survivors.items() if axis != "runtime"]
+            predicted[composed] = max([predicted[composed], *torch_best])
+        candidates.sort(key=lambda c: -predicted[c])  # stable: at a tie, combinations, composed, singles
+        finalists = candidates[: self.settings.finalists + 1]
         compiled = next((c for c in finalists if c.compile == "default"), None)
         if compiled is not None and self._refined("compile", "max-autotune"):
             finalists.append(replace(compiled, compile="max-autotune"))  # last: the first dropped when short
         return finalists
+
+    @staticmethod
+    def _predicted(config: VariantConfig, survivors: dict[str, tuple[VariantConfig, float]]) -> float:
+        """A finalist's expected speed-up: its probe's for a single technique, else the product of
+        the probe speed-ups of the surviving techniques it combines."""
+        predicted = 1.0
+        for axis, (single, speedup) in survivors.items():
+            if single == config:
+                return speedup
+            if axis != "runtime" and getattr(config, axis) == getattr(single, axis) != getattr(START, axis):
+                predicted *= speedup
+        return predicted
 
     def _composed(self) -> VariantConfig | None:
         """Compile on top of reduced precision, whether or not compile alone survived the probe:
@@ -230,6 +251,8 @@ class Search:
         """Each technique alone on top of the start point (gated ones become ``skipped`` rows)."""
         configs = [replace(START, **{axis: option}) for axis in self.settings.techniques if axis in _OPTIONS
                    for option in _OPTIONS[axis] if not self._refined(axis, option)]
+        if {"runtime", "quant"} <= set(self.settings.techniques):  # ONNX Runtime's own dynamic int8
+            configs.append(replace(START, runtime="onnxruntime", quant="int8-dynamic"))
         if "threads" in self.settings.techniques:
             configs += [replace(START, threads=n) for n in _thread_counts(self.settings.resolved_threads)]
         return configs
@@ -313,15 +336,34 @@ class Search:
                                     f"in the {stage.name} stage; the start point stays")
             return
         faster.sort(key=lambda p: -p[0])
-        winner = faster[0][1]
-        for _, row in faster[1:]:
-            simpler = len(config_of(row).parts) < len(config_of(winner).parts)
-            vs = stage.result.comparison(winner.variant, winner.batch_size, baseline=row.variant)
-            if simpler and vs and vs.ratio.ci95[0] <= 1.0 and vs.ratio.median < TIE:
-                winner = row  # as fast within noise and within 3%, and simpler
-                break
+        winner, self.outcome.runner_up = self._tie_break(stage, [row for _, row in faster])
         self.outcome.winner = winner
         self.outcome.verdict = f"fastest beyond noise in the {stage.name} stage"
+        if self.outcome.runner_up:
+            self.outcome.verdict += f"; {self.outcome.runner_up}"
+
+    def _tie_break(self, stage: Stage, ranked: list[Measurement]) -> tuple[Measurement, str]:
+        """The fastest of ``ranked`` (fastest first), or a simpler candidate within noise of it and
+        within 3% (median), and a sentence naming the runner-up within noise ("" when none): two
+        runs that pick either of two near-tied candidates agree within a few percent, and the
+        simpler recipe (fewer techniques, no compile or export) is the one to keep."""
+        fastest, said = ranked[0], ""
+        for row in ranked[1:]:
+            vs = stage.result.comparison(fastest.variant, fastest.batch_size, baseline=row.variant)
+            if vs is None or vs.ratio.ci95[0] > 1.0:
+                continue  # the fastest is faster beyond noise
+            r = vs.ratio
+            tie = f"{fastest.variant} is {r.median:.2f}x [{r.ci95[0]:.2f}-{r.ci95[1]:.2f}] of {row.variant}"
+            if complexity(config_of(row)) < complexity(config_of(fastest)) and r.median < TIE:
+                return row, f"within noise of the faster {fastest.variant} ({tie}): the simpler one is kept"
+            said = said or f"{row.variant} is within noise of it ({tie}) but not simpler"
+        return fastest, said
+
+
+def complexity(config: VariantConfig) -> int:
+    """How much a recipe does: one per technique, two for compile and ONNX export (their
+    preparation time and failure modes); the simpler of two near-tied candidates is kept."""
+    return len(config.parts) + bool(config.compile) + (config.runtime != "torch")
 
 
 def config_of(row: Measurement) -> VariantConfig:
@@ -335,6 +377,8 @@ def _axis_of(config: VariantConfig) -> str:
     """The one technique axis a single-technique config sets."""
     if config.threads is not None:
         return "threads"
+    if config.runtime != "torch":
+        return "runtime"  # ONNX Runtime, with or without its int8: combines with nothing
     return next(a for a in AXES if a != "threads" and getattr(config, a) != getattr(START, a))
 
 

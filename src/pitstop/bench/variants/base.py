@@ -24,6 +24,7 @@ class Target:
     has_4d_input: bool = False
     quantizable: bool = False  # has Linear / LSTM / GRU layers
     quant_api: str = "torch.ao"  # "torchao" when installed
+    quant_layers: tuple[str, ...] = ()  # the quantizable module types present, of Linear / LSTM / GRU
     bf16_cuda: bool = False
     ort_providers: tuple[str, ...] = ()  # () = onnxruntime not installed
     onnx_installed: bool = False
@@ -31,13 +32,15 @@ class Target:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (crosses to worker processes)."""
-        return {**asdict(self), "cpu_flags": sorted(self.cpu_flags), "ort_providers": list(self.ort_providers)}
+        return {**asdict(self), "cpu_flags": sorted(self.cpu_flags), "ort_providers": list(self.ort_providers),
+                "quant_layers": list(self.quant_layers)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Target:
         """Inverse of ``to_dict``."""
         return cls(**{**data, "cpu_flags": frozenset(data["cpu_flags"]),
-                      "ort_providers": tuple(data["ort_providers"])})
+                      "ort_providers": tuple(data["ort_providers"]),
+                      "quant_layers": tuple(data.get("quant_layers", ()))})
 
     @classmethod
     def detect(cls, device: str, module: nn.Module, input_dims: list[int]) -> Target:
@@ -52,11 +55,13 @@ class Target:
 
             providers = tuple(onnxruntime.get_available_providers())
         layers = (nn.Linear, nn.LSTM, nn.GRU)
+        present = {type(m).__name__ for m in module.modules() if type(m) in layers}  # exact types, as quantize_dynamic
         return cls(
             device="cuda" if device.startswith("cuda") else "cpu",
             cpu_flags=frozenset(cpu_flags()), physical_cores=physical_cores(),
             has_4d_input=4 in input_dims,
             quantizable=any(isinstance(m, layers) for m in module.modules()),
+            quant_layers=tuple(t.__name__ for t in layers if t.__name__ in present),
             quant_api="torchao" if importlib.util.find_spec("torchao") is not None else "torch.ao",
             bf16_cuda=device.startswith("cuda") and torch.cuda.is_bf16_supported(),
             ort_providers=providers, onnx_installed=importlib.util.find_spec("onnx") is not None,

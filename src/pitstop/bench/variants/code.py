@@ -92,6 +92,13 @@ class Optimized(torch.nn.Module):
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
 
+def quantize_onnx(path, out):
+    """Dynamic int8 of the exported graph (MatMul / Gemm / recurrent weights), by ONNX Runtime."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(path, out, weight_type=QuantType.QInt8)
+
+
 def session(path, threads):
     """An ONNX Runtime session with all graph optimisations and a fixed thread count."""
     options = ort.SessionOptions()
@@ -117,8 +124,13 @@ def render(config: VariantConfig, device: str, threads: int, codes: list[Code], 
         providers = ["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]
         call = _ORT_CALL.format(providers=providers)
         setup += ["path = exported(model, [prepare_input(a) for a in example_args],",
-                  "                {k: prepare_input(v) for k, v in (example_kwargs or {}).items()})",
-                  f"return Optimized(session(path, {threads}))"]
+                  "                {k: prepare_input(v) for k, v in (example_kwargs or {}).items()})"]
+        graph = "path"
+        if config.quant:  # quantized afresh from the export just checked, never a stale file
+            graph = "INT8_PATH"
+            setup += ['INT8_PATH = path.replace(".onnx", ".int8.onnx")',
+                      "quantize_onnx(path, INT8_PATH)"]
+        setup += [f"return Optimized(session({graph}, {threads}))"]
     else:
         call = _TORCH_CALL.format(contexts=contexts)
         setup += ["return Optimized(model)"]

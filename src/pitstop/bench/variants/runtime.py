@@ -1,5 +1,6 @@
 """The runtime axis: torch, or ONNX Runtime on the exported fp32 graph (needs ``pitstop[onnx]``;
-combines with no other technique). The recipe's export and session code is in ``code.py``."""
+combines with no torch technique but dynamic int8, which ONNX Runtime applies to the exported
+graph). The recipe's export, quantization and session code is in ``code.py``."""
 
 from __future__ import annotations
 
@@ -27,9 +28,11 @@ class Runtime(Technique):
         if not target.ort_providers or not target.onnx_installed:
             return 'ONNX Runtime needs onnx and onnxruntime: pip install "pitstop[onnx]"'
         others = [v for v in (config.precision != "fp32" and config.precision, config.compile,
-                              config.quant, config.layout) if v]
+                              config.layout) if v]
         if others:
             return f"ONNX Runtime runs the exported fp32 graph; it does not combine with {', '.join(others)}"
+        if config.quant and target.device != "cpu":
+            return "ONNX Runtime's dynamic int8 runs on CPU only"
         if target.device == "cuda" and "CUDAExecutionProvider" not in target.ort_providers:
             return "this onnxruntime has no CUDAExecutionProvider (pip install onnxruntime-gpu)"
         return None
