@@ -43,6 +43,12 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/lint_speed.py   # needs pip install torchfix
 	$(BIN)/python benchmarks/checkpointing.py
 	$(BIN)/python benchmarks/bucketing.py
+	$(BIN)/python benchmarks/optimize_models.py
+	$(BIN)/python benchmarks/train_zoo.py
+	$(BIN)/python benchmarks/profile_planted.py
+	$(BIN)/python benchmarks/doctor_realworld.py    # needs the corpus: see the script's first line
+	$(BIN)/python benchmarks/lint_realworld.py      # likewise
+	$(BIN)/python benchmarks/fault_injection.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache
