@@ -119,7 +119,7 @@ def test_compiled_linear_layers_go_to_torchao_and_recurrent_ones_to_torch_ao():
     source = recipe_source(v("int8-dynamic+compile"), target, 1)
     assert "quantize_(model, Int8DynamicActivationInt8WeightConfig())" in source
     assert "quantize_dynamic(  # LSTM: torch.ao\n        model, {torch.nn.LSTM}, dtype=torch.qint8)" in source
-    assert source.index("quantize_(model") < source.index("torch.compile(model)")
+    assert source.index("quantize_(model") < source.index("torch.compile(model")
 
 
 @pytest.mark.skipif(not HAS_ORT, reason='needs pip install "pitstop[onnx]"')
