@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,8 @@ class TrainProcessWorker(ProcessWorker):
         child.close()
         self.conn = Connection(parent.detach())
         self.pending = ""
+        self.sent_at = self.started_at = time.monotonic()
+        self.ready_at: float | None = None  # set by the worker's "ready" message (ProcessWorker.receive)
 
 
 class InlineTrainWorker:

@@ -128,6 +128,7 @@ def _sync(device: torch.device) -> None:
 def serve(conn: Any) -> None:
     """Answer requests until ``exit`` or the parent goes away."""
     session = TrainSession()
+    conn.send(("ready", time.monotonic()))  # the bench protocol: start-up does not count against a request
     while True:
         try:
             method, kwargs = conn.recv()
