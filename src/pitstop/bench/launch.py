@@ -32,6 +32,8 @@ class WorkerFailed(Exception):
 class ProcessWorker:
     """A spawned ``python -m pitstop.bench.worker`` process, its output kept in ``log_path``."""
 
+    MODULE = "pitstop.bench.worker"  # what the process runs (train's worker subclass names its own)
+
     def __init__(self, log_path: Path, threads: int, extra_env: dict[str, str] | None = None) -> None:
         parent, child = socket.socketpair()
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
@@ -39,7 +41,7 @@ class ProcessWorker:
         self.log_path = log_path
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "pitstop.bench.worker", str(child.fileno())],
+                [sys.executable, "-m", self.MODULE, str(child.fileno())],
                 pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, env=env,
                 start_new_session=True,  # Ctrl-C goes to the parent, which stops workers itself

@@ -173,11 +173,12 @@ def _faults() -> int:
     return usage.ru_minflt + usage.ru_majflt
 
 
-def serve(conn: Any) -> None:
-    """Answer requests until ``exit`` or the parent goes away. The first message says the worker
-    is up (imports done) and when, by the machine-wide monotonic clock: start-up under load does
-    not count against a request's time-out."""
-    session = VariantSession()
+def serve(conn: Any, session: Any = None) -> None:
+    """Answer requests to ``session`` (a ``VariantSession`` by default; train passes its own) until
+    ``exit`` or the parent goes away. The first message says the worker is up (imports done) and
+    when, by the machine-wide monotonic clock: start-up under load does not count against a
+    request's time-out."""
+    session = VariantSession() if session is None else session
     conn.send(("ready", time.monotonic()))
     while True:
         try:

@@ -11,7 +11,6 @@ import copy
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ import torch
 from pitstop.bench.timer import CallTimer, TimingPolicy
 from pitstop.bench.variants.handlers import build
 from pitstop.bench.worker import CudaEventTimer, load_module
-from pitstop.errors import last_line
+from pitstop.bench.worker import serve as serve_session
 from pitstop.memory.peak import peak_bytes
 from pitstop.train.fidelity import gradient_report
 
@@ -126,21 +125,8 @@ def _sync(device: torch.device) -> None:
 
 
 def serve(conn: Any) -> None:
-    """Answer requests until ``exit`` or the parent goes away."""
-    session = TrainSession()
-    conn.send(("ready", time.monotonic()))  # the bench protocol: start-up does not count against a request
-    while True:
-        try:
-            method, kwargs = conn.recv()
-        except (EOFError, OSError):
-            return
-        if method == "exit":
-            return
-        try:
-            reply: tuple[Any, ...] = ("ok", getattr(session, method)(**kwargs))
-        except BaseException as exc:  # report everything, including SystemExit from user code
-            reply = ("error", last_line(exc), traceback.format_exc())
-        conn.send(reply)
+    """Answer requests with a ``TrainSession``: the bench worker's loop and protocol."""
+    serve_session(conn, TrainSession())
 
 
 def main(argv: list[str]) -> None:
