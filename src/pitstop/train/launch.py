@@ -3,13 +3,9 @@ bench launcher's protocol and failure handling, another entry point) or inline."
 
 from __future__ import annotations
 
-import copy
-from typing import Any
-
 from torch.nn import Module
 
-from pitstop.bench.launch import ProcessWorker, WorkerFailed
-from pitstop.errors import last_line
+from pitstop.bench.launch import InlineWorker, ProcessWorker, WorkerFailed
 
 __all__ = ["InlineTrainWorker", "TrainProcessWorker", "WorkerFailed"]
 
@@ -20,32 +16,18 @@ class TrainProcessWorker(ProcessWorker):
     MODULE = "pitstop.train.worker"
 
 
-class InlineTrainWorker:
+class InlineTrainWorker(InlineWorker):
     """The session in this process, on a private deep copy of the module (no isolation)."""
 
     def __init__(self, module: Module) -> None:
         from pitstop.train.worker import TrainSession
 
-        self.session = TrainSession()
+        self.session = TrainSession()  # type: ignore[assignment]
         self.module = module
-        self.pending: tuple[str, dict[str, Any]] = ("", {})
-
-    def send(self, method: str, **kwargs: Any) -> None:
-        """Record the request; it runs in ``receive``."""
-        if method == "setup":
-            kwargs = {**kwargs, "module": copy.deepcopy(self.module)}
-        self.pending = (method, kwargs)
-
-    def receive(self, timeout_s: float) -> Any:
-        """Run the pending request (time-outs cannot be enforced inline)."""
-        method, kwargs = self.pending
-        try:
-            return getattr(self.session, method)(**kwargs)
-        except Exception as exc:
-            raise WorkerFailed(f"{method} raised {last_line(exc)}") from exc
+        self.pending = ("", {})
 
     def close(self) -> None:
         """Restore the thread count the session changed."""
-        self.session.restore()
+        self.session.restore()  # type: ignore[attr-defined]
 
     kill = close
