@@ -62,3 +62,31 @@ def test_bad_arguments_are_usage_errors(kwargs, message):
     args = {"target": Y, **kwargs}
     with pytest.raises(UsageError, match=message):
         pitstop.train(model(), (X,), time_budget_s=10, isolate=False, techniques=("zero_grad",), **args)
+
+
+def test_variants_not_started_before_the_deadline_are_skipped_with_the_reason():
+    """The budget bounds the search: once a stage's deadline has passed, every variant but the
+    naive reference is skipped (and says why) instead of being profiled past the budget."""
+    import time
+
+    from pitstop.bench.timer import TimingPolicy
+    from pitstop.train.api import resolve_problem
+    from pitstop.train.config import NAIVE
+    from pitstop.train.group import TrainGroup
+    from pitstop.train.settings import TrainSettings
+
+    source, problem, batch = resolve_problem(model(), (X,), Y, nn.CrossEntropyLoss(),
+                                             lambda params: torch.optim.AdamW(params, lr=1e-2), 0)
+    settings = TrainSettings(batch_size=batch, threads=1, isolate=False, replicas=1, time_budget_s=10)
+    group = TrainGroup(source, settings, problem)
+    rows: list = []
+    try:
+        group.run([NAIVE, NAIVE.with_(zero_grad="zeros"), NAIVE.with_(optimizer="foreach")], rows,
+                  policy=TimingPolicy(budget_s=0.2, min_samples=3), deadline=time.monotonic())
+    finally:
+        group.close()
+    by_name = {r.variant: r for r in rows}
+    assert by_name["naive"].status == "ok" and len(by_name["naive"].samples_s) >= 3
+    skipped = [r for r in rows if r.variant != "naive"]
+    assert [r.status for r in skipped] == ["skipped", "skipped"]
+    assert all("time budget (--time-budget-s 10) ran out first" in r.reason for r in skipped)

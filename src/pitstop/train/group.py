@@ -54,6 +54,12 @@ class _Live:
         for worker in self.workers:
             worker.kill()
 
+    def skip(self, reason: str) -> None:
+        """Not measured (its workers are closed; the row says why)."""
+        self.row.status, self.row.reason = "skipped", reason
+        for worker in self.workers:
+            worker.close()
+
     def reject(self, reason: str) -> None:
         if self.row.status == "ok":
             self.row.status, self.row.reason = "rejected", reason
@@ -166,6 +172,10 @@ class TrainGroup:
         try:
             self._setup(live, workdir, policy)
             for v in live:
+                if deadline is not None and v.config != NAIVE and time.monotonic() >= deadline and v.alive:
+                    v.skip(f"not measured: the time budget (--time-budget-s {self.settings.time_budget_s:g}) "
+                           f"ran out first")
+                    continue
                 self._profile(v, memory, trajectory)
             self._rounds(live, policy, deadline)
         except KeyboardInterrupt:

@@ -23,6 +23,7 @@ from pitstop.train.settings import TrainSettings
 
 MEANINGFUL = 1.05  # a technique combines when faster beyond noise, or by 5% (median)
 TIE = 1.03  # within 3% (and within noise): the simpler one is preferred
+PROBE_SHARE = 0.45  # of the budget: probe variants not started by then are skipped (the final needs the rest)
 PROBE_CALLS, FINAL_CALLS = 3, 5  # timed steps every variant gets at least, whatever the budget
 FINALISTS = 4
 _OPTIONS: dict[str, tuple[Any, ...]] = {
@@ -94,7 +95,8 @@ class TrainSearch:
         """All stages; on Ctrl-C the best so far (marked interrupted)."""
         try:
             self.group.prepare()
-            self._stage("probe", [NAIVE, *self.singles()], share=0.2, target=0.05, min_samples=PROBE_CALLS)
+            self._stage("probe", [NAIVE, *self.singles()], share=0.2, target=0.05, min_samples=PROBE_CALLS,
+                        until=PROBE_SHARE)
             finalists, replicas = self._plan(self.finalists())
             self._stage("final", [NAIVE, *finalists], share=0.7, target=self.settings.policy.target,
                         replicas=replicas, trajectory=True, memory=True)
@@ -109,7 +111,9 @@ class TrainSearch:
         return self.outcome
 
     def _stage(self, name: str, configs: list[TrainConfig], *, share: float, target: float, replicas: int = 1,
-               trajectory: bool = False, memory: bool = False, min_samples: int = FINAL_CALLS) -> Stage:
+               trajectory: bool = False, memory: bool = False, min_samples: int = FINAL_CALLS,
+               until: float = 1.0) -> Stage:
+        """One group; variants not yet started when ``until`` of the budget is spent are skipped."""
         policy = self._policy(len(configs), share, target, min_samples)
         result = BenchResult(model=self.source.name, inputs={}, settings={}, environment=self.env,
                              baseline=NAIVE_NAME)
@@ -118,7 +122,7 @@ class TrainSearch:
         started = time.monotonic()
         try:
             self.group.run(configs, result.rows, policy=policy, replicas=replicas, trajectory=trajectory,
-                           deadline=self.t0 + self.limit_s, memory=memory or self._budgeted())
+                           deadline=self.t0 + until * self.limit_s, memory=memory or self._budgeted())
         finally:
             result.inputs = {self.settings.batch_size: self.group.inputs.describe()} \
                 if hasattr(self.group, "inputs") else {}
@@ -149,7 +153,7 @@ class TrainSearch:
             configs.append(NAIVE.with_(checkpoint=blocks))
             if b % 2 == 0 and b > 1:
                 configs.append(NAIVE.with_(checkpoint=blocks, micro_batch=b // 2))
-        return configs
+        return sorted(configs, key=lambda c: c.compile is not None)  # the costly probes last: a tight budget skips them
 
     def _faster(self) -> dict[str, list[tuple[TrainConfig, float]]]:
         """Per axis, the probed options faster than naive beyond noise or by ``MEANINGFUL``, in
