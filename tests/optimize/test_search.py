@@ -206,3 +206,24 @@ def test_onnxruntime_int8_competes_on_the_runtime_axis_and_combines_with_nothing
     assert survivors["runtime"][0].name == "eval+inference_mode+int8-dynamic+onnxruntime"
     assert survivors["quant"][0].name == "eval+inference_mode+int8-dynamic"
     assert all(c.runtime == "torch" for c in search.combinations(survivors))
+
+
+def test_combinations_that_cannot_run_are_never_finalists(search):
+    """bf16 weights and dynamic int8 both faster alone (the MLP of benchmarks/optimize_models.py):
+    their combination cannot run (int8 quantizes fp32 weights), so it is neither combined nor a
+    finalist; int8 with the other survivors is."""
+    from pitstop.bench.variants.base import Target
+    from pitstop.bench.variants.handlers import gate
+
+    target = Target(cpu_flags=frozenset({"avx512_bf16"}), physical_cores=2, quantizable=True,
+                    quant_layers=("Linear",))
+    both = parse_variant("eval+inference_mode+bf16-weights+int8-dynamic")
+    assert "bf16 weights" in gate(both, target)
+    search.group.target = target
+    search.outcome.stages = [stage("probe", {
+        START.name: 10.0, "eval+inference_mode+bf16-weights": 6.0, "eval+inference_mode+int8-dynamic": 2.0,
+        "eval+inference_mode+threads1": 9.0})]
+    finalists = search.finalists()
+    assert both not in finalists and all(gate(c, target) is None for c in finalists)
+    assert parse_variant("eval+inference_mode+int8-dynamic") in finalists
+    assert parse_variant("eval+inference_mode+int8-dynamic+threads1") in finalists

@@ -20,6 +20,7 @@ from pitstop.bench.group import GroupPlan, GroupRunner, OnEvent, Source
 from pitstop.bench.result import BenchResult, Measurement
 from pitstop.bench.timer import TimingPolicy
 from pitstop.bench.variants.config import BASELINE, VariantConfig
+from pitstop.bench.variants.handlers import gate
 from pitstop.optimize.settings import AXES, START, Objective, OptimizeSettings
 
 __all__ = ["AXES", "START", "Objective", "Search", "SearchOutcome", "Stage"]
@@ -181,7 +182,8 @@ class Search:
         combos = self.combinations(survivors)[:2]
         singles = [config for config, _ in ranked][:2]
         composed = self._composed()  # expected at least as fast as its precision alone
-        candidates = list(dict.fromkeys([*combos, *([composed] if composed is not None else []), *singles]))
+        candidates = [c for c in dict.fromkeys([*combos, *([composed] if composed is not None else []), *singles])
+                      if self.group.target is None or gate(c, self.group.target) is None]  # none that cannot run
         # a single far faster than any combination (ONNX Runtime on a model eager runs badly) must
         # not be the one dropped when the budget leaves room for one finalist
         predicted = {c: self._predicted(c, survivors) for c in candidates}
@@ -303,7 +305,9 @@ class Search:
                 scored.append((predicted, combine(subset)))
         scored.sort(key=lambda p: -p[0])
         first = [combine(tuple(axes[:2])), combine(tuple(axes))] if len(axes) >= 2 else []
-        return list(dict.fromkeys([*first, *(c for _, c in scored)]))[:4]
+        runnable = [c for c in dict.fromkeys([*first, *(c for _, c in scored)])
+                    if self.group.target is None or gate(c, self.group.target) is None]  # e.g. bf16 weights + int8
+        return runnable[:4]
 
     # -- the winner -----------------------------------------------------------------------
 

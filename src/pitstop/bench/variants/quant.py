@@ -56,6 +56,8 @@ class Quant(Technique):
             return "the model has no Linear / LSTM / GRU layers to quantize"
         if config.runtime == "onnxruntime":
             return None  # ONNX Runtime's own int8 kernels
+        if config.precision == "bf16-weights":
+            return "dynamic int8 quantizes fp32 weights; bf16 weights leave nothing for it to quantize"
         import torch
 
         if not {"x86", "fbgemm", "onednn", "qnnpack"} & set(torch.backends.quantized.supported_engines):
