@@ -121,6 +121,30 @@ def test_compile_handler_compiles_the_training_step(tmp_path):
     assert type(fast).__name__ == "OptimizedModule"
 
 
+def test_compiled_autograd_is_named_and_wraps_the_backward(tmp_path):
+    from pitstop.train.config import parse_train_variant
+
+    config = parse_train_variant("bf16-autocast+compiled-autograd")
+    assert config.compile == "compiled-autograd" and config.name == "bf16-autocast+compiled-autograd"
+    ns = namespace(config, tmp_path)
+    import inspect
+
+    assert "compiled_autograd._enable(torch.compile)" in inspect.getsource(ns["forward_backward"])
+
+
+@pytest.mark.slow
+def test_compiled_autograd_trains_with_the_eager_gradients(tmp_path):
+    from torch._dynamo.utils import counters
+
+    eager = grads(namespace(NAIVE, tmp_path), linear())
+    ns = namespace(TrainConfig(compile="compiled-autograd"), tmp_path)
+    compiled = grads(ns, linear())
+    assert counters["compiled_autograd"]["captures"] >= 1  # the backward really went through compiled autograd
+    report = gradient_report(compiled, eager)
+    assert report["overall_cosine"] > 0.9999
+    trains(ns, linear(), steps=3)
+
+
 def test_gates_say_why():
     cpu = TrainTarget(batch_size=8, native_bf16=False, has_4d_input=False, physical_cores=2, optimizer_flags=())
     assert "CUDA" in gate(TrainConfig(precision="fp16-autocast"), cpu)

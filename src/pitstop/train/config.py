@@ -14,7 +14,7 @@ NAIVE_NAME = "naive"  # fp32 eager, for-loop optimizer: what every speed-up is m
 
 _CHOICES: dict[str, tuple[Any, ...]] = {
     "precision": ("fp32", "bf16-autocast", "fp16-autocast"),
-    "compile": (None, "default", "max-autotune", "reduce-overhead"),
+    "compile": (None, "default", "max-autotune", "reduce-overhead", "compiled-autograd"),
     "optimizer": ("for-loop", "foreach", "fused"),
     "zero_grad": ("none", "zeros"),
     "layout": (None, "channels_last"),
@@ -51,7 +51,8 @@ class TrainConfig:
         """The non-default parts of the name, e.g. ``["bf16-autocast", "compile"]``."""
         parts = [] if self.precision == "fp32" else [self.precision]
         if self.compile:
-            parts.append("compile" if self.compile == "default" else f"compile-{self.compile}")
+            parts.append({"default": "compile", "compiled-autograd": "compiled-autograd"}.get(
+                self.compile, f"compile-{self.compile}"))
         if self.optimizer != "for-loop":
             parts.append(self.optimizer)
         if self.zero_grad != "none":
@@ -100,7 +101,7 @@ NAIVE = TrainConfig()
 _PARTS: dict[str, tuple[str, Any]] = {
     "bf16-autocast": ("precision", "bf16-autocast"), "fp16-autocast": ("precision", "fp16-autocast"),
     "compile": ("compile", "default"), "compile-max-autotune": ("compile", "max-autotune"),
-    "compile-reduce-overhead": ("compile", "reduce-overhead"),
+    "compile-reduce-overhead": ("compile", "reduce-overhead"), "compiled-autograd": ("compile", "compiled-autograd"),
     "foreach": ("optimizer", "foreach"), "fused": ("optimizer", "fused"),
     "zero-grad-zeros": ("zero_grad", "zeros"), "channels_last": ("layout", "channels_last"),
 }

@@ -69,7 +69,8 @@ def forward_backward(model, batch):
         part_target = target.tensor_split(ACCUMULATION)[i] if isinstance(target, torch.Tensor) else target
         with {contexts}:
             loss = loss_fn(model(*part), part_target) / ACCUMULATION
-        (SCALER.scale(loss) if SCALER is not None else loss).backward()
+        with {backward_contexts}:
+            (SCALER.scale(loss) if SCALER is not None else loss).backward()
         total = total + loss.detach().float()
     return total
 
@@ -102,13 +103,15 @@ def recipe_source(config: TrainConfig, target: TrainTarget, threads: int, optimi
     accumulation = next((c.accumulation for c in parts if c.accumulation), 1)
     contexts = ", ".join(x for c in parts for x in c.contexts) or "contextlib.nullcontext()"
     step_begin = "".join(f"    {s}\n" for c in parts for s in c.step_begin)
+    backward_contexts = ", ".join(x for c in parts for x in c.backward_contexts) or "contextlib.nullcontext()"
     constants = [f"DEVICE = {target.device!r}", f"THREADS = {config.threads or threads}",
                  f"ACCUMULATION = {accumulation}  # micro-batches per optimizer step",
                  f"SET_TO_NONE = {set_to_none}  # optimizer.zero_grad(set_to_none=...)",
                  f"SCALER = {scaler or 'None'}", *loss.setup]
     body = _BODY.format(loss=loss.description, body=loss.body, optimizer=optimizer.code(impl), impl=impl,
                         helpers="".join(h + "\n" for c in parts for h in c.helpers), inputs=_indent(inputs),
-                        setup=_indent(setup), name=config.name, contexts=contexts, step_begin=step_begin)
+                        setup=_indent(setup), name=config.name, contexts=contexts, step_begin=step_begin,
+                        backward_contexts=backward_contexts)
     doc = header or f"pitstop training recipe: {config.name}"
     return (f'"""{doc}\n\nUse: model, optimizer = apply(model); then for each batch = (inputs, target):\n'
             f'loss = train_step(model, optimizer, batch). Needs only torch.\n"""\n\n'

@@ -95,8 +95,7 @@ class TrainSearch:
         """All stages; on Ctrl-C the best so far (marked interrupted)."""
         try:
             self.group.prepare()
-            self._stage("probe", [NAIVE, *self.singles()], share=0.2, target=0.05, min_samples=PROBE_CALLS,
-                        until=PROBE_SHARE)
+            self._stage("probe", [NAIVE, *self.singles()], share=0.2, target=0.05, min_samples=PROBE_CALLS)
             finalists, replicas = self._plan(self.finalists())
             self._stage("final", [NAIVE, *finalists], share=0.7, target=self.settings.policy.target,
                         replicas=replicas, trajectory=True, memory=True)
@@ -111,9 +110,10 @@ class TrainSearch:
         return self.outcome
 
     def _stage(self, name: str, configs: list[TrainConfig], *, share: float, target: float, replicas: int = 1,
-               trajectory: bool = False, memory: bool = False, min_samples: int = FINAL_CALLS,
-               until: float = 1.0) -> Stage:
-        """One group; variants not yet started when ``until`` of the budget is spent are skipped."""
+               trajectory: bool = False, memory: bool = False, min_samples: int = FINAL_CALLS) -> Stage:
+        """One group; variants not yet started when the stage's share of the budget is spent (the
+        probe's ``PROBE_SHARE``, the final's all of it) are skipped."""
+        until = PROBE_SHARE if name == "probe" else 1.0
         policy = self._policy(len(configs), share, target, min_samples)
         result = BenchResult(model=self.source.name, inputs={}, settings={}, environment=self.env,
                              baseline=NAIVE_NAME)
@@ -188,7 +188,9 @@ class TrainSearch:
         """The two strongest surviving axes combined, all of them combined, compile on the fastest
         reduced precision (in eager, autocast pays a cast around every op, which a compiled graph
         fuses: they compose better than their single speed-ups predict), the best two singles,
-        then the other combinations by predicted speed-up; at most ``FINALISTS``, in that order."""
+        then the other combinations by predicted speed-up; at most ``FINALISTS``, in that order; then
+        the first compiled finalist with compiled autograd (the whole backward captured at run time:
+        it pays where the forward has graph breaks or the model backward hooks), not probed alone."""
         survivors = self._survivors()
         fixed = {a: s for a, s in survivors.items() if "threads" not in a}
         axes = sorted(fixed, key=lambda a: -fixed[a][1])[:4]
@@ -206,7 +208,11 @@ class TrainSearch:
         scored = sorted(((_product(fixed, s), combine(s)) for r in range(2, len(axes) + 1)
                          for s in itertools.combinations(axes, r)), key=lambda p: -p[0])
         ordered = [*firsts, *([composed] if composed else []), *singles, *(c for _, c in scored)]
-        return [c for c in dict.fromkeys(ordered) if not (c.checkpoint and c.compile)][:FINALISTS]
+        finalists = [c for c in dict.fromkeys(ordered) if not (c.checkpoint and c.compile)][:FINALISTS]
+        compiled = next((c for c in finalists if c.compile == "default"), None)
+        if compiled is not None:  # a refinement, last: the first dropped when time is short
+            finalists.append(compiled.with_(compile="compiled-autograd"))
+        return finalists
 
     def _composed(self) -> TrainConfig | None:
         """Compile on the fastest probed reduced precision, if both ran and passed the gradient check."""

@@ -42,6 +42,7 @@ class Code:
     setup: list[str] = field(default_factory=list)  # body of apply(model), before the optimizer is built
     inputs: list[str] = field(default_factory=list)  # body of prepare_input(t)
     contexts: list[str] = field(default_factory=list)  # `with` items around forward and loss
+    backward_contexts: list[str] = field(default_factory=list)  # `with` items around backward()
     optimizer: str | None = None  # the implementation: for-loop | foreach | fused
     scaler: str | None = None  # GradScaler construction, when the precision needs one
     set_to_none: bool | None = None

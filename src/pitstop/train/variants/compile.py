@@ -1,5 +1,10 @@
 """``torch.compile`` of the model (forward and, through AOTAutograd, backward): default,
-max-autotune, and reduce-overhead (CUDA graphs, CUDA only; each step marks its beginning)."""
+max-autotune, reduce-overhead (CUDA graphs, CUDA only; each step marks its beginning), and
+compiled-autograd: the default compile plus compiled autograd, which captures the whole backward
+at run time through the autograd engine (``torch._dynamo.compiled_autograd._enable``, the API of
+PyTorch's compiled-autograd tutorial): it helps where the forward has graph breaks or the model
+has backward hooks, which AOTAutograd's backward graph cannot hold; elsewhere it only adds a second
+cold compile, so it is tried by name (``--variants compiled-autograd``), not probed."""
 
 from __future__ import annotations
 
@@ -20,8 +25,12 @@ class Compile(Technique):
     def code(self, config: TrainConfig, target: TrainTarget) -> Code:
         if not config.compile:
             return Code()
-        mode = "" if config.compile == "default" else f", mode={config.compile!r}"
+        mode = "" if config.compile in ("default", "compiled-autograd") else f", mode={config.compile!r}"
         code = Code(setup=[f"model = torch.compile(model{mode})  # compiles on the first step"])
+        if config.compile == "compiled-autograd":
+            code.imports.append("import torch._dynamo.compiled_autograd")
+            code.backward_contexts.append("torch._dynamo.compiled_autograd._enable(torch.compile)")
+            code.details["compiled_autograd"] = True
         if config.compile == "reduce-overhead":
             code.step_begin.append("torch.compiler.cudagraph_mark_step_begin()  # CUDA graphs: a new step")
             code.details["cudagraphs"] = True

@@ -1,0 +1,63 @@
+"""The train search's decisions on given probe measurements (the rules, not the clock): which
+finalists are planned, compiled autograd as a refinement, and the winner."""
+
+import numpy as np
+import pytest
+from torch import nn
+
+from pitstop.bench.result import BenchResult, Measurement
+from pitstop.train.api import resolve_problem
+from pitstop.train.config import NAIVE_NAME, parse_train_variant
+from pitstop.train.search import Stage, TrainSearch
+from pitstop.train.settings import TrainSettings
+
+
+def samples(ms, n=40, spread=0.01, seed=0):
+    rng = np.random.default_rng(seed)
+    return [list(ms / 1e3 * (1 + spread * rng.standard_normal(n))) for _ in range(2)]
+
+
+def stage(name, medians):
+    result = BenchResult("m", {}, {}, {}, NAIVE_NAME)
+    for i, (variant, ms) in enumerate(medians.items()):
+        config = parse_train_variant(variant)
+        result.rows.append(Measurement(variant, config.to_dict(2), 8, replica_samples_s=samples(ms, seed=i)))
+    return Stage(name, result)
+
+
+@pytest.fixture
+def search():
+    import torch
+
+    model = nn.Sequential(nn.Linear(8, 4))
+    source, problem, _ = resolve_problem(model, (torch.randn(8, 8),), torch.randint(0, 4, (8,)), None, None, 0)
+    found = TrainSearch(source, TrainSettings(batch_size=8, threads=2), problem, {})
+    yield found
+    found.group.close()
+
+
+def test_the_strongest_axes_are_combined_and_compiled_autograd_refines_a_compiled_finalist(search):
+    search.outcome.stages = [stage("probe", {
+        NAIVE_NAME: 100.0, "bf16-autocast": 50.0, "compile": 80.0, "foreach": 130.0,  # foreach: slower, pruned
+        "channels_last": 90.0})]
+    finalists = [c.name for c in search.finalists()]
+    assert finalists[0] == "bf16-autocast+compile"  # the two strongest axes
+    assert "bf16-autocast+compile+channels_last" in finalists  # all that survived
+    assert not any("foreach" in f for f in finalists)
+    assert finalists[-1] == "bf16-autocast+compiled-autograd"  # the refinement comes last
+
+
+def test_no_compiled_autograd_without_a_compiled_finalist(search):
+    search.outcome.stages = [stage("probe", {NAIVE_NAME: 100.0, "bf16-autocast": 50.0, "channels_last": 90.0})]
+    assert not any(c.compile for c in search.finalists())
+
+
+def test_the_winner_is_the_fastest_beyond_noise_and_a_simpler_tie_stays(search):
+    search.outcome.stages = [stage("final", {NAIVE_NAME: 100.0, "bf16-autocast": 50.0,
+                                             "bf16-autocast+compile": 49.9})]
+    search._decide()
+    assert search.outcome.winner.variant == "bf16-autocast"  # within 3% and noise: the simpler one
+    search.outcome.stages = [stage("final", {NAIVE_NAME: 100.0, "bf16-autocast": 50.0,
+                                             "bf16-autocast+compile": 40.0})]
+    search._decide()
+    assert search.outcome.winner.variant == "bf16-autocast+compile"
