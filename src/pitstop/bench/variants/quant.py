@@ -56,8 +56,9 @@ class Quant(Technique):
             return "the model has no Linear / LSTM / GRU layers to quantize"
         if config.runtime == "onnxruntime":
             return None  # ONNX Runtime's own int8 kernels
-        if config.precision == "bf16-weights":
-            return "dynamic int8 quantizes fp32 weights; bf16 weights leave nothing for it to quantize"
+        if config.precision == "bf16-weights" and TORCH_AO in layer_apis(config, target).values():
+            return ("torch.ao's dynamic int8 quantizes fp32 weights only (\"expected scalar type Float but found "
+                    "BFloat16\"); with bf16 weights only torchao's compiled int8 of Linear layers runs")
         import torch
 
         if not {"x86", "fbgemm", "onednn", "qnnpack"} & set(torch.backends.quantized.supported_engines):
