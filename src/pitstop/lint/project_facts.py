@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pitstop.lint.analysis import MODEL_NAME, Module, dotted, is_backward, is_step
 from pitstop.lint.flow import Flow
 from pitstop.lint.graph import GraphNames
+from pitstop.lint.reach import Sources, in_comprehension, shares_graph
 
 Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit") or ("qual", "utils.evaluate")
 # calls into these packages are never project functions
@@ -34,7 +35,7 @@ class Fn:
     forwards: bool = False  # model forward calls with autograd on
     returns_graph: bool = False  # returns a graph-attached tensor
     graph_positions: tuple[int, ...] | None = None  # when every return is a tuple: the graph-attached places
-    retain: tuple[int, int] | None = None  # a final backward(retain_graph=True) outside any loop of its own
+    retain: tuple[tuple[int, int], ...] = ()  # backward(retain_graph=True) calls no later backward reuses
     refs: list[Ref] = field(default_factory=list)  # what it calls
     return_refs: list[Ref] = field(default_factory=list)  # calls whose result it returns
 
@@ -95,20 +96,28 @@ def _is_grad_call(n: ast.AST, mod: Module) -> bool:
     return isinstance(n, ast.Call) and (is_backward(n) or mod.qualname(n.func) == "torch.autograd.grad")
 
 
-def _retain(fn: ast.AST, body: list[ast.AST], mod: Module) -> tuple[int, int] | None:
-    """The position of a ``backward(retain_graph=True)`` that is the function's last backward and
-    is not inside a loop of the function."""
+def _retain(fn: ast.AST, body: list[ast.AST], mod: Module) -> tuple[tuple[int, int], ...]:
+    """The positions of the ``backward(retain_graph=True)`` calls outside any loop of the function
+    that no later backward of the function runs over again (a new forward's graph does not count;
+    a gradient call or an unknown graph does)."""
     grads: list[ast.Call] = sorted((n for n in body if _is_grad_call(n, mod)),  # type: ignore[misc]
                                    key=lambda n: (n.lineno, n.col_offset))
-    first = None
-    for call in reversed(grads):  # the run of retaining backwards at the end (if/else branches of one)
+    found: list[tuple[int, int]] = []
+    sources: Sources | None = None
+    for k, call in enumerate(grads):
         kw = next((k for k in call.keywords if k.arg == "retain_graph"), None)
-        if not is_backward(call) or kw is None or not (isinstance(kw.value, ast.Constant) and kw.value.value is True):
-            break
-        first = call
-    if first is None or mod.enclosing_loops(first):
-        return None
-    return first.lineno, first.col_offset
+        if not is_backward(call) or kw is None or not (isinstance(kw.value, ast.Constant) and kw.value.value is True) \
+                or mod.enclosing_loops(call) or in_comprehension(mod, call):
+            continue
+        later = grads[k + 1:]
+        if any(not is_backward(n) for n in later):
+            continue  # torch.autograd.grad after it: not followed
+        if later:
+            sources = sources or Sources(fn, mod)
+            if any(shares_graph(sources, call, n) for n in later):
+                continue
+        found.append((call.lineno, call.col_offset))
+    return tuple(found)
 
 
 def _zeroes(body: list[ast.AST]) -> bool:
@@ -152,7 +161,7 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
         if r is not None:
             out.refs.append(r)
     out.no_grad = any(mod.is_no_grad(d) for d in fn.decorator_list)
-    out.retain = _retain(fn, body, mod) if out.backward else None
+    out.retain = _retain(fn, body, mod) if out.backward else ()
     returns = [n for n in body if isinstance(n, ast.Return) and n.value is not None]
     if not returns or out.no_grad or not (out.backward or any(_graph_source(c, mod) for c in calls)):
         return out  # nothing in it makes a graph-attached tensor of its own
