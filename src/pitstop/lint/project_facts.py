@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from dataclasses import dataclass, field
 
 from pitstop.lint.analysis import MODEL_NAME, Module, dotted, is_backward, is_step
@@ -55,6 +56,7 @@ class Site:
     mode: str | None  # "eval" / "train": the caller's last mode switch before the call
     model_args: tuple[int, ...]  # parameter positions that receive a model
     result_used: bool = True  # its value reaches a backward, escapes or is returned in the caller
+    evaluates: bool = False  # handed a validation/test loader or phase ("val_loader", phase="validation")
 
 
 def enclosing_class(mod: Module, node: ast.AST) -> str | None:
@@ -191,6 +193,20 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
     return out
 
 
+_EVAL_ARG = re.compile(r"(^|_)(val|valid|validation|test|testing|eval|evaluation|dev)(_|$|loader|set|data)", re.I)
+_TRAIN_ARG = re.compile(r"train", re.I)
+
+
+def _evaluates(call: ast.Call) -> bool:
+    """The call hands over a validation/test loader or names an evaluation phase, and nothing named
+    like training data: ``one_epoch(model, loss_fn, val_loader)``, ``fit(..., phase="validation")``."""
+    words = [d.rsplit(".", 1)[-1] for a in [*call.args, *(k.value for k in call.keywords)]
+             if (d := dotted(a))]
+    words += [a.value for a in [*call.args, *(k.value for k in call.keywords)]
+              if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return any(_EVAL_ARG.search(w) for w in words) and not any(_TRAIN_ARG.search(w) for w in words)
+
+
 def _local_models(mod: Module) -> set[str]:
     return {d for call in mod.calls if (d := dotted(call.func)) and MODEL_NAME.search(d.rsplit(".", 1)[-1])}
 
@@ -254,5 +270,5 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
             flows[id(scope)] = Flow(scope, mod)
         sites.append(Site(ref, caller, call.lineno, bool(loops), loop.refs, later_from, later_backward,
                           mod.under_no_grad(call) is not None, marks[before - 1][1] if before else None, model_args,
-                          flows[id(scope)].fate(call) != "dead"))
+                          flows[id(scope)].fate(call) != "dead", _evaluates(call)))
     return functions, sites
