@@ -154,8 +154,9 @@ class Module:
                 if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
                     m.optimizers.update(d for t in parent.targets if (d := dotted(t)))
                 callee = q or dotted(node.func) or ""
-                for target in parent.targets:
-                    if (d := dotted(target)) and callee and not callee.startswith(d + "."):
+                local = dotted(node.func) or callee  # as written: `model = model.to(dev)` keeps what it was,
+                for target in parent.targets:  # `model = Model()` from a module named model does not
+                    if (d := dotted(target)) and callee and not local.startswith(d + "."):
                         m.constructed[d] = callee
         return m
 

@@ -71,10 +71,11 @@ def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
         parent = mod.parents.get(id(call))
         if isinstance(parent, ast.Assign) and parent.value is call:
             callee = mod.qualname(call.func) or dotted(call.func) or ""
+            local = dotted(call.func) or callee
             if callee and not callee.startswith("torch.optim"):
                 for t in parent.targets:
                     d = dotted(t)
-                    if d and not callee.startswith(d + "."):  # model = model.to(device) keeps what it was
+                    if d and not local.startswith(d + "."):  # model = model.to(device) keeps what it was
                         constructors[d] = callee
     functions, sites = index_functions(mod)
     trains = mod.trains or bool(mod.optimizers) or any(

@@ -105,7 +105,7 @@ class RetainGraphInLoop(Rule):
                 continue
             targets = {name for t in n.targets for name in target_names(t)}
             args = {name for a in [*n.value.args, *(k.value for k in n.value.keywords)] for name in target_names(a)}
-            carried = sorted(targets & args)
+            carried = sorted(targets & args) or _aliased(loop, n, targets, args)
             if not carried or any(_reset(loop, name, n, ctx.mod) for name in carried):
                 continue
             self.report(ctx, n, variant="carried", names=", ".join(carried))
@@ -124,10 +124,24 @@ _STATEFUL = re.compile(r"rnn|lstm|gru|cell|model|net|coder|layer|step", re.I)
 
 
 def _stateful(call: ast.Call, mod: Module) -> bool:
-    """A call that may carry a graph-attached state: a model-like callee or a project function
-    returning a graph."""
-    name = (dotted(call.func) or "").rsplit(".", 1)[-1]
-    return bool(_STATEFUL.search(name)) or (mod.view is not None and mod.view.returns_graph(call))
+    """A call that may carry a graph-attached state: a model-like callee (``rnn(x, h)``, also a
+    method of one: ``agent.policy_net.get_action(s, h)``) or a project function returning a graph."""
+    parts = (dotted(call.func) or "").split(".")
+    name = parts[-1]
+    return bool(_STATEFUL.search(name)) or any(_STATEFUL.search(p) for p in parts[1:-1]) \
+        or (mod.view is not None and mod.view.returns_graph(call))
+
+
+def _aliased(loop: ast.AST, carrier: ast.Assign, targets: set[str], args: set[str]) -> list[str]:
+    """``h_in = h_out`` earlier in the iteration, then ``a, h_out = net(x, h_in)``: the state is
+    carried through the alias."""
+    found = []
+    for n in walk_local(loop):
+        if isinstance(n, ast.Assign) and (n.lineno, n.col_offset) < (carrier.lineno, carrier.col_offset) \
+                and isinstance(n.value, ast.Name) and n.value.id in targets \
+                and args & {x for t in n.targets for x in target_names(t)}:
+            found.append(n.value.id)
+    return sorted(set(found))
 
 
 def _reset(loop: ast.AST, name: str, carrier: ast.Assign, mod: Module) -> bool:
