@@ -37,6 +37,7 @@ class Fn:
     returns_graph: bool = False  # returns a graph-attached tensor
     graph_positions: tuple[int, ...] | None = None  # when every return is a tuple: the graph-attached places
     retain: tuple[tuple[int, int], ...] = ()  # backward(retain_graph=True) calls no later backward reuses
+    gates: tuple[str, ...] = ()  # parameters every backward is conditional on (``if adjust: loss.backward()``)
     refs: list[Ref] = field(default_factory=list)  # what it calls
     return_refs: list[Ref] = field(default_factory=list)  # calls whose result it returns
 
@@ -57,6 +58,7 @@ class Site:
     model_args: tuple[int, ...]  # parameter positions that receive a model
     result_used: bool = True  # its value reaches a backward, escapes or is returned in the caller
     evaluates: bool = False  # handed a validation/test loader or phase ("val_loader", phase="validation")
+    off: tuple[str, ...] = ()  # keywords passed False or None (``model.train(x, adjust=False)``)
 
 
 def enclosing_class(mod: Module, node: ast.AST) -> str | None:
@@ -122,6 +124,20 @@ def _retain(fn: ast.AST, body: list[ast.AST], mod: Module) -> tuple[tuple[int, i
     return tuple(found)
 
 
+def _gates(fn: ast.AST, backwards: list[ast.Call], mod: Module, params: set[str]) -> tuple[str, ...]:
+    """The parameters named in the ``if`` tests around every backward of the function."""
+    common: set[str] | None = None
+    for call in backwards:
+        names: set[str] = set()
+        cur = mod.parents.get(id(call))
+        while cur is not None and cur is not fn:
+            if isinstance(cur, ast.If):
+                names |= {n.id for n in ast.walk(cur.test) if isinstance(n, ast.Name)} & params
+            cur = mod.parents.get(id(cur))
+        common = names if common is None else common & names
+    return tuple(sorted(common or ()))
+
+
 def _zeroes(body: list[ast.AST]) -> bool:
     """``zero_grad()``, ``p.grad = None``, ``p.grad.zero_()`` in the body (helpers it calls are the
     project's business)."""
@@ -164,6 +180,7 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
             out.refs.append(r)
     out.no_grad = any(mod.is_no_grad(d) for d in fn.decorator_list)
     out.retain = _retain(fn, body, mod) if out.backward else ()
+    out.gates = _gates(fn, [c for c in calls if is_backward(c)], mod, set(out.params)) if out.backward else ()
     returns = [n for n in body if isinstance(n, ast.Return) and n.value is not None]
     if not returns or out.no_grad or not (out.backward or any(_graph_source(c, mod) for c in calls)):
         return out  # nothing in it makes a graph-attached tensor of its own
@@ -270,5 +287,7 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
             flows[id(scope)] = Flow(scope, mod)
         sites.append(Site(ref, caller, call.lineno, bool(loops), loop.refs, later_from, later_backward,
                           mod.under_no_grad(call) is not None, marks[before - 1][1] if before else None, model_args,
-                          flows[id(scope)].fate(call) != "dead", _evaluates(call)))
+                          flows[id(scope)].fate(call) != "dead", _evaluates(call),
+                          tuple(k.arg for k in call.keywords if k.arg and isinstance(k.value, ast.Constant)
+                                and k.value.value in (False, None))))
     return functions, sites

@@ -81,6 +81,29 @@ class WrongModuleMode(Rule):
                 self.report(ctx, fn, variant="no-eval", fn=name)
         for scope in [mod.tree, *mod.defs]:
             self.evaluation_after_training(ctx, scope)
+        self.gated_calls(ctx)
+
+    def gated_calls(self, ctx: Context) -> None:
+        """``model.train(x, adjust=False)``: a call into another file's function that trains only
+        when a parameter allows it, passed False here, with no eval() before: an evaluation (or
+        generation) pass in training mode."""
+        view, mod = ctx.project, ctx.mod
+        if view is None:
+            return
+        for call in mod.calls:
+            off = {k.arg for k in call.keywords if isinstance(k.value, ast.Constant) and k.value.value in (False, None)}
+            fid = view.callee(call) if off else None
+            if fid is None or fid[0] == view.i:
+                continue  # same file: evaluated_by_callers reports at the function's forward
+            fn = view.project.files[fid[0]].functions[fid[1]]
+            if not (off & set(fn.gates)) or view.project.fact("sets_eval", fid):
+                continue
+            marks = [c for c in mod.calls if isinstance(c.func, ast.Attribute) and c.func.attr in ("eval", "train")
+                     and not c.args and (c.lineno, c.col_offset) < (call.lineno, call.col_offset)
+                     and mod.enclosing_function(c) is mod.enclosing_function(call)]
+            if marks and marks[-1].func.attr == "eval":  # type: ignore[attr-defined]
+                continue
+            self.report(ctx, call, variant="eval-call", fn=fid[1], where="this call")
 
     def evaluation_after_training(self, ctx: Context, scope: ast.AST) -> None:
         """A script or function that trains, then (after its training loop) evaluates under no_grad
@@ -118,8 +141,9 @@ class WrongModuleMode(Rule):
         fid = view.fn_id(fn_key(mod, fn))
         if fid is None:
             return
+        gates = set(view.project.files[fid[0]].functions[fid[1]].gates)
         for i, site in view.project.sites_of(fid):
-            if site.evaluates and site.mode != "eval":
+            if (site.evaluates or gates & set(site.off)) and site.mode != "eval":
                 where = f"line {site.line}" if i == fid[0] else f"{PurePath(view.project.files[i].path).name}:{site.line}"
                 self.report(ctx, forwards(fn, mod)[0], variant="eval-call", fn=fn.name,  # type: ignore[attr-defined]
                             where=where)
