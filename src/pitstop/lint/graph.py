@@ -90,7 +90,8 @@ class GraphNames:
             return True
         name = dotted(value.func) or ""
         if LOSS_NAME.search(name.rsplit(".", 1)[-1]) and name not in self.mod.functions:
-            return any(self.carries(a, at, depth) for a in [*value.args, *(k.value for k in value.keywords)])
+            return any(self.carries(a, at, depth) or self.model_call(a, at, depth + 1)
+                       for a in [*value.args, *(k.value for k in value.keywords)])  # crit(model(x), y)
         view = self.mod.view
         if view is not None:
             if view.returns_graph(value):

@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.analysis import DETACHING, NUMBER_FUNCS, SAFE_ATTRS, Module, backward_targets, target_names
+from pitstop.lint.analysis import (
+    DETACHING,
+    NUMBER_FUNCS,
+    SAFE_ATTRS,
+    Module,
+    backward_targets,
+    dotted,
+    target_names,
+)
 from pitstop.lint.graph import NO_GRAPH_METHODS, GraphNames, is_forward
 
 Pos = tuple[int, int]
@@ -24,6 +32,9 @@ class Sources:
     def __init__(self, scope: ast.AST, mod: Module) -> None:
         self.mod, self.scope = mod, scope
         self.graph = GraphNames(scope, mod)
+        fn = scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else mod.enclosing_function(scope)
+        args = fn.args if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+        self.params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} if args else set()
         self.defs: dict[str, list[ast.AST]] = {}  # name -> Assign/AugAssign/AnnAssign binding it, in order
         stmts = [n for n in mod.body(scope) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
         for a in sorted(stmts, key=_pos):
@@ -51,7 +62,8 @@ class Sources:
                 return set()
             if isinstance(f, ast.Name) and f.id in NUMBER_FUNCS:
                 return set()
-            found = {id(expr)} if is_forward(expr, self.mod) or self.graph.model_call(expr) else set()
+            found = {id(expr)} if is_forward(expr, self.mod) or self.graph.model_call(expr) \
+                or self._maybe_forward(expr) else set()
             if isinstance(f, ast.Attribute):
                 found |= self.of(f.value, at, depth + 1)
             for a in [*expr.args, *(k.value for k in expr.keywords)]:
@@ -66,6 +78,23 @@ class Sources:
             if isinstance(child, ast.expr):
                 found |= self.of(child, at, depth + 1)
         return found
+
+    def _maybe_forward(self, call: ast.Call) -> bool:
+        """A call of something handed in or held on ``self`` (``disc(x)``, ``self.value(s)``): it may
+        be a model even when not named like one. Not torch or numpy, a class, or a plain function."""
+        name = dotted(call.func)
+        if not name or name in NUMBER_FUNCS or name in self.mod.functions:
+            return False
+        if (self.mod.qualname(call.func) or "").split(".")[0] in ("torch", "numpy", "np", "math", "random"):
+            return False
+        if name.rsplit(".", 1)[-1][:1].isupper():
+            return False
+        parts = name.split(".")
+        views = self.mod.view.models if self.mod.view is not None else set()
+        # ``disc(x)`` (a parameter called) or ``self.value(s)`` (a held module called), not a method of
+        # something held (``self.memory.sample(n)``: a replay buffer hands out data)
+        return (len(parts) == 1 and name in self.params) or (len(parts) == 2 and parts[0] == "self") \
+            or name in views
 
     def _name(self, name: str, at: Pos, depth: int) -> set[int]:
         before = [a for a in self.defs.get(name, ()) if _pos(a) < at]
