@@ -71,10 +71,10 @@ class WrongModuleMode(Rule):
         file_evals = any(isinstance(c.func, ast.Attribute) and c.func.attr == "eval" and not c.args for c in mod.calls)
         for fn in mod.defs:
             name: str = fn.name  # type: ignore[attr-defined]
-            if eval_calls(fn) or not forwards(fn, mod):
-                continue
-            if not (EVAL_NAME.search(name) or _EVAL_LIKE.search(name)) or any(is_backward(n) for n in walk_local(fn)):
+            if not (EVAL_NAME.search(name) or _EVAL_LIKE.search(name)) or any(is_backward(n) for n in mod.body(fn)):
                 self.evaluated_by_callers(ctx, fn)
+                continue
+            if eval_calls(fn) or not forwards(fn, mod):
                 continue
             verdict = self.callers_mode(ctx, fn)
             if (verdict is None and not file_evals) or verdict == "train":
@@ -136,18 +136,19 @@ class WrongModuleMode(Rule):
         optimizer=None)``, ``fit(..., phase="validation")``), called with a validation/test loader
         or phase by a caller that did not switch to eval() first."""
         view, mod = ctx.project, ctx.mod
-        if view is None or any(is_backward(n) and not _conditional(mod, n, fn) for n in walk_local(fn)):
-            return
-        fid = view.fn_id(fn_key(mod, fn))
-        if fid is None:
+        fid = view.fn_id(fn_key(mod, fn)) if view is not None else None
+        if view is None or fid is None:
             return
         gates = set(view.project.files[fid[0]].functions[fid[1]].gates)
-        for i, site in view.project.sites_of(fid):
-            if (site.evaluates or gates & set(site.off)) and site.mode != "eval":
-                where = f"line {site.line}" if i == fid[0] else f"{PurePath(view.project.files[i].path).name}:{site.line}"
-                self.report(ctx, forwards(fn, mod)[0], variant="eval-call", fn=fn.name,  # type: ignore[attr-defined]
-                            where=where)
-                return
+        sites = [(i, s) for i, s in view.project.sites_of(fid)
+                 if (s.evaluates or gates & set(s.off)) and s.mode != "eval"]
+        if not sites or eval_calls(fn) or not forwards(fn, mod) \
+                or any(is_backward(n) and not _conditional(mod, n, fn) for n in mod.body(fn)):
+            return
+        i, site = sites[0]
+        where = f"line {site.line}" if i == fid[0] else f"{PurePath(view.project.files[i].path).name}:{site.line}"
+        self.report(ctx, forwards(fn, mod)[0], variant="eval-call", fn=fn.name,  # type: ignore[attr-defined]
+                    where=where)
 
     def callers_mode(self, ctx: Context, fn: ast.AST) -> str | None:
         """"train" when some caller in the project runs the function in training mode (its last
