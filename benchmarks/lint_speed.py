@@ -82,9 +82,10 @@ def main() -> None:
         wall = {t: statistics.median(w for w, _ in v) for t, v in times.items()}
         cpu = {t: statistics.median(c for _, c in v) for t, v in times.items()}
         for tool in tools:
-            print(f"  {tool:<14} wall {wall[tool]:7.2f} s ({lines / wall[tool]:9,.0f} lines/s, {files / wall[tool]:5.0f} "
-                  f"files/s)  CPU {cpu[tool]:7.2f} s ({lines / cpu[tool]:9,.0f} lines/s)  "
-                  f"(wall runs: {', '.join(f'{w:.2f}' for w, _ in times[tool])} s)")
+            runs = ", ".join(f"{w:.2f}" for w, _ in times[tool])
+            w, c = wall[tool], cpu[tool]
+            print(f"  {tool:<14} wall {w:7.2f} s ({lines / w:9,.0f} lines/s, {files / w:5.0f} files/s)  "
+                  f"CPU {c:7.2f} s ({lines / c:9,.0f} lines/s)  (wall runs: {runs} s)")
         if len(tools) == 2:
             print(f"  pitstop lint is {wall['torchfix -j 1'] / wall['pitstop lint']:.1f}x faster than TorchFix in wall "
                   f"time, {cpu['torchfix -j 1'] / cpu['pitstop lint']:.1f}x in CPU time (target: faster; >= 20,000 "

@@ -35,8 +35,9 @@ class Sources:
         fn = scope if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else mod.enclosing_function(scope)
         args = fn.args if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
         self.params = {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]} if args else set()
-        self.defs: dict[str, list[ast.AST]] = {}  # name -> Assign/AugAssign/AnnAssign binding it, in order
-        stmts = [n for n in mod.body(scope) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
+        self.defs: dict[str, list[ast.Assign | ast.AugAssign | ast.AnnAssign]] = {}  # name -> its bindings, in order
+        stmts: list[ast.Assign | ast.AugAssign | ast.AnnAssign] = [
+            n for n in mod.body(scope) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
         for a in sorted(stmts, key=_pos):
             targets = a.targets if isinstance(a, ast.Assign) else [a.target]
             for t in targets:
