@@ -210,18 +210,22 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
     return out
 
 
-_EVAL_ARG = re.compile(r"(^|_)(val|valid|validation|test|testing|eval|evaluation|dev)(_|$|loader|set|data)", re.I)
+# a validation/test loader or dataset handed over (val_loader, testloader, loader_test, valid_dl)
+_EVAL_ARG = re.compile(r"^((val|valid|validation|test|testing|eval|evaluation|dev)_?(loader|dataloader|dl|data|"
+                       r"dataset|ds|set|iter|batches)|(loader|dataloader|dl|data)_?(val|valid|test|eval|dev))$", re.I)
+# an evaluation phase named by a string: fit(..., phase="validation"), run_epoch(model, "test")
+_EVAL_PHASE = {"val", "valid", "validate", "validation", "test", "testing", "eval", "evaluation", "dev"}
 _TRAIN_ARG = re.compile(r"train", re.I)
 
 
 def _evaluates(call: ast.Call) -> bool:
     """The call hands over a validation/test loader or names an evaluation phase, and nothing named
     like training data: ``one_epoch(model, loss_fn, val_loader)``, ``fit(..., phase="validation")``."""
-    words = [d.rsplit(".", 1)[-1] for a in [*call.args, *(k.value for k in call.keywords)]
-             if (d := dotted(a))]
-    words += [a.value for a in [*call.args, *(k.value for k in call.keywords)]
-              if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-    return any(_EVAL_ARG.search(w) for w in words) and not any(_TRAIN_ARG.search(w) for w in words)
+    values = [*call.args, *(k.value for k in call.keywords)]
+    names = [d.rsplit(".", 1)[-1] for a in values if (d := dotted(a))]
+    phases = [a.value.lower() for a in values if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return (any(_EVAL_ARG.match(n) for n in names) or any(p in _EVAL_PHASE for p in phases)) \
+        and not any(_TRAIN_ARG.search(n) for n in names) and not any(_TRAIN_ARG.search(p) for p in phases)
 
 
 def _local_models(mod: Module) -> set[str]:

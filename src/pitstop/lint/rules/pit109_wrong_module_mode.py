@@ -77,6 +77,8 @@ class WrongModuleMode(Rule):
             if eval_calls(fn) or not forwards(fn, mod):
                 continue
             verdict = self.callers_mode(ctx, fn)
+            if verdict is None and not EVAL_NAME.search(name) and isinstance(mod.parents.get(id(fn)), ast.ClassDef):
+                continue  # a model's own generate()/sample(): its mode is the caller's business
             if (verdict is None and not file_evals) or verdict == "train":
                 self.report(ctx, fn, variant="no-eval", fn=name)
         for scope in [mod.tree, *mod.defs]:
@@ -180,8 +182,9 @@ def _mode(project: Project, fid: FnId, depth: int) -> str | None:
 
 
 # evaluation functions named otherwise: test(), sample(), generate(), translate()
-_EVAL_LIKE = re.compile(r"^(test|testing|sample|samples|generate|translate)$|^test_(model|net|network|epoch|acc|"
-                        r"accuracy)$|^(sample|generate)_\w+$|_test$", re.I)
+_EVAL_LIKE = re.compile(r"^(test|testing|sample|samples|generate|translate)$|^test_(model|net|network|epoch)$|"
+                        r"^(sample|generate)_(text|texts|image|images|name|names|sequence|sentence|sentences|samples?)$|"
+                        r"^(run|do)_test$", re.I)
 
 
 def _mode_layers(mod: Module) -> bool:
