@@ -10,3 +10,8 @@ def fit(crit, optimizer, train_loader, val_loader, epochs):
         one_epoch(model, crit, train_loader, optimizer)
         model.eval()
         print(one_epoch(model, crit, val_loader))
+
+
+def refine(model, crit, optimizer, valid_mask):
+    # a mask named "valid" is not a validation loader: this is a training call
+    return one_epoch(model, crit, valid_mask, optimizer)
