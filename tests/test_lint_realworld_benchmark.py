@@ -95,3 +95,24 @@ def test_the_committed_manifest_is_well_formed() -> None:
             for lab in f["labels"]:
                 assert lab["code"] in lr.SCORED and lab["kind"] in ("must", "optional", "trap")
                 assert lab["line"] >= 1 and lab["note"]
+
+
+def test_projects_added_after_tuning_are_scored_on_their_own(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    labels = [{"line": 10, "code": "PIT501", "kind": "must", "note": "torch.load, torch version unknown"}]
+    files, path = write(tmp_path, labels)
+    late = manifest(labels)[0] | {"name": "tiny-late", "added": "after-tuning"}
+    path.write_text(json.dumps([*manifest(labels), late]), encoding="utf-8")
+    out = tmp_path / "result.json"
+    assert lr.main(["--files", str(files), "--manifest", str(path), "--json", str(out)]) == 0
+    assert "added after the rules were tuned on the older corpus (1 projects; 1 must labels)" in capsys.readouterr().out
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["codes"]["PIT501"]["tp"] == 2 and result["added_after_tuning"]["codes"]["PIT501"]["tp"] == 1
+
+
+def test_lint_speed_says_in_one_line_when_torchfix_is_absent(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import lint_speed
+
+    monkeypatch.setattr(lint_speed.shutil, "which", lambda name: None)
+    monkeypatch.setattr(lint_speed.sys, "executable", "/nonexistent/bin/python")
+    assert lint_speed.find_torchfix() is None

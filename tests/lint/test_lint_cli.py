@@ -74,6 +74,17 @@ def test_json_and_sarif_and_github(project, capsys):
     assert out.startswith("::warning title=PIT501 unsafe-load,file=src/bad.py,line=5,col=12,")
 
 
+def test_json_file_beside_the_text_output(project, capsys):
+    code, out, _ = run(capsys, "src/", "--json", "lint.json")  # the --help example
+    doc = json.loads((project / "lint.json").read_text())
+    assert code == 1 and doc["kind"] == "lint" and doc["files"] == 2 and len(doc["findings"]) == 1
+    assert "Found 1 finding in 2 files." in out  # the text output as usual
+    code, out, _ = run(capsys, "src", "--json", "-")
+    assert json.loads(out)["findings"][0]["code"] == "PIT501"
+    assert main(["lint", "src", "--json", str(project / "src")]) == 2  # a directory: usage error
+    assert "is a directory" in capsys.readouterr().err
+
+
 def test_full_output_shows_the_source_line(project, capsys):
     _, out, _ = run(capsys, "src", "--output-format", "full")
     assert "    5 |     return torch.load(path)" in out and "^^^^^^^^^^^^^^^^" in out

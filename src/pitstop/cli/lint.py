@@ -10,6 +10,7 @@ LINT_EPILOG = """\
 examples:
   pitstop lint src/ train.py                       path:line:col: PIT102 [*] message
   pitstop lint . --output-format sarif > lint.sarif
+  pitstop lint src/ --json lint.json               the findings as JSON too (PRODUCT.md's document)
   pitstop lint . --fix                             apply safe fixes ([*]); --unsafe-fixes for [-] too
   pitstop lint . --diff                            show the fixes as a diff, change nothing
   pitstop lint . --select PIT1 --ignore PIT109     codes, prefixes or names (stale-gradients)
@@ -49,6 +50,8 @@ def _add_lint(sub: Any) -> None:
     lint.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     lint.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff, apply unsafe fixes too")
     lint.add_argument("--diff", action="store_true", help="print the fixes as a unified diff; write nothing")
+    lint.add_argument("--json", metavar="FILE", help="also write the findings as JSON to FILE (- = stdout, instead of "
+                      "the text output)")
     lint.add_argument("--fail-on", choices=["error", "warning", "info", "never"], default="warning",
                       help="exit 1 when a finding of this severity or worse remains (default: warning)")
     lint.add_argument("--color", choices=["auto", "always", "never"], default="auto",
@@ -66,7 +69,11 @@ def _lint(args: argparse.Namespace) -> int:
     from pitstop.lint import lint
     from pitstop.lint import output as out
 
-    fmt = args.output_format
+    fmt = "json" if args.json == "-" else args.output_format
+    if args.json and args.json != "-":
+        from pitstop._io import check_writable
+
+        check_writable(args.json, "--json")
     result = lint(args.paths, select=args.select, ignore=args.ignore, exclude=args.exclude,
                   fix=args.fix and not args.diff, unsafe_fixes=args.unsafe_fixes, diff=args.diff,
                   keep_sources=fmt == "full")
@@ -76,6 +83,10 @@ def _lint(args: argparse.Namespace) -> int:
         fixes = sum(result.fixed.values())
         print(f"Would fix {fixes} finding(s) in {len(result.fixed)} file(s).", file=sys.stderr)
         return 1 if result.diffs else 0
+    if args.json and args.json != "-":
+        from pitstop._io import write_atomic
+
+        write_atomic(args.json, out.json_document(result.findings, result.files, result.lines, environment()))
     if fmt == "json":
         print(out.dumps(out.json_document(result.findings, result.files, result.lines, environment())))
     elif fmt == "sarif":

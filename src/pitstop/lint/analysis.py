@@ -15,8 +15,9 @@ DETACHING = {"item", "detach", "detach_", "tolist", "numpy", "__float__", "__int
 NUMBER_FUNCS = {"float", "int", "bool", "str", "len", "print", "round", "abs", "repr", "format"}
 SAFE_ATTRS = {"data", "shape", "dtype", "device", "requires_grad", "ndim", "is_cuda", "grad_fn", "size"}
 # what a forward call looks like: the callee's last name (lower case: not a class) ends in one of these
-MODEL_NAME = re.compile(r"(^|_)(model|net|net_?[gd]|network|criterion|crit|encoder|decoder|generator|discriminator|"
-                        r"head|classifier|backbone|policy|critic|actor|rnn|lstm|gru|loss_?fn|loss_?func|[gd])\d*$")
+MODEL_NAME = re.compile(r"(^|_)(model|[a-z]*net|net_?[gd]|network|mlp|cnn|dqn|criterion|crit|encoder|decoder|"
+                        r"generator|discriminator|head|classifier|backbone|policy|critic|actor|rnn|lstm|gru|loss_?fn|"
+                        r"loss_?func|[gd])\d*$")  # [a-z]*net: qnet, value_net, resnet
 EVAL_NAME = re.compile(r"^(eval|evaluate|validate|validation|valid|val|predict|infer|inference)(_|$)|"
                        r"(_eval|_evaluate|_validate|_validation|_val|_predict|_inference)$", re.I)
 STAR_DEFAULTS = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "optim": "torch.optim"}
@@ -154,8 +155,9 @@ class Module:
                 if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
                     m.optimizers.update(d for t in parent.targets if (d := dotted(t)))
                 callee = q or dotted(node.func) or ""
-                for target in parent.targets:
-                    if (d := dotted(target)) and callee and not callee.startswith(d + "."):
+                local = dotted(node.func) or callee  # as written: `model = model.to(dev)` keeps what it was,
+                for target in parent.targets:  # `model = Model()` from a module named model does not
+                    if (d := dotted(target)) and callee and not local.startswith(d + "."):
                         m.constructed[d] = callee
         return m
 

@@ -53,6 +53,10 @@ class GraphNames:
             for t in p.targets:
                 if isinstance(t, ast.Name):
                     self.defs.setdefault(t.id, []).append(p)
+        self.augmented: dict[str, list[tuple[int, int]]] = {}  # name -> where ``name += ...`` runs
+        for a in assigns:
+            if isinstance(a, ast.AugAssign) and isinstance(a.target, ast.Name):
+                self.augmented.setdefault(a.target.id, []).append((a.lineno, a.col_offset))
         for _ in range(3):  # to a fixed point (assignments may come in any order)
             before = len(self.names)
             for a in assigns:
@@ -86,7 +90,8 @@ class GraphNames:
             return True
         name = dotted(value.func) or ""
         if LOSS_NAME.search(name.rsplit(".", 1)[-1]) and name not in self.mod.functions:
-            return any(self.carries(a, at, depth) for a in [*value.args, *(k.value for k in value.keywords)])
+            return any(self.carries(a, at, depth) or self.model_call(a, at, depth + 1)
+                       for a in [*value.args, *(k.value for k in value.keywords)])  # crit(model(x), y)
         view = self.mod.view
         if view is not None:
             if view.returns_graph(value):
@@ -136,7 +141,12 @@ class GraphNames:
         also bound by an unpacking or ``+=``, which the name-level answer covers)."""
         pos = (at.lineno, at.col_offset)  # type: ignore[attr-defined]
         before = [a for a in self.defs.get(name, ()) if (a.lineno, a.col_offset) < pos]
-        return before[-1] if before else None
+        if not before:
+            return None
+        start = (before[-1].lineno, before[-1].col_offset)
+        if any(start < p < pos for p in self.augmented.get(name, ())):
+            return None  # total = 0, then total += loss: the name-level answer
+        return before[-1]
 
     def culprit(self, expr: ast.AST) -> ast.Name | None:
         """The graph name ``expr`` is (for a fix), when it is exactly one."""

@@ -45,6 +45,7 @@ class FileIndex:
     cuda: bool
     trains: bool  # runs backward, builds an optimizer or clears gradients
     stars: list[str] = field(default_factory=list)  # modules imported with `from X import *`
+    mode_layers: bool = False  # mentions dropout or batch-norm: train/eval mode changes what it computes
 
 
 def module_names(path: str, root: Path | None) -> list[str]:
@@ -58,6 +59,10 @@ def module_names(path: str, root: Path | None) -> list[str]:
     return [".".join(parts[i:]) for i in range(len(parts))] or [p.stem]
 
 
+# layers whose output depends on train/eval mode (torchvision/timm models all hold some)
+MODE_LAYERS = re.compile(r"Dropout|BatchNorm|dropout|batch_norm|torchvision\.models|timm|from_pretrained")
+
+
 def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
     """The index of one parsed file (``mod``: a ``pitstop.lint.analysis.Module``)."""
     classes = {name: [mod.qualname(b) or dotted(b) or "" for b in node.bases] for name, node in mod.classes.items()}
@@ -66,16 +71,17 @@ def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
         parent = mod.parents.get(id(call))
         if isinstance(parent, ast.Assign) and parent.value is call:
             callee = mod.qualname(call.func) or dotted(call.func) or ""
+            local = dotted(call.func) or callee
             if callee and not callee.startswith("torch.optim"):
                 for t in parent.targets:
                     d = dotted(t)
-                    if d and not callee.startswith(d + "."):  # model = model.to(device) keeps what it was
+                    if d and not local.startswith(d + "."):  # model = model.to(device) keeps what it was
                         constructors[d] = callee
     functions, sites = index_functions(mod)
     trains = mod.trains or bool(mod.optimizers) or any(
         isinstance(c.func, ast.Attribute) and c.func.attr == "zero_grad" for c in mod.calls)
     return FileIndex(path, module_names(path, root), dict(mod.aliases), functions, classes, constructors, sites,
-                     "cuda" in mod.source, trains, list(mod.star_modules))
+                     "cuda" in mod.source, trains, list(mod.star_modules), bool(MODE_LAYERS.search(mod.source)))
 
 
 @dataclass
@@ -91,6 +97,7 @@ class Project:
     retain_flagged: set[FnId] = field(default_factory=set)
     cuda: bool = False
     trains: bool = False
+    mode_layers: bool = False  # some file mentions dropout or batch-norm
     _memo: dict[tuple[str, FnId], bool] = field(default_factory=dict)
 
     @classmethod
@@ -100,6 +107,7 @@ class Project:
             for name in f.names:
                 p.by_module.setdefault(name, []).append(i)
         p.cuda = any(f.cuda for f in p.files)
+        p.mode_layers = any(f.mode_layers for f in p.files)
         p.trains = any(f.trains for f in p.files)
         p._find_module_classes()
         for i, f in enumerate(p.files):

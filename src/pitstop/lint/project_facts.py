@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import ast
 import bisect
+import re
 from dataclasses import dataclass, field
 
 from pitstop.lint.analysis import MODEL_NAME, Module, dotted, is_backward, is_step
 from pitstop.lint.flow import Flow
 from pitstop.lint.graph import GraphNames
+from pitstop.lint.reach import Sources, in_comprehension, shares_graph
 
 Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit") or ("qual", "utils.evaluate")
 # calls into these packages are never project functions
@@ -34,7 +36,8 @@ class Fn:
     forwards: bool = False  # model forward calls with autograd on
     returns_graph: bool = False  # returns a graph-attached tensor
     graph_positions: tuple[int, ...] | None = None  # when every return is a tuple: the graph-attached places
-    retain: tuple[int, int] | None = None  # a final backward(retain_graph=True) outside any loop of its own
+    retain: tuple[tuple[int, int], ...] = ()  # backward(retain_graph=True) calls no later backward reuses
+    gates: tuple[str, ...] = ()  # parameters every backward is conditional on (``if adjust: loss.backward()``)
     refs: list[Ref] = field(default_factory=list)  # what it calls
     return_refs: list[Ref] = field(default_factory=list)  # calls whose result it returns
 
@@ -54,6 +57,8 @@ class Site:
     mode: str | None  # "eval" / "train": the caller's last mode switch before the call
     model_args: tuple[int, ...]  # parameter positions that receive a model
     result_used: bool = True  # its value reaches a backward, escapes or is returned in the caller
+    evaluates: bool = False  # handed a validation/test loader or phase ("val_loader", phase="validation")
+    off: tuple[str, ...] = ()  # keywords passed False or None (``model.train(x, adjust=False)``)
 
 
 def enclosing_class(mod: Module, node: ast.AST) -> str | None:
@@ -95,20 +100,42 @@ def _is_grad_call(n: ast.AST, mod: Module) -> bool:
     return isinstance(n, ast.Call) and (is_backward(n) or mod.qualname(n.func) == "torch.autograd.grad")
 
 
-def _retain(fn: ast.AST, body: list[ast.AST], mod: Module) -> tuple[int, int] | None:
-    """The position of a ``backward(retain_graph=True)`` that is the function's last backward and
-    is not inside a loop of the function."""
+def _retain(fn: ast.AST, body: list[ast.AST], mod: Module) -> tuple[tuple[int, int], ...]:
+    """The positions of the ``backward(retain_graph=True)`` calls outside any loop of the function
+    that no later backward of the function runs over again (a new forward's graph does not count;
+    a gradient call or an unknown graph does)."""
     grads: list[ast.Call] = sorted((n for n in body if _is_grad_call(n, mod)),  # type: ignore[misc]
                                    key=lambda n: (n.lineno, n.col_offset))
-    first = None
-    for call in reversed(grads):  # the run of retaining backwards at the end (if/else branches of one)
+    found: list[tuple[int, int]] = []
+    sources: Sources | None = None
+    for k, call in enumerate(grads):
         kw = next((k for k in call.keywords if k.arg == "retain_graph"), None)
-        if not is_backward(call) or kw is None or not (isinstance(kw.value, ast.Constant) and kw.value.value is True):
-            break
-        first = call
-    if first is None or mod.enclosing_loops(first):
-        return None
-    return first.lineno, first.col_offset
+        if not is_backward(call) or kw is None or not (isinstance(kw.value, ast.Constant) and kw.value.value is True) \
+                or mod.enclosing_loops(call) or in_comprehension(mod, call):
+            continue
+        later = grads[k + 1:]
+        if any(not is_backward(n) for n in later):
+            continue  # torch.autograd.grad after it: not followed
+        if later:
+            sources = sources or Sources(fn, mod)
+            if any(shares_graph(sources, call, n) for n in later):
+                continue
+        found.append((call.lineno, call.col_offset))
+    return tuple(found)
+
+
+def _gates(fn: ast.AST, backwards: list[ast.Call], mod: Module, params: set[str]) -> tuple[str, ...]:
+    """The parameters named in the ``if`` tests around every backward of the function."""
+    common: set[str] | None = None
+    for call in backwards:
+        names: set[str] = set()
+        cur = mod.parents.get(id(call))
+        while cur is not None and cur is not fn:
+            if isinstance(cur, ast.If):
+                names |= {n.id for n in ast.walk(cur.test) if isinstance(n, ast.Name)} & params
+            cur = mod.parents.get(id(cur))
+        common = names if common is None else common & names
+    return tuple(sorted(common or ()))
 
 
 def _zeroes(body: list[ast.AST]) -> bool:
@@ -152,7 +179,8 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
         if r is not None:
             out.refs.append(r)
     out.no_grad = any(mod.is_no_grad(d) for d in fn.decorator_list)
-    out.retain = _retain(fn, body, mod) if out.backward else None
+    out.retain = _retain(fn, body, mod) if out.backward else ()
+    out.gates = _gates(fn, [c for c in calls if is_backward(c)], mod, set(out.params)) if out.backward else ()
     returns = [n for n in body if isinstance(n, ast.Return) and n.value is not None]
     if not returns or out.no_grad or not (out.backward or any(_graph_source(c, mod) for c in calls)):
         return out  # nothing in it makes a graph-attached tensor of its own
@@ -180,6 +208,24 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
             if ref is not None:
                 out.return_refs.append(ref)
     return out
+
+
+# a validation/test loader or dataset handed over (val_loader, testloader, loader_test, valid_dl)
+_EVAL_ARG = re.compile(r"^((val|valid|validation|test|testing|eval|evaluation|dev)_?(loader|dataloader|dl|data|"
+                       r"dataset|ds|set|iter|batches)|(loader|dataloader|dl|data)_?(val|valid|test|eval|dev))$", re.I)
+# an evaluation phase named by a string: fit(..., phase="validation"), run_epoch(model, "test")
+_EVAL_PHASE = {"val", "valid", "validate", "validation", "test", "testing", "eval", "evaluation", "dev"}
+_TRAIN_ARG = re.compile(r"train", re.I)
+
+
+def _evaluates(call: ast.Call) -> bool:
+    """The call hands over a validation/test loader or names an evaluation phase, and nothing named
+    like training data: ``one_epoch(model, loss_fn, val_loader)``, ``fit(..., phase="validation")``."""
+    values = [*call.args, *(k.value for k in call.keywords)]
+    names = [d.rsplit(".", 1)[-1] for a in values if (d := dotted(a))]
+    phases = [a.value.lower() for a in values if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return (any(_EVAL_ARG.match(n) for n in names) or any(p in _EVAL_PHASE for p in phases)) \
+        and not any(_TRAIN_ARG.search(n) for n in names) and not any(_TRAIN_ARG.search(p) for p in phases)
 
 
 def _local_models(mod: Module) -> set[str]:
@@ -245,5 +291,7 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
             flows[id(scope)] = Flow(scope, mod)
         sites.append(Site(ref, caller, call.lineno, bool(loops), loop.refs, later_from, later_backward,
                           mod.under_no_grad(call) is not None, marks[before - 1][1] if before else None, model_args,
-                          flows[id(scope)].fate(call) != "dead"))
+                          flows[id(scope)].fate(call) != "dead", _evaluates(call),
+                          tuple(k.arg for k in call.keywords if k.arg and isinstance(k.value, ast.Constant)
+                                and k.value.value in (False, None))))
     return functions, sites

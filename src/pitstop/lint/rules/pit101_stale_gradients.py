@@ -89,6 +89,8 @@ def _stepped_twice(loop: ast.AST, opt: str, owners: dict[str, set[str]], mod: Mo
             recv = dotted(n.func.value) or ""
             if recv == opt or recv in owners.get(opt, ()) or not ("opt" in recv.lower() or recv in owners):
                 stepped = dirty = False
+        elif stepped and (clears_grads(ast.Expr(n), mod) or (mod.view is not None and mod.view.runs("zeroes", n))):
+            stepped = dirty = False  # reset_grad(): a helper that clears every module's gradients
     return None
 
 

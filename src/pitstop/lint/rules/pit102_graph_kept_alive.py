@@ -5,10 +5,10 @@ from __future__ import annotations
 import ast
 from typing import ClassVar
 
-from pitstop.lint.analysis import Module, assigned_in, dotted, walk_local
-from pitstop.lint.graph import GraphNames
+from pitstop.lint.analysis import Module, assigned_in, dotted, is_backward, walk_local
+from pitstop.lint.graph import LOSS_NAME, GraphNames, is_forward
 from pitstop.lint.rules.base import Context, Edit, Fix, Rule
-from pitstop.lint.rules.common import training_loops, trains
+from pitstop.lint.rules.common import helper_backwards, training_loops, trains
 
 
 class GraphKeptAlive(Rule):
@@ -45,12 +45,15 @@ class GraphKeptAlive(Rule):
         if not trains(mod):
             return
         done: set[int] = set()
-        for loop, _ in training_loops(mod):
+        trained = {id(loop) for loop, _ in training_loops(mod)}
+        for loop in [*(loop for loop, _ in training_loops(mod)), *_evaluation_loops(mod, trained)]:
             graph = GraphNames(loop, mod)
             if not graph.names:
                 continue
             for n in walk_local(loop):
                 found = self.kept(n, loop, graph) if id(n) not in done else None
+                if found is not None and id(loop) not in trained and found[0] != "sum":
+                    continue  # outside training only a running total of losses is judged
                 if found is not None and mod.under_no_grad(n, loop) is None:
                     done.add(id(n))
                     variant, holder, value = found
@@ -106,3 +109,21 @@ def _used_by_torch(scope: ast.AST, holder: str, mod: Module) -> bool:
                 and any(dotted(a) == holder for a in n.args):
             return True
     return False
+
+
+def _evaluation_loops(mod: Module, trained: set[int]) -> list[ast.AST]:
+    """Loops that run a model and a loss with autograd on but no backward (an evaluation pass
+    without no_grad): a running total of their losses keeps every batch's graph."""
+    found = []
+    helpers = {id(c) for c in helper_backwards(mod)}
+    for loop in mod.loop_nodes:
+        if id(loop) in trained or mod.under_no_grad(loop) is not None or mod.enclosing_loops(loop):
+            continue
+        scope = mod.enclosing_function(loop)
+        if scope is mod.tree or any(is_backward(n) or id(n) in helpers for n in mod.body(scope)):
+            continue  # per-timestep losses summed before the step's backward: that graph is needed
+        body = mod.body(loop)
+        if any(isinstance(n, ast.Call) and is_forward(n, mod) and mod.under_no_grad(n, loop) is None for n in body) \
+                and any(isinstance(n, ast.Call) and LOSS_NAME.search(dotted(n.func) or "") for n in body):
+            found.append(loop)
+    return found

@@ -8,6 +8,7 @@ from typing import ClassVar
 
 from pitstop.lint.analysis import Module, backward_targets, dotted, is_backward, names_in, target_names, walk_local
 from pitstop.lint.project_facts import fn_key
+from pitstop.lint.reach import Sources, shares_graph
 from pitstop.lint.rules.base import Context, Rule, is_const, keyword
 from pitstop.lint.rules.common import innermost_loop, training_loops, trains
 
@@ -46,7 +47,7 @@ class RetainGraphInLoop(Rule):
     variants: ClassVar[dict[str, str]] = {
         "carried": "`{names}` is carried from one iteration to the next without .detach(): each backward "
                    "reaches into every earlier step's graph (detach it at the start of the iteration)",
-        "helper": "`{fn}` ends in backward(retain_graph=True) and a loop calls it once per batch with no later "
+        "helper": "`{fn}` runs backward(retain_graph=True) and a loop calls it once per batch with no later "
                   "backward over that graph: its saved tensors are kept for nothing",
     }
 
@@ -70,11 +71,17 @@ class RetainGraphInLoop(Rule):
                                          and d in _bound(n) for n in walk_local(loop)):
                 return False  # the same graph is differentiated again in the next iteration
         pos = (call.lineno, call.col_offset)
+        sources: Sources | None = None
         for n in walk_local(loop):
-            if isinstance(n, ast.Call) and (n.lineno, n.col_offset) > pos and n is not call and (
-                    is_backward(n) or mod.qualname(n.func) == "torch.autograd.grad"
-                    or (mod.view is not None and mod.view.runs("backward", n))):
-                return False
+            if not (isinstance(n, ast.Call) and (n.lineno, n.col_offset) > pos and n is not call):
+                continue
+            if mod.qualname(n.func) == "torch.autograd.grad" or (
+                    not is_backward(n) and mod.view is not None and mod.view.runs("backward", n)):
+                return False  # a gradient or a helper's backward: its graph is not followed here
+            if is_backward(n):
+                sources = sources or Sources(loop, mod)
+                if shares_graph(sources, call, n):
+                    return False  # the multi-loss pattern: a later backward over the same graph
         return True
 
     def retained_by_helpers(self, ctx: Context) -> None:
@@ -88,7 +95,7 @@ class RetainGraphInLoop(Rule):
                 continue
             where = view.project.files[fid[0]].functions[fid[1]].retain
             for call in ctx.mod.backwards:
-                if (call.lineno, call.col_offset) == where:
+                if (call.lineno, call.col_offset) in where:
                     self.report(ctx, call, variant="helper", fn=fid[1])
 
     def carried_state(self, ctx: Context, loop: ast.AST) -> None:
@@ -98,7 +105,7 @@ class RetainGraphInLoop(Rule):
                 continue
             targets = {name for t in n.targets for name in target_names(t)}
             args = {name for a in [*n.value.args, *(k.value for k in n.value.keywords)] for name in target_names(a)}
-            carried = sorted(targets & args)
+            carried = sorted(targets & args) or _aliased(loop, n, targets, args)
             if not carried or any(_reset(loop, name, n, ctx.mod) for name in carried):
                 continue
             self.report(ctx, n, variant="carried", names=", ".join(carried))
@@ -117,10 +124,24 @@ _STATEFUL = re.compile(r"rnn|lstm|gru|cell|model|net|coder|layer|step", re.I)
 
 
 def _stateful(call: ast.Call, mod: Module) -> bool:
-    """A call that may carry a graph-attached state: a model-like callee or a project function
-    returning a graph."""
-    name = (dotted(call.func) or "").rsplit(".", 1)[-1]
-    return bool(_STATEFUL.search(name)) or (mod.view is not None and mod.view.returns_graph(call))
+    """A call that may carry a graph-attached state: a model-like callee (``rnn(x, h)``, also a
+    method of one: ``agent.policy_net.get_action(s, h)``) or a project function returning a graph."""
+    parts = (dotted(call.func) or "").split(".")
+    name = parts[-1]
+    return bool(_STATEFUL.search(name)) or any(_STATEFUL.search(p) for p in parts[1:-1]) \
+        or (mod.view is not None and mod.view.returns_graph(call))
+
+
+def _aliased(loop: ast.AST, carrier: ast.Assign, targets: set[str], args: set[str]) -> list[str]:
+    """``h_in = h_out`` earlier in the iteration, then ``a, h_out = net(x, h_in)``: the state is
+    carried through the alias."""
+    found = []
+    for n in walk_local(loop):
+        if isinstance(n, ast.Assign) and (n.lineno, n.col_offset) < (carrier.lineno, carrier.col_offset) \
+                and isinstance(n.value, ast.Name) and n.value.id in targets \
+                and args & {x for t in n.targets for x in target_names(t)}:
+            found.append(n.value.id)
+    return sorted(set(found))
 
 
 def _reset(loop: ast.AST, name: str, carrier: ast.Assign, mod: Module) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import ClassVar
 
-from pitstop.lint.analysis import backward_targets, is_backward, target_names, walk_local
+from pitstop.lint.analysis import Module, backward_targets, is_backward, target_names, walk_local
 from pitstop.lint.flow import Flow
 from pitstop.lint.graph import GraphNames, is_forward
 from pitstop.lint.rules.base import Context, Rule
@@ -46,11 +46,10 @@ class TrainingWithoutGrad(Rule):
         if not trains(mod):
             return
         for loop, calls in training_loops(mod):
-            losses = {t.id for c in calls for t in backward_targets(c, mod) if isinstance(t, ast.Name)}
             for n in sorted((n for n in walk_local(loop) if isinstance(n, (ast.Assign, ast.Call))),
                             key=lambda n: (n.lineno, n.col_offset)):
                 what = None
-                if isinstance(n, ast.Assign) and losses & {x for t in n.targets for x in target_names(t)}:
+                if isinstance(n, ast.Assign) and _reaches_backward(n, loop, calls, mod):
                     what = "the loss is computed"
                 elif is_backward(n):
                     what = "backward() runs"
@@ -82,3 +81,24 @@ class TrainingWithoutGrad(Rule):
                         x in flow.live for t in n.targets for x in target_names(t)):
                     self.report(ctx, n.value, variant="cut", fn=ctx.text(n.value.func),
                                 how=ast.unparse(block.items[0].context_expr))
+
+
+def _reaches_backward(assign: ast.Assign, loop: ast.AST, calls: list[ast.Call], mod: Module) -> bool:
+    """Whether a backward of the loop differentiates the value this assignment binds: the last
+    binding of its name before the backward (or, wrapping round the loop, the last one in the
+    loop when none comes before it). A validation loss reusing the training loss's name does not."""
+    names = {x for t in assign.targets for x in target_names(t)}
+    pos = (assign.lineno, assign.col_offset)
+    for call in calls:
+        if not is_backward(call):
+            continue
+        for t in backward_targets(call, mod):
+            if not (isinstance(t, ast.Name) and t.id in names):
+                continue
+            at = (call.lineno, call.col_offset)
+            binds = sorted((a.lineno, a.col_offset) for a in walk_local(loop) if isinstance(a, ast.Assign)
+                           and t.id in {x for tt in a.targets for x in target_names(tt)})
+            before = [b for b in binds if b < at]
+            if (before and before[-1] == pos) or (not before and binds and binds[-1] == pos):
+                return True
+    return False

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import re
+from pathlib import PurePath
 from typing import ClassVar
 
 from pitstop.lint.analysis import EVAL_NAME, Module, is_backward, is_step, method_calls, walk_local
-from pitstop.lint.project import FnId, Project
+from pitstop.lint.project import MODE_LAYERS, FnId, Project
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Rule
 from pitstop.lint.rules.common import eval_calls, forwards, train_calls, training_loops
@@ -49,6 +51,8 @@ class WrongModuleMode(Rule):
     variants: ClassVar[dict[str, str]] = {
         "no-eval": "`{fn}` evaluates without model.eval(): dropout stays active and batch-norm uses batch "
                    "statistics",
+        "eval-call": "`{fn}` evaluates here when called with a validation loader or phase ({where}), but "
+                     "nothing puts the model in eval mode: dropout stays active and batch-norm uses batch statistics",
         "after-training": "`{fn}(...)` evaluates after training with no model.eval() in between: dropout stays "
                           "active and batch-norm uses batch statistics",
     }
@@ -67,14 +71,41 @@ class WrongModuleMode(Rule):
         file_evals = any(isinstance(c.func, ast.Attribute) and c.func.attr == "eval" and not c.args for c in mod.calls)
         for fn in mod.defs:
             name: str = fn.name  # type: ignore[attr-defined]
-            if not EVAL_NAME.search(name) or eval_calls(fn) or not forwards(fn, mod) \
-                    or any(is_backward(n) for n in walk_local(fn)):
+            if not (EVAL_NAME.search(name) or _EVAL_LIKE.search(name)) or any(is_backward(n) for n in mod.body(fn)):
+                self.evaluated_by_callers(ctx, fn)
+                continue
+            if eval_calls(fn) or not forwards(fn, mod):
                 continue
             verdict = self.callers_mode(ctx, fn)
+            if verdict is None and not EVAL_NAME.search(name) and isinstance(mod.parents.get(id(fn)), ast.ClassDef):
+                continue  # a model's own generate()/sample(): its mode is the caller's business
             if (verdict is None and not file_evals) or verdict == "train":
                 self.report(ctx, fn, variant="no-eval", fn=name)
         for scope in [mod.tree, *mod.defs]:
             self.evaluation_after_training(ctx, scope)
+        self.gated_calls(ctx)
+
+    def gated_calls(self, ctx: Context) -> None:
+        """``model.train(x, adjust=False)``: a call into another file's function that trains only
+        when a parameter allows it, passed False here, with no eval() before: an evaluation (or
+        generation) pass in training mode."""
+        view, mod = ctx.project, ctx.mod
+        if view is None:
+            return
+        for call in mod.calls:
+            off = {k.arg for k in call.keywords if isinstance(k.value, ast.Constant) and k.value.value in (False, None)}
+            fid = view.callee(call) if off else None
+            if fid is None or fid[0] == view.i:
+                continue  # same file: evaluated_by_callers reports at the function's forward
+            fn = view.project.files[fid[0]].functions[fid[1]]
+            if not (off & set(fn.gates)) or view.project.fact("sets_eval", fid):
+                continue
+            marks = [c for c in mod.calls if isinstance(c.func, ast.Attribute) and c.func.attr in ("eval", "train")
+                     and not c.args and (c.lineno, c.col_offset) < (call.lineno, call.col_offset)
+                     and mod.enclosing_function(c) is mod.enclosing_function(call)]
+            if marks and marks[-1].func.attr == "eval":  # type: ignore[attr-defined]
+                continue
+            self.report(ctx, call, variant="eval-call", fn=fid[1], where="this call")
 
     def evaluation_after_training(self, ctx: Context, scope: ast.AST) -> None:
         """A script or function that trains, then (after its training loop) evaluates under no_grad
@@ -91,13 +122,35 @@ class WrongModuleMode(Rule):
             before = [mode for at, mode in marks if at < pos]
             if mod.under_no_grad(call) is None or pos < min(trained) or (before and before[-1] == "eval"):
                 continue
-            if any(is_backward(n) for loop in mod.enclosing_loops(call) for n in mod.body(loop)):
+            loops = mod.enclosing_loops(call)
+            if loops and any(is_backward(n) for n in mod.body(loops[0])) and not (
+                    _mode_layers(mod) and not any(is_backward(n) and mod.enclosing_loops(n)[:1] == loops[:1]
+                                                  for n in mod.body(loops[0]))):
                 continue  # inside the training loop itself: a look at the current batch, not the evaluation
             if scope is mod.tree:
                 self.report(ctx, call, variant="after-training", fn=ctx.text(call.func))
             else:
                 self.report(ctx, scope, variant="no-eval", fn=scope.name)  # type: ignore[attr-defined]
             return
+
+    def evaluated_by_callers(self, ctx: Context, fn: ast.AST) -> None:
+        """A function that trains or evaluates depending on its arguments (``one_epoch(model, loader,
+        optimizer=None)``, ``fit(..., phase="validation")``), called with a validation/test loader
+        or phase by a caller that did not switch to eval() first."""
+        view, mod = ctx.project, ctx.mod
+        fid = view.fn_id(fn_key(mod, fn)) if view is not None else None
+        if view is None or fid is None:
+            return
+        gates = set(view.project.files[fid[0]].functions[fid[1]].gates)
+        sites = [(i, s) for i, s in view.project.sites_of(fid)
+                 if (s.evaluates or gates & set(s.off)) and s.mode != "eval"]
+        if not sites or eval_calls(fn) or not forwards(fn, mod) \
+                or any(is_backward(n) and not _conditional(mod, n, fn) for n in mod.body(fn)):
+            return
+        i, site = sites[0]
+        where = f"line {site.line}" if i == fid[0] else f"{PurePath(view.project.files[i].path).name}:{site.line}"
+        self.report(ctx, forwards(fn, mod)[0], variant="eval-call", fn=fn.name,  # type: ignore[attr-defined]
+                    where=where)
 
     def callers_mode(self, ctx: Context, fn: ast.AST) -> str | None:
         """"train" when some caller in the project runs the function in training mode (its last
@@ -126,6 +179,28 @@ def _mode(project: Project, fid: FnId, depth: int) -> str | None:
         else:
             verdicts.add(_mode(project, (i, s.caller), depth + 1) or "unknown")
     return "train" if "train" in verdicts else "eval" if verdicts == {"eval"} else None
+
+
+# evaluation functions named otherwise: test(), sample(), generate(), translate()
+_EVAL_LIKE = re.compile(r"^(test|testing|sample|samples|generate|translate)$|^test_(model|net|network|epoch)$|"
+                        r"^(sample|generate)_(text|texts|image|images|name|names|sequence|sentence|sentences|samples?)$|"
+                        r"^(run|do)_test$", re.I)
+
+
+def _mode_layers(mod: Module) -> bool:
+    """Dropout or batch-norm somewhere in the project (or this file, without one)."""
+    view = mod.view
+    return bool(view.project.mode_layers) if view is not None else bool(MODE_LAYERS.search(mod.source))
+
+
+def _conditional(mod: Module, node: ast.AST, fn: ast.AST) -> bool:
+    """``node`` sits under an ``if`` inside ``fn`` (a backward that only some calls run)."""
+    cur = mod.parents.get(id(node))
+    while cur is not None and cur is not fn:
+        if isinstance(cur, ast.If):
+            return True
+        cur = mod.parents.get(id(cur))
+    return False
 
 
 def _calls_eval_helper(loop: ast.AST, mod: Module) -> ast.Call | None:

@@ -1,0 +1,10 @@
+def one_epoch(model, crit, loader, optimizer=None):
+    total = 0.0
+    for x, y in loader:
+        loss = crit(model(x), y)
+        total += loss.item()
+        if optimizer is not None:
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return total

@@ -1,0 +1,19 @@
+import torch.nn.functional as F
+
+
+class Agent:
+    def __init__(self, value_net, actor_net, value_opt, actor_opt):
+        self.value_net, self.actor_net = value_net, actor_net
+        self.value_opt, self.actor_opt = value_opt, actor_opt
+
+    def learn(self, state, target):
+        value = self.value_net(state)
+        value_loss = F.mse_loss(value, target)
+        self.value_opt.zero_grad()
+        value_loss.backward(retain_graph=True)  # needed: the actor loss below runs through `value`
+        self.value_opt.step()
+        actions = self.actor_net(state)
+        actor_loss = -(actions * value).mean()
+        self.actor_opt.zero_grad()
+        actor_loss.backward()
+        self.actor_opt.step()
