@@ -160,6 +160,15 @@ def _graph_source(call: ast.Call, mod: Module) -> bool:
         or ref_of(call, mod) is not None
 
 
+def _from_project(expr: ast.AST, at: ast.AST, graph: GraphNames, mod: Module) -> bool:
+    """``expr`` is the result of a project function's call (directly or through the name's last
+    assignment before ``at``): whether it carries a graph is that function's summary's to say."""
+    if isinstance(expr, ast.Name):
+        found = graph.reaching(expr.id, at)
+        expr = found.value if found is not None else expr
+    return isinstance(expr, ast.Call) and ref_of(expr, mod) is not None
+
+
 def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str) -> Fn:
     body = mod.body(fn)
     calls = [n for n in body if isinstance(n, ast.Call)]
@@ -189,18 +198,21 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
     positions: set[int] | None = set()
     for ret in returns:
         value: ast.AST = ret.value  # type: ignore[assignment]
-        if graph.carries(value, ret) and mod.under_no_grad(ret) is None:
-            out.returns_graph = True
-            if isinstance(value, ast.Tuple) and positions is not None:
-                positions.update(k for k, e in enumerate(value.elts) if graph.carries(e, ret))
-            else:
-                positions = None
+        attached = graph.carries(value, ret) and mod.under_no_grad(ret) is None
+        out.returns_graph = out.returns_graph or attached
+        if isinstance(value, ast.Tuple) and positions is not None:
+            # a place holds a graph when it carries one here, or when a project function makes it
+            # (its own summary decides, transitively): `return loss, n_correct.item()` -> (0,)
+            positions.update(k for k, e in enumerate(value.elts)
+                             if graph.carries(e, ret) or _from_project(e, ret, graph, mod))
+        elif attached or _from_project(value, ret, graph, mod):
+            positions = None
         for v in (value.elts if isinstance(value, ast.Tuple) else [value]):
             if isinstance(v, ast.Name):
                 returned.add(v.id)
             elif isinstance(v, ast.Call) and (ref := ref_of(v, mod)) is not None:
                 out.return_refs.append(ref)
-    out.graph_positions = tuple(sorted(positions)) if positions and out.returns_graph else None
+    out.graph_positions = tuple(sorted(positions)) if positions else None
     for n in body:
         if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and any(
                 isinstance(t, ast.Name) and t.id in returned for t in n.targets):

@@ -36,6 +36,7 @@ class UnstableLogsumexp(Rule):
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
         helpers = _log_helpers(mod)
+        returners: frozenset[str] | None = None  # functions and methods that return a softmax (lazily)
         origins: dict[int, dict[str, ast.AST]] = {}
         for call in mod.calls:
             inner = _log_of(call, mod, helpers)
@@ -50,6 +51,10 @@ class UnstableLogsumexp(Rule):
                     self.report(ctx, call)
                 elif _softmax_of(traced, mod) is not None:
                     self.report(ctx, call, variant="softmax")
+                else:
+                    returners = _softmax_returners(mod) if returners is None else returners
+                    if _calls_one_of(traced, returners):  # probs = self.decode(x) ... log(probs.topk(k)[0])
+                        self.report(ctx, call, variant="softmax")
                 continue
             exp_sum = _sum_of_exp(inner, mod)
             if exp_sum is not None and isinstance(exp_sum[0], ast.BinOp) and isinstance(exp_sum[0].op, ast.Sub):
@@ -142,13 +147,42 @@ def _log_helpers(mod: Module) -> frozenset[str]:
     return frozenset(found)
 
 
+_SELECTS = ("topk", "sort", "max", "min", "kthvalue")  # (values, indices): the values are the input's own
+
+
 def _origins(scope: ast.AST) -> dict[str, ast.AST]:
     found: dict[str, ast.AST] = {}
     for n in sorted((n for n in walk_local(scope) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
         for t in n.targets:
             if isinstance(t, ast.Name):
                 found[t.id] = n.value
+            elif isinstance(t, ast.Tuple) and t.elts and isinstance(t.elts[0], ast.Name) \
+                    and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute) \
+                    and n.value.func.attr in _SELECTS and n.value.args:
+                found[t.elts[0].id] = n.value.func.value  # best_probs, best_idx = probs.topk(k)
     return found
+
+
+def _softmax_returners(mod: Module) -> frozenset[str]:
+    """Functions and methods of the file whose every return is a softmax (``def decode(...): ...
+    return F.softmax(logits, -1)``)."""
+    found = set()
+    for fn in ast.walk(mod.tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            returns = [n.value for n in walk_local(fn) if isinstance(n, ast.Return)]
+            if returns and all(r is not None and _softmax_of(r, mod) is not None for r in returns):
+                found.add(fn.name)
+    return frozenset(found)
+
+
+def _calls_one_of(node: ast.AST, names: frozenset[str]) -> bool:
+    """A call of ``name(...)`` or ``self.name(...)`` for one of ``names``."""
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    return (isinstance(f, ast.Name) and f.id in names) or (
+        isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("self", "cls")
+        and f.attr in names)
 
 
 def _trace(node: ast.AST, origins: dict[str, ast.AST], depth: int = 0) -> ast.AST:
