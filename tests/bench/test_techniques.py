@@ -148,6 +148,28 @@ def test_compile_freezing_is_scoped_to_the_compiled_model(tmp_path):
     assert 'options={"freezing": True}' in source and "config.freezing" not in source
 
 
+class Branchy(nn.Module):
+    """Data-dependent control flow: the head depends on the sign of the batch mean."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp, self.pos, self.neg = nn.Linear(16, 16), nn.Linear(16, 4), nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = self.inp(x)
+        return self.pos(h) if h.mean() > 0 else self.neg(h)
+
+
+@pytest.mark.skipif(not HAS_ORT, reason='needs pip install "pitstop[onnx]"')
+def test_onnxruntime_refuses_a_graph_traced_through_data_dependent_control_flow(tmp_path):
+    """torch.export refuses `if tensor:`, the TorchScript exporter traces the branch the example
+    took and would run it for every input: the candidate fails, saying why, instead of passing a
+    fidelity check on samples that happen to take the same branch."""
+    torch.manual_seed(0)
+    with pytest.raises(RuntimeError, match="data-dependent control flow"):
+        run(v("onnxruntime"), Branchy(), Inputs((torch.randn(4, 16),)), tmp_path, Target.detect("cpu", Branchy(), [2]))
+
+
 @pytest.mark.skipif(not HAS_ORT, reason='needs pip install "pitstop[onnx]"')
 def test_onnxruntime_exports_and_runs_the_graph(tmp_path):
     fast, out, fid, details = run(v("onnxruntime"), TinyConv(), Inputs((torch.randn(2, 3, 16, 16),)), tmp_path)

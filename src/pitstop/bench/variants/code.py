@@ -67,8 +67,14 @@ def export_onnx(model, args, kwargs, path):
     errors = []
     for name, options in attempts:
         try:
-            with contextlib.redirect_stdout(io.StringIO()):
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", torch.jit.TracerWarning)
                 torch.onnx.export(model, tuple(args), path, kwargs=kwargs, **options)
+            if any(issubclass(w.category, torch.jit.TracerWarning) and "Python boolean" in str(w.message)
+                   for w in caught):  # `if tensor:` traced: the graph keeps the branch this input took
+                raise RuntimeError("data-dependent control flow: the TorchScript exporter traced one path "
+                                   "(TracerWarning: a tensor converted to a Python boolean), so the ONNX graph "
+                                   "would run that path for every input; " + "; ".join(errors[:1]))
             DETAILS["onnx_exporter"] = name + "".join(f" ({{e}})" for e in errors[:1])
             return
         except Exception as exc:
@@ -114,8 +120,8 @@ def render(config: VariantConfig, device: str, threads: int, codes: list[Code], 
     """The recipe module's source."""
     imports = ["import torch", *dict.fromkeys(i for c in codes for i in c.imports)]
     if ort:
-        imports = ["import contextlib", "import copy", "import hashlib", "import io", "import os", "",
-                   *imports, "import onnxruntime as ort"]
+        imports = ["import contextlib", "import copy", "import hashlib", "import io", "import os",
+                   "import warnings", "", *imports, "import onnxruntime as ort"]
     setup = [f"torch.set_num_threads({threads})", f"model = model.to({device!r})" if device != "cpu" else "",
              *(s for c in codes for s in c.setup)]
     inputs = [f"t = t.to({device!r})" if device != "cpu" else "", *(s for c in codes for s in c.inputs)]
