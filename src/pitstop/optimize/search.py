@@ -27,6 +27,7 @@ __all__ = ["AXES", "START", "Objective", "Search", "SearchOutcome", "Stage"]
 NO_GRAD = VariantConfig("eval", "no_grad")
 EVAL_GRAD = VariantConfig("eval", "grad")  # measured once, so the published no_grad claims can be checked
 MEANINGFUL = 1.05  # a single technique combines when faster beyond noise, or by 5% (median)
+BORDERLINE = 1.02  # a single just under that line is still re-measured in the final, last, when time allows
 TIE = 1.03  # options of one axis within 3% of each other: the simpler one is combined
 PROBE_CALLS, FINAL_CALLS = 3, 5  # timed calls every variant gets at least, whatever the budget
 _OPTIONS: dict[str, tuple[Any, ...]] = {
@@ -195,7 +196,24 @@ class Search:
         compiled = next((c for c in finalists if c.compile == "default"), None)
         if compiled is not None and self._refined("compile", "max-autotune"):
             finalists.append(replace(compiled, compile="max-autotune"))  # last: the first dropped when short
+        # a single whose probe sat just under the line (2-5% faster, within noise) is measured
+        # properly too: otherwise probe noise alone decides whether two runs see it at all
+        finalists += [c for c in self._borderline() if c not in finalists][:2]
         return finalists
+
+    def _borderline(self) -> list[VariantConfig]:
+        """Probed singles at least ``BORDERLINE`` faster (median) but neither beyond noise nor by
+        ``MEANINGFUL`` (so never combined), fastest first."""
+        probe = self.outcome.stages[0]
+        survivors = {config for options in self._faster().values() for config, _ in options}
+        found = []
+        for row in probe.rows:
+            config = config_of(row)
+            c = probe.result.comparison(row.variant, row.batch_size)
+            if row.status == "ok" and not config.plain and c is not None and c.ratio.median >= BORDERLINE \
+                    and config not in survivors:
+                found.append((c.ratio.median, config))
+        return [config for _, config in sorted(found, key=lambda p: -p[0])]
 
     @staticmethod
     def _predicted(config: VariantConfig, survivors: dict[str, tuple[VariantConfig, float]]) -> float:
