@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from pitstop._env import physical_cores
@@ -21,6 +21,7 @@ from pitstop.bench.result import BenchResult, Measurement
 from pitstop.bench.timer import TimingPolicy
 from pitstop.bench.variants.config import BASELINE, VariantConfig
 from pitstop.bench.variants.handlers import gate
+from pitstop.optimize.outcome import SearchOutcome, Stage, complexity, config_of
 from pitstop.optimize.settings import AXES, START, Objective, OptimizeSettings
 
 __all__ = ["AXES", "START", "Objective", "Search", "SearchOutcome", "Stage"]
@@ -37,39 +38,6 @@ _OPTIONS: dict[str, tuple[Any, ...]] = {
     "layout": ("channels_last",),
     "runtime": ("onnxruntime",),
 }
-
-
-@dataclass
-class Stage:
-    """One interleaved group of the search: its rows compare with the start point measured alongside."""
-
-    name: str  # probe | combine | final | sweep
-    result: BenchResult
-    elapsed_s: float = 0.0  # wall time of the stage: start-up, compilation, profiling and timing
-
-    @property
-    def rows(self) -> list[Measurement]:
-        return self.result.rows
-
-
-@dataclass
-class SearchOutcome:
-    """The stages, the winner (None = the start point stays) and why."""
-
-    stages: list[Stage] = field(default_factory=list)
-    winner: Measurement | None = None
-    winner_stage: Stage | None = None
-    verdict: str = ""
-    runner_up: str = ""  # a candidate within noise of the winner, said in words ("" when none)
-    elapsed_s: float = 0.0
-    complete: bool = False
-    interrupted: bool = False
-    failed: str = ""  # why nothing can be recommended (the start point itself failed): no recipe
-
-    @property
-    def winner_config(self) -> VariantConfig:
-        """The chosen config (the start point when nothing beat it)."""
-        return config_of(self.winner) if self.winner else START
 
 
 class Search:
@@ -380,19 +348,6 @@ class Search:
                 return row, f"within noise of the faster {fastest.variant} ({tie}): the simpler one is kept"
             said = said or f"{row.variant} is within noise of it ({tie}) but not simpler"
         return fastest, said
-
-
-def complexity(config: VariantConfig) -> int:
-    """How much a recipe does: one per technique, two for compile and ONNX export (their
-    preparation time and failure modes); the simpler of two near-tied candidates is kept."""
-    return len(config.parts) + bool(config.compile) + (config.runtime != "torch")
-
-
-def config_of(row: Measurement) -> VariantConfig:
-    """The typed config a row was measured with (every row of the search carries one)."""
-    if row.variant_config is None:
-        raise ValueError(f"row {row.variant!r} carries no VariantConfig")
-    return row.variant_config
 
 
 def _axis_of(config: VariantConfig) -> str:
