@@ -178,8 +178,8 @@ class Search:
         for row in probe.rows:
             config = config_of(row)
             c = probe.result.comparison(row.variant, row.batch_size)
-            if row.status == "ok" and not config.plain and c is not None and c.ratio.median >= BORDERLINE \
-                    and config not in survivors:
+            if row.status == "ok" and not (config.plain and config.threads is None) and c is not None \
+                    and c.ratio.median >= BORDERLINE and config not in survivors:  # threads count too
                 found.append((c.ratio.median, config))
         return [config for _, config in sorted(found, key=lambda p: -p[0])]
 
