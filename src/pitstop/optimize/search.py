@@ -152,7 +152,7 @@ class Search:
         singles = [config for config, _ in ranked][:2]
         composed = self._composed()  # expected at least as fast as its precision alone
         candidates = [c for c in dict.fromkeys([*combos, *([composed] if composed is not None else []), *singles])
-                      if self.group.target is None or gate(c, self.group.target) is None]  # none that cannot run
+                      if self._runnable(c)]
         # a single far faster than any combination (ONNX Runtime on a model eager runs badly) must
         # not be the one dropped when the budget leaves room for one finalist
         predicted = {c: self._predicted(c, survivors) for c in candidates}
@@ -291,9 +291,11 @@ class Search:
                 scored.append((predicted, combine(subset)))
         scored.sort(key=lambda p: -p[0])
         first = [combine(tuple(axes[:2])), combine(tuple(axes))] if len(axes) >= 2 else []
-        runnable = [c for c in dict.fromkeys([*first, *(c for _, c in scored)])
-                    if self.group.target is None or gate(c, self.group.target) is None]  # e.g. bf16 weights + int8
-        return runnable[:4]
+        return [c for c in dict.fromkeys([*first, *(c for _, c in scored)]) if self._runnable(c)][:4]
+
+    def _runnable(self, config: VariantConfig) -> bool:
+        """No gate refuses ``config`` here (e.g. bf16 weights + torch.ao int8): never plan what cannot run."""
+        return self.group.target is None or gate(config, self.group.target) is None
 
     # -- the winner -----------------------------------------------------------------------
 
