@@ -11,9 +11,12 @@ re-measures the chosen variant next to the grid's top three, two processes each;
 judged there.
 
 Targets (2-core CPU with avx512_bf16, issue 16): chosen >= 1.8x over naive on both models, within
-5% of the grid's best, search <= 300 s per model.
+5% of the grid's best, search <= 300 s per model. The models: zoo:transformer (d256 x 4), the
+encoder of the issue's hand measurements (the same model at d384 x 6, benchmarks/models/encoder.py)
+and zoo:cnn.
 
-    python benchmarks/train_zoo.py                      # zoo:transformer b16, zoo:cnn b32 (the real measurement)
+    python benchmarks/train_zoo.py                      # the three models (the real measurement)
+    python benchmarks/train_zoo.py --only encoder       # one of them (transformer, encoder, cnn)
     python benchmarks/train_zoo.py --quick              # a short check of the logic (zoo:cnn b8, small grid)
     python benchmarks/train_zoo.py --resnet50           # also zoo:resnet50 b8 (needs pip install "pitstop[zoo]")
 """
@@ -38,6 +41,10 @@ from pitstop.train.problem import OptimizerSpec
 from pitstop.train.settings import TrainSettings
 
 TARGET = "int64[B]{0,10}"
+ENCODER = "benchmarks/models/encoder.py:build"
+TOKENS = "int64[B,128]{0,1000}"
+# (name, model spec, batch, input spec: None = the zoo's)
+MODELS = [("transformer", "zoo:transformer", 16, None), ("encoder", ENCODER, 16, TOKENS), ("cnn", "zoo:cnn", 32, None)]
 
 
 def grid(four_d: bool, quick: bool) -> list[TrainConfig]:
@@ -49,10 +56,10 @@ def grid(four_d: bool, quick: bool) -> list[TrainConfig]:
             for p, c, o, layout in itertools.product(("fp32", "bf16-autocast"), compiles, optimizers, layouts)]
 
 
-def measure(spec: str, batch: int, configs: list[TrainConfig], budget_s: float, *, trajectory: bool,
-            replicas: int = 1) -> BenchResult:
+def measure(spec: str, batch: int, inputs: str | None, configs: list[TrainConfig], budget_s: float, *,
+            trajectory: bool, replicas: int = 1) -> BenchResult:
     """One interleaved group of ``configs`` (naive first) on ``spec`` with AdamW lr 1e-3."""
-    source, problem, _ = resolve_problem(spec, None, TARGET, None, OptimizerSpec.named("adamw", lr=1e-3), 0)
+    source, problem, _ = resolve_problem(spec, inputs, TARGET, None, OptimizerSpec.named("adamw", lr=1e-3), 0)
     settings = TrainSettings(batch_size=batch, threads=torch.get_num_threads(), timeout_s=900)
     group = TrainGroup(source, settings, problem)
     result = BenchResult(model=spec, inputs={}, settings={}, environment={}, baseline=NAIVE_NAME)
@@ -64,21 +71,22 @@ def measure(spec: str, batch: int, configs: list[TrainConfig], budget_s: float, 
     return result
 
 
-def run(spec: str, batch: int, search_s: float, budget_s: float, quick: bool) -> dict:
+def run(spec: str, batch: int, inputs: str | None, search_s: float, budget_s: float, quick: bool) -> dict:
     started = time.monotonic()
-    report = run_train(spec, None, TARGET, optimizer=OptimizerSpec.named("adamw", lr=1e-3), batch_size=batch,
+    report = run_train(spec, inputs, TARGET, optimizer=OptimizerSpec.named("adamw", lr=1e-3), batch_size=batch,
                        time_budget_s=search_s)
     search_took = time.monotonic() - started
     chosen = report.config
-    four_d = len(parse_input_spec(ZOO[spec.removeprefix("zoo:")].input_spec).tensors[0].dims) == 4
+    input_spec = inputs or ZOO[spec.removeprefix("zoo:")].input_spec
+    four_d = len(parse_input_spec(input_spec).tensors[0].dims) == 4
     configs = list(dict.fromkeys([NAIVE, chosen, *grid(four_d, quick)]))
-    result = measure(spec, batch, configs, budget_s, trajectory=True)
+    result = measure(spec, batch, inputs, configs, budget_s, trajectory=True)
     rows = {r.variant: r for r in result.rows}
     passing = sorted((r for r in rows.values() if r.status == "ok" and r.variant != NAIVE_NAME and r.latency),
                      key=lambda r: r.latency.median)  # type: ignore[union-attr]
     ratio = {name: c.ratio for name in rows if (c := result.comparison(name, batch)) is not None}
     top = [r.variant for r in passing[:3]]
-    recheck = measure(spec, batch, list(dict.fromkeys([NAIVE, chosen, *(c for c in configs if c.name in top)])),
+    recheck = measure(spec, batch, inputs, list(dict.fromkeys([NAIVE, chosen, *(c for c in configs if c.name in top)])),
                       2 * budget_s, trajectory=False, replicas=2)
     again = {v: recheck.comparison(chosen.name, batch, v) for v in top if v != chosen.name}
     gap = min((c.ratio.median for c in again.values() if c is not None), default=1.0)
@@ -107,18 +115,20 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, default=4.0, help="timed seconds per grid variant")
     parser.add_argument("--quick", action="store_true", help="small batches and grid, short budgets: checks logic")
     parser.add_argument("--resnet50", action="store_true", help="also zoo:resnet50 at batch 8 (zoo extra)")
+    parser.add_argument("--only", choices=[m[0] for m in MODELS], help="just this model")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
-    models = [("zoo:transformer", 16), ("zoo:cnn", 32)] + ([("zoo:resnet50", 8)] if args.resnet50 else [])
+    models = [m[1:] for m in MODELS if args.only in (None, m[0])]
+    models += [("zoo:resnet50", 8, None)] if args.resnet50 else []
     if args.quick:
-        models = [("zoo:cnn", 8)]
+        models = [("zoo:cnn", 8, None)]
         args.search_s, args.budget_s = min(args.search_s, 30.0), min(args.budget_s, 0.5)
     print("| model | batch | naive ms/step | chosen | chosen vs naive | grid best (gate passed) | grid best vs naive "
           "| chosen vs grid top 3 (re-check) | search s |")
     print("|---|---|---|---|---|---|---|---|---|", flush=True)
     results = []
-    for spec, batch in models:  # each row as soon as it is measured: a long run loses nothing
-        r = run(spec, batch, args.search_s, args.budget_s, args.quick)
+    for spec, batch, inputs in models:  # each row as soon as it is measured: a long run loses nothing
+        r = run(spec, batch, inputs, args.search_s, args.budget_s, args.quick)
         results.append(r)
         recheck = ", ".join(f"{v[0]:.2f}x vs {k}" for k, v in r["chosen_vs_grid_top3_recheck"].items() if v) or "-"
         print(f"| {r['model']} | {r['batch']} | {r['naive_ms']:.0f} | {r['chosen']} | {_fmt(r['chosen_speedup'])} | "

@@ -41,10 +41,22 @@ def test_the_strongest_axes_are_combined_and_compiled_autograd_refines_a_compile
         NAIVE_NAME: 100.0, "bf16-autocast": 50.0, "compile": 80.0, "foreach": 130.0,  # foreach: slower, pruned
         "channels_last": 90.0})]
     finalists = [c.name for c in search.finalists()]
-    assert finalists[0] == "bf16-autocast+compile"  # the two strongest axes
+    assert finalists[0] == "bf16-autocast"  # the fastest single: measured, never dropped
+    assert finalists[1] == "bf16-autocast+compile"  # the two strongest axes
     assert "bf16-autocast+compile+channels_last" in finalists  # all that survived
     assert not any("foreach" in f for f in finalists)
     assert finalists[-1] == "bf16-autocast+compiled-autograd"  # the refinement comes last
+
+
+def test_a_short_budget_keeps_the_fastest_single_over_a_speculative_composition(search):
+    """The encoder case: compile alone slower than naive, bf16 faster; when the final has room for
+    one finalist, it is the measured bf16 step, not the untried bf16+compile."""
+    search.outcome.stages = [stage("probe", {NAIVE_NAME: 1100.0, "bf16-autocast": 650.0, "compile": 1300.0})]
+    finalists = search.finalists()
+    assert [c.name for c in finalists[:2]] == ["bf16-autocast", "bf16-autocast+compile"]
+    search.limit_s = 0.0  # no time left: the plan keeps the first finalist only
+    planned, replicas = search._plan(finalists)
+    assert [c.name for c in planned] == ["bf16-autocast"] and replicas == 1
 
 
 def test_no_compiled_autograd_without_a_compiled_finalist(search):

@@ -185,12 +185,14 @@ class TrainSearch:
         return best
 
     def finalists(self) -> list[TrainConfig]:
-        """The two strongest surviving axes combined, all of them combined, compile on the fastest
-        reduced precision (in eager, autocast pays a cast around every op, which a compiled graph
-        fuses: they compose better than their single speed-ups predict), the best two singles,
-        then the other combinations by predicted speed-up; at most ``FINALISTS``, in that order; then
-        the first compiled finalist with compiled autograd (the whole backward captured at run time:
-        it pays where the forward has graph breaks or the model backward hooks), not probed alone."""
+        """The fastest single technique (measured, where the rest are predictions: first, so that a
+        short budget never drops it), the two strongest surviving axes combined, all of them
+        combined, compile on the fastest reduced precision (in eager, autocast pays a cast around
+        every op, which a compiled graph fuses: they compose better than their single speed-ups
+        predict), the second single, then the other combinations by predicted speed-up; at most
+        ``FINALISTS``, in that order; then the first compiled finalist with compiled autograd (the
+        whole backward captured at run time: it pays where the forward has graph breaks or the model
+        backward hooks), not probed alone."""
         survivors = self._survivors()
         fixed = {a: s for a, s in survivors.items() if "threads" not in a}
         axes = sorted(fixed, key=lambda a: -fixed[a][1])[:4]
@@ -207,7 +209,7 @@ class TrainSearch:
         singles = [c for c, _ in sorted(survivors.values(), key=lambda p: -p[1])][:2]
         scored = sorted(((_product(fixed, s), combine(s)) for r in range(2, len(axes) + 1)
                          for s in itertools.combinations(axes, r)), key=lambda p: -p[0])
-        ordered = [*firsts, *([composed] if composed else []), *singles, *(c for _, c in scored)]
+        ordered = [*singles[:1], *firsts, *([composed] if composed else []), *singles[1:], *(c for _, c in scored)]
         finalists = [c for c in dict.fromkeys(ordered) if not (c.checkpoint and c.compile)][:FINALISTS]
         compiled = next((c for c in finalists if c.compile == "default"), None)
         if compiled is not None:  # a refinement, last: the first dropped when time is short
