@@ -12,17 +12,18 @@ import math
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from pitstop.bench.fidelity import FIDELITY_FILE, admitted_by_metric, batches, load_metric, score, within
-from pitstop.bench.launch import InlineWorker, ProcessWorker, WorkerFailed
+from pitstop.bench.launch import InlineWorker, ProcessWorker
 from pitstop.bench.result import Measurement
+from pitstop.bench.rounds import LiveVariant, interleave, turn_calls
 from pitstop.bench.source import Source, SpecSource, first_forward, write_payload
-from pitstop.bench.timer import TimingPolicy, chunk_size, precise_enough
+from pitstop.bench.timer import TimingPolicy
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.bench.variants.handlers import Target, gate
 from pitstop.errors import ModelRunError, PitstopError, UsageError
@@ -50,25 +51,11 @@ class GroupPlan:
 
 
 @dataclass
-class _Live:
+class _Live(LiveVariant):
     """A variant's run-time state within one group: its replica workers."""
 
     config: VariantConfig
-    row: Measurement
     workers: list[Worker]
-    per_call_s: list[float] = field(default_factory=list)
-    spent_s: float = 0.0
-
-    @property
-    def alive(self) -> bool:
-        return self.row.status not in ("failed", "skipped")
-
-    def fail(self, reason: str) -> None:
-        """Mark the variant failed (one replica's failure fails the variant) and stop its workers."""
-        if self.alive:
-            self.row.status, self.row.reason = "failed", reason
-        for worker in self.workers:
-            worker.kill()
 
 
 class GroupRunner:
@@ -294,34 +281,13 @@ class GroupRunner:
             f"metric {fid['metric']:.4g} < reference {fid['metric_reference']:.4g} - tolerance {s.metric_tolerance:g}")
 
     def _rounds(self, live: list[_Live], policy: TimingPolicy, deadline: float | None) -> None:
-        """Interleaved rounds until precise enough or out of budget. Past ``deadline`` rounds stop
-        too, but only once every variant has ``min_samples`` calls: an interval needs samples."""
-        round_no = 0
-        while True:
-            alive = [v for v in live if v.alive and v.per_call_s]
-            active = [v for v in alive if v.spent_s < policy.budget_s or len(v.row.samples_s) < policy.min_samples]
-            if not active or all(precise_enough(v.row.replica_samples_s, policy) for v in alive):
-                return
-            if deadline is not None and time.monotonic() >= deadline \
-                    and all(len(v.row.samples_s) >= policy.min_samples for v in active):
-                return
-            turns = [(v, i) for i in range(max(len(v.per_call_s) for v in active)) for v in active
-                     if i < len(v.per_call_s)]
-            shift = round_no % len(turns)  # rotate the order so nothing always runs first
-            for v, i in turns[shift:] + turns[:shift]:
-                self._turn(v, i, policy)
-            round_no += 1
-            self.on_event("round", {"round": round_no, "live": live, "policy": policy})
+        interleave(live, policy, deadline, lambda v, i: self._turn(v, i, policy),
+                   lambda n: self.on_event("round", {"round": n, "live": live, "policy": policy}))
 
     def _turn(self, v: _Live, i: int, policy: TimingPolicy) -> None:
-        """One replica's share of a round: about ``round_s / replicas`` of timed calls."""
-        if not v.alive:
-            return
-        per_call, replicas = v.per_call_s[i], len(v.per_call_s)
-        left = (policy.budget_s - v.spent_s) / replicas
-        n = min(chunk_size(per_call, policy, replicas), max(1, int(left / max(per_call, 1e-9))))
+        """One replica's share of a round (``turn_calls``)."""
         start = time.monotonic()
-        chunk = self._call(v, v.workers[i], "run", n=n)
+        chunk = self._call(v, v.workers[i], "run", n=turn_calls(v, i, policy))
         v.row.phases_s["timing"] = v.row.phases_s.get("timing", 0.0) + time.monotonic() - start
         if chunk:
             v.row.replica_samples_s[i].extend(chunk["times"])
@@ -341,19 +307,10 @@ class GroupRunner:
             self.on_event("row", {"row": v.row})
 
     def _call(self, v: _Live, worker: Worker, method: str, **kwargs: Any) -> Any:
-        if not v.alive:
-            return None
-        worker.send(method, **kwargs)
-        return self._receive(v, worker)
+        return v.call(worker, method, self.settings.timeout_s, **kwargs)
 
     def _receive(self, v: _Live, worker: Worker) -> Any:
-        if not v.alive:
-            return None
-        try:
-            return worker.receive(self.settings.timeout_s)
-        except WorkerFailed as exc:
-            v.fail(str(exc))
-            return None
+        return v.receive(worker, self.settings.timeout_s)
 
 
 def _check_first_forward(name: str, described: str, live: list[_Live]) -> None:

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from pitstop.bench.result import BenchResult, Measurement
+from pitstop.bench.result import Measurement
+from pitstop.bench.stages import Outcome, Stage
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.optimize.settings import START
 
@@ -13,30 +14,10 @@ __all__ = ["SearchOutcome", "Stage", "complexity", "config_of"]
 
 
 @dataclass
-class Stage:
-    """One interleaved group of the search: its rows compare with the start point measured alongside."""
-
-    name: str  # probe | combine | final | sweep
-    result: BenchResult
-    elapsed_s: float = 0.0  # wall time of the stage: start-up, compilation, profiling and timing
-
-    @property
-    def rows(self) -> list[Measurement]:
-        return self.result.rows
-
-
-@dataclass
-class SearchOutcome:
+class SearchOutcome(Outcome):
     """The stages, the winner (None = the start point stays) and why."""
 
-    stages: list[Stage] = field(default_factory=list)
-    winner: Measurement | None = None
-    winner_stage: Stage | None = None
-    verdict: str = ""
     runner_up: str = ""  # a candidate within noise of the winner, said in words ("" when none)
-    elapsed_s: float = 0.0
-    complete: bool = False
-    interrupted: bool = False
     failed: str = ""  # why nothing can be recommended (the start point itself failed): no recipe
 
     @property

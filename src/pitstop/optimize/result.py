@@ -5,19 +5,17 @@ Rendering lives in ``pitstop.report``, reached through ``pitstop._render``."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from torch import nn
 
-from pitstop import _render
 from pitstop._document import envelope
 from pitstop.bench.result import BenchResult, Measurement, row_document
+from pitstop.bench.stages import StagedReport
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.optimize.search import START, SearchOutcome, Stage
-from pitstop.stats import Ratio
 
 
 @dataclass
@@ -30,8 +28,10 @@ class Choice:
 
 
 @dataclass
-class OptimizeReport:
+class OptimizeReport(StagedReport):
     """Everything optimize measured and decided."""
+
+    BASELINE: ClassVar[str] = START.name
 
     model: str
     settings: dict[str, Any]
@@ -42,26 +42,9 @@ class OptimizeReport:
     saved: list[str] = field(default_factory=list)
 
     @property
-    def stages(self) -> list[Stage]:
-        return self.outcome.stages
-
-    @property
     def config(self) -> VariantConfig:
         """The chosen config (the start point when nothing beat it)."""
         return self.outcome.winner_config
-
-    @property
-    def speedup(self) -> Ratio | None:
-        """The winner's speed-up over the start point, measured alongside it."""
-        return self.speedup_over(START.name)
-
-    def speedup_over(self, baseline: str) -> Ratio | None:
-        """The winner's speed-up over ``baseline`` where both ran in the winner's stage."""
-        winner, stage = self.outcome.winner, self.outcome.winner_stage
-        if winner is None or stage is None:
-            return None
-        comparison = stage.result.comparison(winner.variant, winner.batch_size, baseline=baseline)
-        return comparison.ratio if comparison else None
 
     def reference_stage(self) -> BenchResult | None:
         """The stage that measured the grad-mode references (where published claims are checked)."""
@@ -70,15 +53,8 @@ class OptimizeReport:
 
     def candidates(self) -> list[tuple[Stage, Measurement]]:
         """Each variant once at the search batch size: its row from the last stage that ran it."""
-        latest: dict[str, tuple[Stage, Measurement]] = {}
         batch = self.settings["batch_size"]
-        for stage in self.stages:
-            if stage.name == "sweep":
-                continue
-            for row in stage.rows:
-                if row.batch_size == batch and (row.variant not in latest or row.status != "skipped"):
-                    latest[row.variant] = (stage, row)
-        return list(latest.values())
+        return self.latest_rows(lambda stage, row: stage.name != "sweep" and row.batch_size == batch)
 
     def sweep(self) -> list[tuple[Stage, Measurement]]:
         """Rows of the start point and the winner at every batch size measured (latency vs throughput)."""
@@ -109,31 +85,9 @@ class OptimizeReport:
         why = "most samples/s" + (f" with p90 under {budget:g} ms" if budget is not None else "")
         return Choice(row, stage.name, why)
 
-    def break_even_calls(self, row: Measurement, stage: Stage) -> float | None:
-        """Calls after which a compiled / exported variant has paid back its preparation time."""
-        start = stage.result.row(START.name, row.batch_size)
-        if row.compile_s is None or not (start and start.latency and row.latency):
-            return None
-        saved_s = (start.latency.median - row.latency.median) / 1e3
-        return row.compile_s / saved_s if saved_s > 0 else None
-
     def to_dict(self) -> dict[str, Any]:
         """The JSON document (PRODUCT.md schema, kind ``optimize``)."""
         return optimize_document(self)
-
-    def to_json(self, indent: int | None = 2) -> str:
-        """The JSON document as text."""
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
-
-    def table(self) -> str:
-        """The plain-text report."""
-        return _render.text(self)
-
-    def __str__(self) -> str:
-        return self.table()
-
-    def _repr_html_(self) -> str:
-        return _render.html(self)
 
 
 class OptimizedModel(nn.Module):

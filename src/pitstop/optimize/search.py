@@ -18,6 +18,7 @@ from typing import Any
 from pitstop._env import physical_cores
 from pitstop.bench.group import GroupPlan, GroupRunner, OnEvent, Source
 from pitstop.bench.result import BenchResult, Measurement
+from pitstop.bench.stages import StagedSearch
 from pitstop.bench.timer import TimingPolicy
 from pitstop.bench.variants.config import BASELINE, VariantConfig
 from pitstop.bench.variants.handlers import gate
@@ -40,8 +41,10 @@ _OPTIONS: dict[str, tuple[Any, ...]] = {
 }
 
 
-class Search:
+class Search(StagedSearch):
     """Runs the stages; ``on_stage(outcome)`` is called after each (to persist partial results)."""
+
+    outcome: SearchOutcome
 
     def __init__(self, source: Source, settings: OptimizeSettings, env: dict[str, Any], *,
                  on_event: OnEvent | None = None, on_stage: Callable[[SearchOutcome], None] | None = None) -> None:
@@ -56,35 +59,7 @@ class Search:
         # of calls) and closing the workers, or the batch-size sweep
         self.limit_s = settings.time_budget_s * (0.75 if sweeps else 0.92)
 
-    # -- budget ---------------------------------------------------------------------------
-
-    def left_s(self) -> float:
-        """Seconds of the current limit still unspent (the batch-size sweep keeps a quarter)."""
-        return self.limit_s - (time.monotonic() - self.t0)
-
-    def _policy(self, variants: int, share: float, target: float, min_samples: int) -> TimingPolicy:
-        """Timed seconds per variant: ``share`` of the time left, split between the variants
-        (each also pays start-up, warm-up and compilation, hence the factor 2). Every variant gets
-        ``min_samples`` timed calls whatever the budget says: an interval needs them."""
-        per_variant = max(0.3, min(30.0, share * self.left_s() / max(variants, 1) / 2))
-        return TimingPolicy(target=target, budget_s=per_variant, min_samples=min_samples, warmup_min_calls=2,
-                            warmup_max_s=max(0.3, 0.2 * per_variant))
-
     # -- stages ---------------------------------------------------------------------------
-
-    def run(self) -> SearchOutcome:
-        """All stages; on Ctrl-C, the best so far (marked interrupted)."""
-        try:
-            self._stages()
-            self.outcome.complete = True
-        except KeyboardInterrupt:
-            self.outcome.interrupted = True
-        finally:
-            self._decide()
-            self.outcome.elapsed_s = time.monotonic() - self.t0
-            self.group.close()
-            self.on_stage(self.outcome)
-        return self.outcome
 
     def _stages(self) -> None:
         b = self.settings.search_batch
@@ -107,15 +82,8 @@ class Search:
               ) -> tuple[list[VariantConfig], int]:
         """Fewer replicas, then fewer finalists, until the final's fixed costs (worker start-up,
         compilation, preparation and warm-up, estimated from the probe) fit in 65% of the time left."""
-        replicas = self.settings.bench.replicas
-        while self._fixed_cost(finalists, references, replicas) > 0.65 * self.left_s():
-            if replicas > 1:
-                replicas -= 1
-            elif len(finalists) > 1:
-                finalists = finalists[:-1]
-            else:
-                break
-        return finalists, replicas
+        return self._fit_final(finalists, self.settings.bench.replicas,
+                               lambda kept, replicas: self._fixed_cost(kept, references, replicas), 0.65)
 
     def _fixed_cost(self, finalists: list[VariantConfig], references: list[VariantConfig], replicas: int) -> float:
         """Seconds the final spends before timing, estimated from what the probe measured: worker

@@ -39,7 +39,7 @@ def candidates_table(report: OptimizeReport) -> Table:
             speed = f"{r.median:.2f}x [{r.ci95[0]:.2f}-{r.ci95[1]:.2f}]"
             verdict = Text(r.verdict, style=_VERDICT_STYLE[r.verdict])
         per, lat = row.per_sample, row.latency
-        even = report.break_even_calls(row, stage)
+        even = report.break_even(row, stage)
         table.add_row(name, stage.name, status, fmt_ms(per.median) if per else "-",
                       f"{fmt_ms(lat.p10)}-{fmt_ms(lat.p90)}" if lat else "-", speed, verdict, _fidelity(row),
                       f"{row.compile_s:.1f}" if row.compile_s is not None else "-",

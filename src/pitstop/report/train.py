@@ -58,7 +58,7 @@ def candidates_table(report: TrainReport) -> Table:
             speed, verdict = f"{r.median:.2f}x [{r.ci95[0]:.2f}-{r.ci95[1]:.2f}]", Text(
                 r.verdict, style=_VERDICT_STYLE[r.verdict])
         lat = row.latency
-        even = report.break_even_steps(row, stage)
+        even = report.break_even(row, stage)
         cos, loss = fidelity_cells(row.fidelity)
         table.add_row(Text(row.variant, style="bold" if winner is row else ""), stage.name,
                       Text(row.status, style=_STATUS_STYLE[row.status]),

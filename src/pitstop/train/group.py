@@ -18,13 +18,14 @@ from typing import Any
 import torch
 
 from pitstop.bench.result import Measurement
+from pitstop.bench.rounds import LiveVariant, interleave, turn_calls
 from pitstop.bench.source import ModuleSource, SpecSource, first_forward
-from pitstop.bench.timer import TimingPolicy, chunk_size, precise_enough
+from pitstop.bench.timer import TimingPolicy
 from pitstop.bench.variants.handlers import Target, build
 from pitstop.errors import PitstopError, UsageError
 from pitstop.train import fidelity
 from pitstop.train.config import NAIVE, TrainConfig
-from pitstop.train.launch import InlineTrainWorker, TrainProcessWorker, WorkerFailed
+from pitstop.train.launch import InlineTrainWorker, TrainProcessWorker
 from pitstop.train.problem import Problem
 from pitstop.train.recipe import recipe_source
 from pitstop.train.settings import TrainSettings
@@ -36,23 +37,10 @@ Worker = TrainProcessWorker | InlineTrainWorker
 
 
 @dataclass
-class _Live:
+class _Live(LiveVariant):
     config: TrainConfig
-    row: Measurement
     workers: list[Worker]
-    seeds: list[int]
-    per_call_s: list[float] = field(default_factory=list)
-    spent_s: float = 0.0
-
-    @property
-    def alive(self) -> bool:
-        return self.row.status not in ("failed", "skipped")
-
-    def fail(self, reason: str) -> None:
-        if self.alive:
-            self.row.status, self.row.reason = "failed", reason
-        for worker in self.workers:
-            worker.kill()
+    seeds: list[int] = field(default_factory=list)
 
     def skip(self, reason: str) -> None:
         """Not measured (its workers are closed; the row says why)."""
@@ -200,14 +188,14 @@ class TrainGroup:
         reason = gate(config, self.target)
         if reason:
             row.status, row.reason = "skipped", reason
-            return _Live(config, row, [], [])
+            return _Live(config, row, [], seeds=[])
         if self.inline:
-            return _Live(config, row, [InlineTrainWorker(self.module) for _ in seeds], seeds)
+            return _Live(config, row, [InlineTrainWorker(self.module) for _ in seeds], seeds=seeds)
         env = {"TORCHINDUCTOR_CACHE_DIR": str(self.workdir / "inductor"), **dict(self.settings.worker_env)}
         threads = config.threads or self.settings.threads
         first = len(list(workdir.iterdir()))
         return _Live(config, row, [TrainProcessWorker(workdir / f"{first + i}.log", threads, env)
-                                   for i in range(len(seeds))], seeds)
+                                   for i in range(len(seeds))], seeds=seeds)
 
     def _setup(self, live: list[_Live], workdir: Path, policy: TimingPolicy) -> None:
         for k, v in enumerate(live):  # all workers load in parallel
@@ -281,32 +269,11 @@ class TrainGroup:
             v.reject(why)
 
     def _rounds(self, live: list[_Live], policy: TimingPolicy, deadline: float | None) -> None:
-        """Interleaved rounds until precise enough, out of budget or past the deadline (once
-        every variant has ``min_samples`` steps)."""
-        round_no = 0
-        while True:
-            alive = [v for v in live if v.alive and v.per_call_s]
-            active = [v for v in alive if v.spent_s < policy.budget_s or len(v.row.samples_s) < policy.min_samples]
-            if not active or all(precise_enough(v.row.replica_samples_s, policy) for v in alive):
-                return
-            if deadline is not None and time.monotonic() >= deadline \
-                    and all(len(v.row.samples_s) >= policy.min_samples for v in active):
-                return
-            turns = [(v, i) for i in range(max(len(v.per_call_s) for v in active)) for v in active
-                     if i < len(v.per_call_s)]
-            shift = round_no % len(turns)
-            for v, i in turns[shift:] + turns[:shift]:
-                self._turn(v, i, policy)
-            round_no += 1
-            self.on_event("round", {"round": round_no, "live": live, "policy": policy})
+        interleave(live, policy, deadline, lambda v, i: self._turn(v, i, policy),
+                   lambda n: self.on_event("round", {"round": n, "live": live, "policy": policy}))
 
     def _turn(self, v: _Live, i: int, policy: TimingPolicy) -> None:
-        if not v.alive:
-            return
-        per_call, replicas = v.per_call_s[i], len(v.per_call_s)
-        left = (policy.budget_s - v.spent_s) / replicas
-        n = min(chunk_size(per_call, policy, replicas), max(1, int(left / max(per_call, 1e-9))))
-        chunk = self._call(v, v.workers[i], "run", n=n)
+        chunk = self._call(v, v.workers[i], "run", n=turn_calls(v, i, policy))
         if chunk:
             v.row.replica_samples_s[i].extend(chunk["times"])
             v.spent_s += sum(chunk["times"])
@@ -318,16 +285,7 @@ class TrainGroup:
                 v.reject(why)
 
     def _call(self, v: _Live, worker: Worker, method: str, **kwargs: Any) -> Any:
-        if not v.alive:
-            return None
-        worker.send(method, **kwargs)
-        return self._receive(v, worker)
+        return v.call(worker, method, self.settings.timeout_s, **kwargs)
 
     def _receive(self, v: _Live, worker: Worker) -> Any:
-        if not v.alive:
-            return None
-        try:
-            return worker.receive(self.settings.timeout_s)
-        except WorkerFailed as exc:
-            v.fail(str(exc))
-            return None
+        return v.receive(worker, self.settings.timeout_s)

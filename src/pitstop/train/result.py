@@ -5,26 +5,26 @@ recipe) and the ``TrainSetup`` that applies the winning recipe in this process. 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
-from pitstop import _render
 from pitstop._document import envelope
 from pitstop.bench.result import BenchResult, Measurement, row_document
-from pitstop.stats import Ratio
+from pitstop.bench.stages import StagedReport
 from pitstop.train.config import NAIVE_NAME, TrainConfig
 from pitstop.train.search import Stage, TrainOutcome
 
 
 @dataclass
-class TrainReport:
+class TrainReport(StagedReport):
     """Everything train measured and decided."""
+
+    BASELINE: ClassVar[str] = NAIVE_NAME
 
     model: str
     settings: dict[str, Any]
@@ -35,47 +35,17 @@ class TrainReport:
     saved: list[str] = field(default_factory=list)
 
     @property
-    def stages(self) -> list[Stage]:
-        return self.outcome.stages
-
-    @property
     def config(self) -> TrainConfig:
         """The chosen config (naive when nothing beat it)."""
         return self.outcome.winner_config
 
-    @property
-    def speedup(self) -> Ratio | None:
-        """The winner's step-time speed-up over the naive step, measured alongside it."""
-        winner, stage = self.outcome.winner, self.outcome.winner_stage
-        if winner is None or stage is None:
-            return None
-        comparison = stage.result.comparison(winner.variant, winner.batch_size)
-        return comparison.ratio if comparison else None
-
     def candidates(self) -> list[tuple[Stage, Measurement]]:
         """Each variant once: its row from the last stage that measured it."""
-        latest: dict[str, tuple[Stage, Measurement]] = {}
-        for stage in self.stages:
-            for row in stage.rows:
-                if row.variant not in latest or row.status != "skipped":
-                    latest[row.variant] = (stage, row)
-        return list(latest.values())
-
-    def break_even_steps(self, row: Measurement, stage: Stage) -> float | None:
-        """Steps after which a compiled variant has paid back its compilation (vs naive)."""
-        naive = stage.result.row(NAIVE_NAME, row.batch_size)
-        if row.compile_s is None or not (naive and naive.latency and row.latency):
-            return None
-        saved_s = (naive.latency.median - row.latency.median) / 1e3
-        return row.compile_s / saved_s if saved_s > 0 else None
+        return self.latest_rows()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document (kind ``train``)."""
         return train_document(self)
-
-    def to_json(self, indent: int | None = 2) -> str:
-        """The JSON document as text."""
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> TrainReport:
@@ -98,16 +68,6 @@ class TrainReport:
             outcome.winner = stage.result.row(win["variant"], win["batch_size"])
         return cls(doc["model"], doc["settings"], doc["environment"], outcome, win.get("recipe", ""),
                    doc.get("problem", {}), doc.get("saved", []))
-
-    def table(self) -> str:
-        """The plain-text report."""
-        return _render.text(self)
-
-    def __str__(self) -> str:
-        return self.table()
-
-    def _repr_html_(self) -> str:
-        return _render.html(self)
 
 
 Step = Callable[[Any, Any], torch.Tensor]
@@ -163,7 +123,7 @@ def verdict_lines(report: TrainReport) -> list[str]:
     if winner is None or ratio is None:
         lines.append(f"Winner: {NAIVE_NAME} stays: {outcome.verdict}. ({took})")
     else:
-        even = report.break_even_steps(winner, outcome.winner_stage) if outcome.winner_stage else None
+        even = report.break_even(winner, outcome.winner_stage) if outcome.winner_stage else None
         pays = f"; compilation pays for itself after {even:,.0f} steps" if even is not None else ""
         lines.append(f"Winner: {winner.variant}: {ratio.median:.2f}x [{ratio.ci95[0]:.2f}-{ratio.ci95[1]:.2f}] "
                      f"faster per step than {NAIVE_NAME} (fp32 eager, for-loop optimizer){pays} "
@@ -179,7 +139,7 @@ def train_document(report: TrainReport) -> dict[str, Any]:
     for stage in report.stages:
         for row in stage.rows:
             doc = {**row_document(stage.result, row), "stage": stage.name}
-            even = report.break_even_steps(row, stage)
+            even = report.break_even(row, stage)
             if even is not None:
                 doc["break_even_steps"] = even
             results.append(doc)
@@ -191,7 +151,7 @@ def train_document(report: TrainReport) -> dict[str, Any]:
         winner={"variant": report.config.name, "config": report.config.to_dict(report.settings["threads"]),
                 "batch_size": report.settings["batch_size"], "stage": best.name if winner and best else None,
                 "speedup": {"median": ratio.median, "ci95": list(ratio.ci95)} if ratio else None,
-                "break_even_steps": report.break_even_steps(winner, best) if winner and best else None,
+                "break_even_steps": report.break_even(winner, best) if winner and best else None,
                 "verdict": report.outcome.verdict, "recipe": report.recipe},
         search={"elapsed_s": report.outcome.elapsed_s, "time_budget_s": report.settings["time_budget_s"],
                 "stages": [{"name": s.name, "elapsed_s": s.elapsed_s, "variants": [r.variant for r in s.rows]}

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pitstop.bench.result import BenchResult, Measurement
-from pitstop.bench.timer import TimingPolicy
+from pitstop.bench.stages import Outcome, Stage, StagedSearch
 from pitstop.train.config import NAIVE, NAIVE_NAME, TrainConfig
 from pitstop.train.group import OnEvent, Source, TrainGroup
 from pitstop.train.problem import Problem
@@ -36,29 +36,9 @@ _OPTIONS: dict[str, tuple[Any, ...]] = {
 
 
 @dataclass
-class Stage:
-    """One interleaved group of the search."""
-
-    name: str  # probe | final
-    result: BenchResult
-    elapsed_s: float = 0.0
-
-    @property
-    def rows(self) -> list[Measurement]:
-        return self.result.rows
-
-
-@dataclass
-class TrainOutcome:
+class TrainOutcome(Outcome):
     """The stages, the winner (None = the naive step stays) and why."""
 
-    stages: list[Stage] = field(default_factory=list)
-    winner: Measurement | None = None
-    winner_stage: Stage | None = None
-    verdict: str = ""
-    elapsed_s: float = 0.0
-    complete: bool = False
-    interrupted: bool = False
     notes: list[str] = field(default_factory=list)
     threads: int | None = None  # the run's thread count (a config's own is stated in its name)
 
@@ -68,8 +48,10 @@ class TrainOutcome:
         return TrainConfig.from_dict(self.winner.config, self.threads) if self.winner else NAIVE
 
 
-class TrainSearch:
+class TrainSearch(StagedSearch):
     """Runs the stages; ``on_stage(outcome)`` after each (to persist partial results)."""
+
+    outcome: TrainOutcome
 
     def __init__(self, source: Source, settings: TrainSettings, problem: Problem, env: dict[str, Any], *,
                  on_event: OnEvent | None = None, on_stage: Callable[[TrainOutcome], None] | None = None) -> None:
@@ -80,34 +62,12 @@ class TrainSearch:
         self.t0 = time.monotonic()
         self.limit_s = settings.time_budget_s * 0.92  # what is left covers the minimum calls and closing
 
-    def left_s(self) -> float:
-        """Seconds of the budget still unspent."""
-        return self.limit_s - (time.monotonic() - self.t0)
-
-    def _policy(self, variants: int, share: float, target: float, min_samples: int) -> TimingPolicy:
-        """Timed seconds per variant: ``share`` of the time left split between the variants (each also
-        pays start-up, compilation and warm-up, hence the factor 2); at least ``min_samples`` steps."""
-        per_variant = max(0.3, min(30.0, share * self.left_s() / max(variants, 1) / 2))
-        return TimingPolicy(target=target, budget_s=per_variant, min_samples=min_samples, warmup_min_calls=2,
-                            warmup_max_s=max(0.3, 0.2 * per_variant))
-
-    def run(self) -> TrainOutcome:
-        """All stages; on Ctrl-C the best so far (marked interrupted)."""
-        try:
-            self.group.prepare()
-            self._stage("probe", [NAIVE, *self.singles()], share=0.2, target=0.05, min_samples=PROBE_CALLS)
-            finalists, replicas = self._plan(self.finalists())
-            self._stage("final", [NAIVE, *finalists], share=0.7, target=self.settings.policy.target,
-                        replicas=replicas, trajectory=True, memory=True)
-            self.outcome.complete = True
-        except KeyboardInterrupt:
-            self.outcome.interrupted = True
-        finally:
-            self._decide()
-            self.outcome.elapsed_s = time.monotonic() - self.t0
-            self.group.close()
-            self.on_stage(self.outcome)
-        return self.outcome
+    def _stages(self) -> None:
+        self.group.prepare()
+        self._stage("probe", [NAIVE, *self.singles()], share=0.2, target=0.05, min_samples=PROBE_CALLS)
+        finalists, replicas = self._plan(self.finalists())
+        self._stage("final", [NAIVE, *finalists], share=0.7, target=self.settings.policy.target,
+                    replicas=replicas, trajectory=True, memory=True)
 
     def _stage(self, name: str, configs: list[TrainConfig], *, share: float, target: float, replicas: int = 1,
                trajectory: bool = False, memory: bool = False, min_samples: int = FINAL_CALLS) -> Stage:
@@ -228,15 +188,7 @@ class TrainSearch:
     def _plan(self, finalists: list[TrainConfig]) -> tuple[list[TrainConfig], int]:
         """Fewer replicas, then fewer finalists, until the final's estimated cost (start-up, first
         step or compile, trajectory and minimum timed steps, from the probe) fits in 80% of the time left."""
-        replicas = self.settings.replicas
-        while self._cost(finalists, replicas) > 0.8 * self.left_s():
-            if replicas > 1:
-                replicas -= 1
-            elif len(finalists) > 1:
-                finalists = finalists[:-1]
-            else:
-                break
-        return finalists, replicas
+        return self._fit_final(finalists, self.settings.replicas, self._cost, 0.8)
 
     def _cost(self, finalists: list[TrainConfig], replicas: int) -> float:
         probe = {r.variant: r for r in self.outcome.stages[0].rows}
