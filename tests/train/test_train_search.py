@@ -59,6 +59,18 @@ def test_a_short_budget_keeps_the_fastest_single_over_a_speculative_composition(
     assert [c.name for c in planned] == ["bf16-autocast"] and replicas == 1
 
 
+def test_the_fused_optimizer_refines_the_first_combination_when_it_was_within_noise_alone(search):
+    """zoo:cnn: fused alone is no faster than the naive step, yet pays on bf16+channels_last."""
+    search.outcome.stages = [stage("probe", {NAIVE_NAME: 100.0, "bf16-autocast": 50.0, "channels_last": 80.0,
+                                             "fused": 101.0})]
+    finalists = [c.name for c in search.finalists()]
+    assert finalists[:2] == ["bf16-autocast", "bf16-autocast+channels_last"]
+    assert finalists[-1] == "bf16-autocast+fused+channels_last"  # a refinement: dropped first when short
+    search.outcome.stages = [stage("probe", {NAIVE_NAME: 100.0, "bf16-autocast": 50.0, "channels_last": 80.0,
+                                             "fused": 80.0})]  # survived: combined like any other axis
+    assert "bf16-autocast+fused+channels_last" in [c.name for c in search.finalists()]
+
+
 def test_no_compiled_autograd_without_a_compiled_finalist(search):
     search.outcome.stages = [stage("probe", {NAIVE_NAME: 100.0, "bf16-autocast": 50.0, "channels_last": 90.0})]
     assert not any(c.compile for c in search.finalists())
