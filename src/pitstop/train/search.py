@@ -150,9 +150,10 @@ class TrainSearch(StagedSearch):
         combined, compile on the fastest reduced precision (in eager, autocast pays a cast around
         every op, which a compiled graph fuses: they compose better than their single speed-ups
         predict), the second single, then the other combinations by predicted speed-up; at most
-        ``FINALISTS``, in that order; then the first compiled finalist with compiled autograd (the
-        whole backward captured at run time: it pays where the forward has graph breaks or the model
-        backward hooks), not probed alone."""
+        ``FINALISTS``, in that order; then two refinements, not probed alone and the first dropped
+        when time is short: the fused optimizer on the first combination (``_fused_refinement``),
+        and the first compiled finalist with compiled autograd (the whole backward captured at run
+        time: it pays where the forward has graph breaks or the model backward hooks)."""
         survivors = self._survivors()
         fixed = {a: s for a, s in survivors.items() if "threads" not in a}
         axes = sorted(fixed, key=lambda a: -fixed[a][1])[:4]
