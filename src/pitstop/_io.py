@@ -49,11 +49,149 @@ def write_atomic(path: str | os.PathLike[str], document: dict[str, Any]) -> None
     write_text_atomic(path, json.dumps(document, indent=2, allow_nan=False) + "\n")
 
 
+def quality(document: dict[str, Any]) -> str:
+    """``empty`` (nothing measured: no result rows, no step), ``partial`` (interrupted, incomplete,
+    failed, or the script did not end normally) or ``good``."""
+    if document.get("results") == []:
+        return "empty"
+    if document.get("kind") in ("profile", "doctor") and not document.get("steps") \
+            and not document.get("findings"):
+        return "empty"
+    exit_ = document.get("exit")
+    status = exit_.get("status") if isinstance(exit_, dict) else None
+    if document.get("interrupted") or document.get("complete") is False or document.get("failed") \
+            or status not in (None, "ok"):
+        return "partial"
+    return "good"
+
+
+def _existing_quality(path: Path) -> str | None:
+    """The quality of the pitstop document at ``path`` (None: no file, or not a pitstop document)."""
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return None
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return quality(doc) if isinstance(doc, dict) and "pitstop" in doc and "kind" in doc else None
+
+
+def partial_path(path: str | os.PathLike[str]) -> Path:
+    """Where a partial result goes when a good one is in the way: ``out.json`` -> ``out.partial.json``."""
+    target = Path(path)
+    return target.with_name(f"{target.stem}.partial{target.suffix or '.json'}")
+
+
+class ResultFile:
+    """``--json FILE`` for one run: written as the run goes and at its end, never replacing a good
+    document with a worse one. An empty document (nothing measured) never replaces any file; a
+    partial one (interrupted, incomplete, failed) replacing a good one goes to ``partial_path``
+    instead. ``where`` is the path last written (None: nothing written)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.where: Path | None = None
+        self.kept = False  # a document was not written where asked (kept aside or not at all)
+
+    def write(self, document: dict[str, Any]) -> Path | None:
+        """Write ``document`` where the rules allow; returns that path (None: nothing written)."""
+        new, old = quality(document), _existing_quality(self.path)
+        if self.where == self.path:
+            old = None  # our own earlier (partial) write: replace it
+        if new == "empty" and self.path.is_file() and self.path.stat().st_size > 0:
+            self.kept = True
+            return None
+        target = partial_path(self.path) if new != "good" and old == "good" else self.path
+        write_atomic(target, document)
+        if target == self.path and self.where is not None and self.where != self.path:
+            self.where.unlink(missing_ok=True)  # the run ended well: its partial file is not needed
+        self.kept, self.where = target != self.path, target
+        return target
+
+    def note(self) -> str:
+        """What happened to the file, in one line for the console."""
+        if self.where is None:
+            return f"nothing measured: {self.path} left as it was"
+        if self.where != self.path:
+            return f"the run did not complete: its partial result is in {self.where}; {self.path} (a complete " \
+                   "result) left as it was"
+        return f"JSON written to {self.path}"
+
+
+def result_file(path: str | os.PathLike[str] | ResultFile) -> ResultFile:
+    """A ``ResultFile`` for ``path`` (checked writable now), or ``path`` itself when it is one
+    (the CLI hands its own, so that partial and final writes follow one set of rules)."""
+    if isinstance(path, ResultFile):
+        return path
+    check_writable(path)
+    return ResultFile(path)
+
+
 def write_result(path: str | os.PathLike[str], document: dict[str, Any]) -> bool:
-    """Write a result document atomically unless it has nothing to put there: a run that measured
-    nothing (``"results": []``, e.g. its first forward failed) never replaces an existing file.
-    Returns whether the file was written."""
-    if document.get("results") == [] and Path(path).is_file() and Path(path).stat().st_size > 0:
-        return False
-    write_atomic(path, document)
-    return True
+    """Write a result document by ``ResultFile``'s rules; whether it went to ``path`` itself."""
+    return ResultFile(path).write(document) == Path(path)
+
+
+SAVED = ("recipe.py", "recipe.json", "speedup.diff", "model*.onnx*")  # what --save writes: all it may replace
+
+
+def check_folder(path: str | os.PathLike[str], field: str = "save") -> Path:
+    """The absolute ``path`` of a folder ``write_folder`` can replace later, or a ``SettingError``
+    naming ``field``: not a file, holding nothing but what pitstop saves there, its parent writable."""
+    from pitstop.errors import SettingError
+
+    target = Path(path).absolute()
+    if target.exists() and not target.is_dir():
+        raise SettingError(field, f"{str(path)!r} is a file; give a directory such as out/")
+    if target.is_dir():
+        foreign = sorted(p.name for p in target.iterdir() if not any(p.match(g) for g in SAVED))
+        if foreign:
+            raise SettingError(field, f"{str(path)!r} holds files pitstop did not write ({', '.join(foreign[:3])}); "
+                                      "give a new or empty directory")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent)
+        os.rmdir(probe)
+    except OSError as exc:
+        raise SettingError(field, f"cannot write {str(path)!r} ({exc.strerror or exc}); choose a writable "
+                                  "directory") from None
+    return target
+
+
+def write_folder(path: str | os.PathLike[str], files: dict[str, str | bytes]) -> list[str]:
+    """Write ``files`` (name -> text or bytes) as the folder ``path``, all at once: they are written
+    into a new folder beside it, which then replaces ``path`` by renaming; a failure on the way
+    leaves ``path`` as it was. Returns the paths written."""
+    import shutil
+
+    target = check_folder(path)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    try:
+        os.chmod(staging, 0o777 & ~_UMASK)
+        for name, data in files.items():
+            file = staging / name
+            file.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+            os.chmod(file, 0o666 & ~_UMASK)
+        _swap(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return [str(target / name) for name in files]
+
+
+def _swap(staging: Path, target: Path) -> None:
+    """``staging`` becomes ``target``; an old ``target`` is removed only once the rename succeeded."""
+    import shutil
+
+    if not target.exists():
+        os.rename(staging, target)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+    os.rmdir(old)
+    os.rename(target, old)
+    try:
+        os.rename(staging, target)
+    except BaseException:
+        os.rename(old, target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

@@ -9,6 +9,8 @@ its message on one line and exits 2. Messages say what happened, the value seen,
      +-- ModelLoadError       a factory that raised or returned something that is not a module
      +-- ModelRunError        the model's first forward pass failed on the given inputs
      +-- MissingExtraError    an optional dependency is not installed (names the pip command)
+     +-- ReferenceFailed      the fp32 reference itself fails or is not finite: nothing to compare
+                              with, nothing recommended (exit 1)
 
 A failure *inside one measured variant* is not an exception here: it becomes a result row with
 ``status="failed"`` and its reason, and the run goes on.
@@ -56,6 +58,13 @@ class ModelRunError(PitstopError):
 
 class MissingExtraError(PitstopError, ImportError):
     """An optional dependency is missing; the message names ``pip install "pitstop[extra]"``."""
+
+
+class ReferenceFailed(PitstopError):
+    """The reference (train's fp32 naive step, optimize's start point) fails or is not finite: no
+    variant can be judged against it, so nothing is recommended or saved; exit 1."""
+
+    exit_code = 1
 
 
 def last_line(exc: BaseException) -> str:

@@ -53,12 +53,12 @@ def examples(text):
     return [line.split()[2:] for line in lines]
 
 
-def test_help_examples_run(workdir, capsys):
+def test_help_examples_run(workdir, capfd):
     found = examples(PROFILE_EPILOG)
     assert len(found) == 3
     for argv in found:
         assert main(["profile", *argv]) == 0
-    out, _ = capsys.readouterr()
+    out, _ = capfd.readouterr()
     assert "trained 1 epoch(s)" in out and "phase        ms/step" in out
     doc = json.loads((workdir / "prof.json").read_text())
     jsonschema.validate(doc, PROFILE_SCHEMA)

@@ -53,15 +53,20 @@ def test_report_renders_and_validates(setup):
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"target": torch.zeros(3, dtype=torch.long)}, "first dimension must be the batch size"),
+    ({"target": torch.zeros(3, dtype=torch.long)}, "batch dimension 0 must be the batch size 16"),
     ({"loss_fn": lambda out, y: out.sum()}, "cannot be rebuilt"),
     ({"warp": 9}, "unknown option"),
+    ({"time_budget_s": float("nan")}, "time_budget_s: must be a finite number"),
+    ({"seed": -1}, "seed: must be an integer in 0 .. 2\\*\\*63-1"),
+    ({"seed": 10**23}, "seed: must be an integer"),
+    ({"steps": float("nan")}, "steps: must be a finite number"),
+    ({"timeout_s": float("nan")}, "timeout_s: must be a finite number"),
     ({"target": "flot[B]"}, "expected a dtype"),
 ])
 def test_bad_arguments_are_usage_errors(kwargs, message):
-    args = {"target": Y, **kwargs}
+    args = {"target": Y, "time_budget_s": 10, **kwargs}
     with pytest.raises(UsageError, match=message):
-        pitstop.train(model(), (X,), time_budget_s=10, isolate=False, techniques=("zero_grad",), **args)
+        pitstop.train(model(), (X,), isolate=False, techniques=("zero_grad",), **args)
 
 
 def test_variants_not_started_before_the_deadline_are_skipped_with_the_reason():
@@ -69,16 +74,16 @@ def test_variants_not_started_before_the_deadline_are_skipped_with_the_reason():
     naive reference is skipped (and says why) instead of being profiled past the budget."""
     import time
 
+    from pitstop.bench.source import make_source
     from pitstop.bench.timer import TimingPolicy
-    from pitstop.train.api import resolve_problem
     from pitstop.train.config import NAIVE
     from pitstop.train.group import TrainGroup
+    from pitstop.train.problem import LossSpec, OptimizerSpec, ProblemRequest
     from pitstop.train.settings import TrainSettings
 
-    source, problem, batch = resolve_problem(model(), (X,), Y, nn.CrossEntropyLoss(),
-                                             lambda params: torch.optim.AdamW(params, lr=1e-2), 0)
-    settings = TrainSettings(batch_size=batch, threads=1, isolate=False, replicas=1, time_budget_s=10)
-    group = TrainGroup(source, settings, problem)
+    request = ProblemRequest(OptimizerSpec.named("adamw", lr=1e-2), LossSpec.of(nn.CrossEntropyLoss(), True), Y)
+    settings = TrainSettings(threads=1, isolate=False, replicas=1, time_budget_s=10)
+    group = TrainGroup(make_source(model(), (X,), 0), settings, request)
     rows: list = []
     try:
         group.run([NAIVE, NAIVE.with_(zero_grad="zeros"), NAIVE.with_(optimizer="foreach")], rows,

@@ -82,7 +82,7 @@ def test_compare_reads_train_files(run):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["zoo:cnn", "--target", "flot[B]"], "expected a dtype"),
-    (["zoo:cnn", "--trajectory-steps", "5"], "--trajectory-steps must be at least 20"),
+    (["zoo:cnn", "--trajectory-steps", "5"], "--trajectory-steps: must be at least 20"),
     (["zoo:cnn", "--techniques", "warp"], "--techniques: unknown warp"),
     (["zoo:cnn", "--optimizer", "adamz"], "unknown optimizer 'adamz'"),
 ])

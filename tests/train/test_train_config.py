@@ -33,12 +33,22 @@ def test_parse_rejects_unknown_parts():
         parse_train_variant("bf16-autocast+turbo")
 
 
-@pytest.mark.parametrize(("kwargs", "flag"), [({"trajectory_steps": 5}, "--trajectory-steps"),
-                                              ({"time_budget_s": 1}, "--time-budget-s"),
-                                              ({"tolerance": 2.0}, "--tolerance"), ({"batch_size": 0}, "--batch-size"),
-                                              ({"axes": ("warp",)}, "--techniques"), ({"steps": 0}, "--steps")])
-def test_settings_errors_name_the_flag(kwargs, flag):
-    with pytest.raises(UsageError, match=flag):
+@pytest.mark.parametrize(("kwargs", "field", "flag"), [
+    ({"trajectory_steps": 5}, "trajectory_steps", "--trajectory-steps"),
+    ({"time_budget_s": 1}, "time_budget_s", "--time-budget-s"), ({"tolerance": 2.0}, "tolerance", "--tolerance"),
+    ({"batch_size": 0}, "batch_size", "--batch-size"), ({"axes": ("warp",)}, "techniques", "--techniques"),
+    ({"steps": 0}, "steps", "--steps"), ({"time_budget_s": float("inf")}, "time_budget_s", "--time-budget-s"),
+    ({"seed": 2**63}, "seed", "--seed")])
+def test_settings_errors_name_the_field_and_the_cli_names_the_flag(kwargs, field, flag):
+    """The library says the field (``SettingError``), the CLI the flag that set it: one rule."""
+    from pitstop.cli._args import flag_errors
+    from pitstop.cli.train import _RENAMED
+    from pitstop.errors import SettingError
+
+    with pytest.raises(SettingError, match=f"^{field}: ") as caught:
+        TrainSettings(**{"batch_size": 8, "threads": 2, **kwargs})
+    assert caught.value.field == field
+    with pytest.raises(UsageError, match=f"^{flag}: "), flag_errors(_RENAMED):
         TrainSettings(**{"batch_size": 8, "threads": 2, **kwargs})
 
 
@@ -52,24 +62,50 @@ def test_optimizer_is_read_from_the_factory_as_code():
     assert built.defaults["fused"] and built.defaults["lr"] == 3e-4
 
 
+def test_parameter_groups_are_reproduced_by_name_with_their_own_options():
+    """nanoGPT's decay / no-decay groups: each group's parameters (by name) and options kept; the
+    implementation flag is pitstop's to vary."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.LayerNorm(8), nn.Linear(8, 2))
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    spec = OptimizerSpec.from_factory(lambda model: torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}], lr=6e-4,
+        betas=(0.9, 0.95), fused=False), model)
+    ns = {"torch": torch}
+    exec(spec.groups_code(), ns)
+    built = eval(spec.code("fused"), {**ns, "model": model})
+    assert [g["weight_decay"] for g in built.param_groups] == [0.1, 0.0]
+    assert [[id(p) for p in g["params"]] for g in built.param_groups] == [[id(p) for p in decay],
+                                                                        [id(p) for p in no_decay]]
+    assert built.defaults["fused"] and built.defaults["betas"] == (0.9, 0.95)
+    again = OptimizerSpec.from_dict(spec.to_dict())
+    assert again == spec
+
+
 def test_optimizer_errors_say_what_to_do():
     model = nn.Linear(4, 2)
-    with pytest.raises(UsageError, match="parameter groups"):
-        OptimizerSpec.from_factory(lambda p: torch.optim.SGD([{"params": [model.weight]}, {"params": [model.bias]}],
-                                                             lr=0.1), model)
+    with pytest.raises(UsageError, match="not the model's parameters"):
+        OptimizerSpec.from_factory(lambda p: torch.optim.SGD([torch.zeros(2, requires_grad=True)], lr=0.1), model)
     with pytest.raises(UsageError, match="unknown optimizer 'adamz'"):
         OptimizerSpec.named("adamz")
+    with pytest.raises(UsageError, match="LBFGS steps with a closure"):
+        OptimizerSpec.named("lbfgs")
+    with pytest.raises(UsageError, match="weight_decay: must not be negative"):
+        OptimizerSpec.named("adamw", lr=1e-3, weight_decay=-1.0)
+    with pytest.raises(UsageError, match="lr: must be a finite number"):
+        OptimizerSpec.named("adamw", lr=float("nan"))
     assert OptimizerSpec.named("adamw", lr=1e-3).name == "AdamW"
-    assert OptimizerSpec.named("lbfgs").flags == ()  # no foreach/fused: that axis is gated
+    assert OptimizerSpec.named("rprop").flags == ("foreach",)
 
 
 def test_loss_specs():
     ce = LossSpec.of(nn.CrossEntropyLoss(label_smoothing=0.1), True)
     assert "label_smoothing=0.1" in ce.setup[0]
     fn = LossSpec.of(torch.nn.functional.mse_loss, True)
-    assert fn.imports == ("from torch.nn.functional import mse_loss",)
-    assert "mean" in LossSpec.of(None, False).body
-    with pytest.raises(UsageError, match="importable"):
+    assert "importlib.import_module('torch.nn.functional'), 'mse_loss'" in fn.setup[0]
+    with pytest.raises(UsageError, match="no loss function and no target"):
+        LossSpec.of(None, False)  # never the mean of the logits
+    with pytest.raises(UsageError, match="top level of a module"):
         LossSpec.of(lambda out, y: out.sum(), True)
     with pytest.raises(UsageError, match="holds tensors"):
         LossSpec.of(nn.CrossEntropyLoss(weight=torch.ones(3)), True)

@@ -13,7 +13,7 @@ from pitstop.models.spec import parse_model_spec
 from pitstop.train import fidelity
 from pitstop.train.config import NAIVE, TrainConfig
 from pitstop.train.group import TrainGroup
-from pitstop.train.problem import LossSpec, OptimizerSpec, Problem
+from pitstop.train.problem import LossSpec, OptimizerSpec, ProblemRequest
 from pitstop.train.settings import TrainSettings
 
 QUICK = TimingPolicy(budget_s=0.3, min_samples=3, target=0.5, warmup_min_calls=1, warmup_max_s=0.2)
@@ -23,8 +23,8 @@ def group(models_file: str, name: str, loss: LossSpec | None = None, **settings)
     source = SpecSource(parse_model_spec(f"{models_file}:{name}"), parse_input_spec("float32[B,3,16,16]"
                                                                                    if name == "cnn" else
                                                                                    "float32[B,16]"))
-    problem = Problem(OptimizerSpec.named("adamw", lr=1e-2), loss or LossSpec.of(None, True),
-                      target_spec=parse_input_spec("int64[B]{0,4}"))
+    problem = ProblemRequest(OptimizerSpec.named("adamw", lr=1e-2), loss or LossSpec.of(None, True),
+                             target_spec="int64[B]{0,4}")
     return TrainGroup(source, TrainSettings(batch_size=16, threads=1, **settings), problem)
 
 

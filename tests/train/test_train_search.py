@@ -6,8 +6,9 @@ import pytest
 from torch import nn
 
 from pitstop.bench.result import BenchResult, Measurement
-from pitstop.train.api import resolve_problem
+from pitstop.bench.source import make_source
 from pitstop.train.config import NAIVE_NAME, parse_train_variant
+from pitstop.train.problem import ProblemRequest
 from pitstop.train.search import Stage, TrainSearch
 from pitstop.train.settings import TrainSettings
 
@@ -29,9 +30,12 @@ def stage(name, medians):
 def search():
     import torch
 
+    from pitstop.train.variants import TrainTarget
+
     model = nn.Sequential(nn.Linear(8, 4))
-    source, problem, _ = resolve_problem(model, (torch.randn(8, 8),), torch.randint(0, 4, (8,)), None, None, 0)
-    found = TrainSearch(source, TrainSettings(batch_size=8, threads=2), problem, {})
+    source = make_source(model, (torch.randn(8, 8),), 0)
+    found = TrainSearch(source, TrainSettings(batch_size=8, threads=2), ProblemRequest(target=torch.zeros(8)), {})
+    found.group.target = TrainTarget(batch_size=8)  # what the inspection would have found
     yield found
     found.group.close()
 

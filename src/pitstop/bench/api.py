@@ -19,7 +19,7 @@ def bench(
     example_inputs: Any = None,
     *,
     settings: BenchSettings | None = None,
-    json_path: str | None = None,
+    json_path: Any = None,  # a path, or a pitstop._io.ResultFile
     on_event: Callable[[str, dict[str, Any]], None] | None = None,
     **options: Any,
 ) -> BenchResult:
@@ -38,11 +38,11 @@ def bench(
     source = make_source(model, example_inputs, settings.seed)
     sink = None
     if json_path:
-        from pitstop._io import check_writable, write_result
+        from pitstop._io import result_file
 
-        check_writable(json_path)  # before minutes of measuring, not after
+        out = result_file(json_path)  # checked now, before minutes of measuring
 
         def sink(result: BenchResult) -> None:
-            write_result(json_path, result.to_dict())  # an empty run keeps the old file
+            out.write(result.to_dict())  # an empty run keeps the old file; a partial one a good file
 
     return BenchRunner(source, settings, on_event=on_event, sink=sink).run()

@@ -41,7 +41,11 @@ class LiveVariant:
         """Ask one of its workers to run ``method`` and wait for the answer (None once failed)."""
         if not self.alive:
             return None
-        worker.send(method, **kwargs)
+        try:
+            worker.send(method, **kwargs)
+        except WorkerFailed as exc:  # it died between requests (the out-of-memory killer, a kill -9)
+            self.fail(str(exc))
+            return None
         return self.receive(worker, timeout_s)
 
     def receive(self, worker: Any, timeout_s: float) -> Any:

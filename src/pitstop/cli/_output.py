@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pitstop._format import literal
-from pitstop._io import check_writable, write_result
-from pitstop.errors import UsageError
+from pitstop._io import ResultFile, check_writable
+from pitstop.errors import SettingError, UsageError
 
 
 def _console(to_stdout: bool) -> Any:
@@ -50,14 +50,21 @@ def _html(path: str | None, doc: dict[str, Any]) -> None:
 
 class Output:
     """``--json FILE`` (``-`` = stdout, the console then on stderr), ``--html FILE`` and the console
-    of one command. Both paths are checked when it is made, before the run starts."""
+    of one command. Both paths are made absolute and checked when it is made, before the run starts
+    (a script that changes directory cannot move them); ``result`` writes the JSON by the rules of
+    ``ResultFile`` (a good document is never replaced by an empty, partial or failed one)."""
 
     def __init__(self, json_path: str | None = None, html_path: str | None = None) -> None:
-        self.json_path, self.html_path = json_path, html_path
+        import os
+
+        self.json_path = json_path if json_path in (None, "-") else os.path.abspath(json_path)
+        self.html_path = os.path.abspath(html_path) if html_path else None
+        self.shown_json = json_path  # as the user typed it, for messages
         if self.json_file:
             check_writable(self.json_file, "--json")
-        if html_path:
-            check_writable(html_path, "--html")
+        if self.html_path:
+            check_writable(self.html_path, "--html")
+        self.result = ResultFile(self.json_file) if self.json_file else None
         self.console = _console(self.to_stdout)
 
     @property
@@ -70,12 +77,17 @@ class Output:
         """The ``--json`` file (None with ``-`` or no ``--json``): where partial results may stream."""
         return None if self.to_stdout else self.json_path
 
+    def stream(self, document: dict[str, Any]) -> None:
+        """A partial document while the run goes on (the same rules as the final one)."""
+        if self.result is not None:
+            self.result.write(document)
+
     def finish(self, items: list[Any], document: dict[str, Any] | Callable[[], dict[str, Any]]) -> None:
-        """Write the JSON file atomically (a run with no results keeps an existing file), print
-        ``items`` (text is printed as it is, no markup), then the JSON on stdout or where it went,
-        then write the HTML page."""
+        """Write the JSON file, print ``items`` (text is printed as it is, no markup), then the JSON
+        on stdout or where it went, then write the HTML page."""
         doc = document() if callable(document) else document
-        kept = self.json_file is not None and not write_result(self.json_file, doc)  # nothing measured: kept
+        if self.result is not None:
+            self.result.write(doc)
         for item in items:
             if isinstance(item, str):
                 self.console.print(item, markup=False, highlight=False, soft_wrap=True)
@@ -83,24 +95,40 @@ class Output:
                 self.console.print(literal(item))  # user strings in tables are text, not markup
         if self.to_stdout:
             print(json.dumps(doc, indent=2, allow_nan=False))
-        elif kept:
-            self.console.print(f"nothing measured: {self.json_path} left as it was", style="dim", markup=False)
-        elif self.json_path:
-            self.console.print(f"JSON written to {self.json_path}", style="dim", markup=False)
+        elif self.result is not None:
+            self.console.print(self.result.note(), style="dim", markup=False)
         _html(self.html_path, doc)
 
 
-def _check_dir(path: str) -> None:
-    """--save must name a directory we can write (before minutes of measuring)."""
+def _check_dir(path: str) -> str:
+    """--save must name a directory pitstop can replace as a whole (before minutes of measuring);
+    returns it absolute."""
+    from pitstop._io import check_folder
+
+    try:
+        return str(check_folder(path))
+    except SettingError as exc:
+        raise UsageError(f"--save: {exc.problem}") from None
+
+
+def check_trace_dir(path: str) -> str:
+    """--trace DIR: a folder that can be created and written, absolute (checked before the run)."""
+    import os
+    import tempfile
     from pathlib import Path
 
-    target = Path(path)
+    target = Path(path).absolute()
     if target.exists() and not target.is_dir():
-        raise UsageError(f"--save: {path!r} is a file; give a directory such as out/")
+        raise UsageError(f"--trace: {path!r} is a file; give a directory such as traces/")
     try:
         target.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".pitstop-", dir=target)
+        os.close(fd)
+        os.unlink(probe)
     except OSError as exc:
-        raise UsageError(f"--save: cannot create {path!r} ({exc.strerror}); choose a writable directory") from None
+        raise UsageError(f"--trace: cannot write {path!r} ({exc.strerror or exc}); choose a writable "
+                         "directory") from None
+    return str(target)
 
 
 class _progress:

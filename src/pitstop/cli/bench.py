@@ -77,6 +77,6 @@ def _bench(args: argparse.Namespace) -> int:
             seed=args.seed, isolate=not args.inline, replicas=args.replicas,
             worker_env=tuple(sorted(_env_pairs(args.worker_env).items())))
         with _progress(output.console) as on_event:
-            result = bench(args.model, args.input, settings=settings, json_path=output.json_file, on_event=on_event)
+            result = bench(args.model, args.input, settings=settings, json_path=output.result, on_event=on_event)
     output.finish(renderables(result), result.to_dict)
     return 130 if result.interrupted else 0

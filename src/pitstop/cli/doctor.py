@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 from typing import Any
 
 from pitstop.cli._args import _Parser, _positive
-from pitstop.cli._output import _console, _html, _print
+from pitstop.codes import at_least
 
 VALUED = ("--json", "--html", "--fail-on", "--sync-every", "--select", "--ignore")  # options taking a value
 FLAGS = ("--guard",)
@@ -124,41 +122,26 @@ def _defines(script: str, option: str) -> bool:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from pitstop._io import check_writable
-    from pitstop.codes import at_least
-    from pitstop.doctor import Doctor
+    from pitstop.cli._output import Output
+    from pitstop.cli._script import finish_script_run
     from pitstop.doctor.findings import run_time_codes
-    from pitstop.doctor.script import check_script, run_script
+    from pitstop.scripts.launch import check_script
 
     check_script(args.script)
-    for flag, path in (("--json", args.json), ("--html", args.html)):
-        if path and path != "-":
-            check_writable(path, flag)  # before the run: a bad path must not cost the script's exit code
+    output = Output(args.json, args.html)  # before the run: a bad path must not cost the script's exit code
     select, ignore = run_time_codes([args.select], "--select"), run_time_codes([args.ignore], "--ignore")
-    doctor = Doctor(guard=args.guard, sync_every=args.sync_every, select=select, ignore=ignore)
-    report, code = run_script(args.script, list(args.args), doctor)
-    if int(os.environ.get("RANK", "0")) != 0:
-        return code
-    console = _console(args.json == "-")
-    if args.json and args.json != "-":
-        from pitstop._io import write_atomic
+    job = {"command": "doctor", "script": args.script, "args": list(args.args), "guard": args.guard,
+           "sync_every": args.sync_every, "select": select, "ignore": ignore}
+    found: list[dict[str, Any]] = []
 
-        write_atomic(args.json, _doctor_document(report))
-    _print(console, [report.table() if report.findings else report.summary(), *_doctor_notes(report)],
-           lambda: json.dumps(_doctor_document(report), indent=2), args.json)
-    _html(args.html, _doctor_document(report))
+    def items(doc: dict[str, Any]) -> list[Any]:
+        from pitstop.doctor.result import DoctorReport
+
+        found.extend(doc.get("findings", []))
+        report = DoctorReport.from_dict(doc)
+        return [report.table() if report.findings else report.summary(), *report.notes()]
+
+    code = finish_script_run(output, job, items)
     if code:
         return code
-    return 1 if args.fail_on != "never" and any(at_least(f.severity, args.fail_on) for f in report.findings) else 0
-
-
-def _doctor_notes(report: Any) -> list[str]:
-    return list(report.notes())
-
-
-def _doctor_document(report: Any) -> dict[str, Any]:
-    from pitstop._env import environment
-
-    doc = report.to_dict()
-    doc["environment"] = environment()
-    return doc
+    return 1 if args.fail_on != "never" and any(at_least(f["severity"], args.fail_on) for f in found) else 0

@@ -106,7 +106,7 @@ def _optimize(args: argparse.Namespace) -> int:
             timeout_s=args.timeout_s, worker_env=tuple(sorted(_env_pairs(args.worker_env).items())),
             fidelity_samples=args.fidelity_samples, metric=args.metric, metric_tolerance=args.metric_tolerance)
         with _progress(output.console) as on_event:
-            source, report, sink = run_search(args.model, args.input, settings, json_path=output.json_file,
+            source, report, sink = run_search(args.model, args.input, settings, json_path=output.result,
                                               on_event=on_event)
             if args.save and not report.outcome.interrupted and not report.outcome.failed:
                 on_event and on_event("phase", {"text": f"writing the recipe to {args.save}"})

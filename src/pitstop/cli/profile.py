@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from pitstop.cli._args import _positive
-from pitstop.cli._output import _console, _html, _print
 
 PROFILE_EPILOG = """\
 examples:
@@ -51,38 +49,28 @@ def _add_profile(sub: Any) -> None:
 
 
 def _profile(args: argparse.Namespace) -> int:
-    from pitstop._io import check_writable
-    from pitstop.doctor.script import check_script
+    from pitstop.cli._output import Output, check_trace_dir
+    from pitstop.cli._script import finish_script_run
     from pitstop.errors import UsageError
-    from pitstop.profile.script import run_profile
     from pitstop.profile.settings import ProfileSettings
+    from pitstop.scripts.launch import check_script
 
     check_script(args.script)
-    if args.json and args.json != "-":
-        check_writable(args.json)
+    output = Output(args.json, args.html)  # checked and made absolute before the script runs
     if args.trace and args.no_drill_down:
         raise UsageError("--trace needs the drill-down; drop --no-drill-down")
+    trace = check_trace_dir(args.trace) if args.trace else None
     try:
-        settings = ProfileSettings(wait=args.wait, active=args.active, drill_down=not args.no_drill_down,
-                                   trace=args.trace)
+        settings = ProfileSettings(wait=args.wait, active=args.active, drill_down=not args.no_drill_down, trace=trace)
     except ValueError as exc:
         raise UsageError(f"--{str(exc).split(':')[0]}{str(exc)[str(exc).index(':'):]}") from None
-    report, code = run_profile(args.script, list(args.args), settings)
-    doc = _document(report)
-    console = _console(args.json == "-")
-    if args.json and args.json != "-":
-        from pitstop._io import write_atomic
+    job = {"command": "profile", "script": args.script, "args": list(args.args), "settings": vars(settings)}
+    return finish_script_run(output, job, _profile_items)
 
-        write_atomic(args.json, doc)
+
+def _profile_items(doc: dict[str, Any]) -> list[Any]:
     from rich.text import Text
 
-    _print(console, [Text(report.table())], lambda: json.dumps(doc, indent=2), args.json)
-    _html(args.html, doc)
-    return code
+    from pitstop.report.profile import render_text
 
-
-def _document(report: Any) -> dict[str, Any]:
-    from pitstop._env import environment
-
-    report.environment = environment()
-    return dict(report.to_dict())
+    return [Text(render_text(doc))]

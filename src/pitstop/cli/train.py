@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pitstop.cli._args import _env_pairs, _positive
-from pitstop.cli._output import _check_dir, _console, _html, _print, _progress
+from pitstop.cli._args import _env_pairs, _fraction, _positive, _seed, flag_errors
+from pitstop.cli._output import Output, _check_dir, _progress
 
 TRAIN_AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint")
 
@@ -33,7 +33,9 @@ within the fp32 reference's spread over 3 seeds, widened by --tolerance of its d
 skipping more than 1% of the steps. Compile time is reported with its break-even step count;
 --steps N (the planned run) makes the choice account for it. --save DIR writes recipe.py
 (build_optimizer, apply, train_step(model, optimizer, batch); runs without pitstop) and
-recipe.json. Exit codes: 0 ok, 2 usage or input error, 130 interrupted."""
+recipe.json (the folder is written whole; a failed or interrupted run leaves it as it was). Exit
+codes: 0 ok, 1 the fp32 reference itself failed or is not finite (nothing recommended or saved),
+2 usage or input error, 130 interrupted."""
 
 
 def _add_train(sub: Any) -> None:
@@ -48,9 +50,11 @@ def _add_train(sub: Any) -> None:
     p.add_argument("--optimizer", default=None, metavar="NAME",
                    help="a torch.optim optimizer: adamw, adam, sgd, ... (default: the factory's, else adamw)")
     p.add_argument("--lr", type=_positive(float), help="learning rate (default: 1e-3 for the default optimizer)")
-    p.add_argument("--weight-decay", type=float, help="weight decay")
+    p.add_argument("--weight-decay", type=_fraction, help="weight decay (a finite number >= 0)")
     p.add_argument("--batch-size", type=_positive(int), help="batch size (default: the zoo's largest, or the "
                    "factory's)")
+    p.add_argument("--batch-dim", type=int, default=0, metavar="D",
+                   help="the batch dimension of the inputs and the target (default: 0; 1 for sequence-first)")
     p.add_argument("--time-budget-s", type=_positive(float), default=300.0,
                    help="time for the whole search (default: 300); past it, the best so far is reported")
     p.add_argument("--steps", type=_positive(int), help="planned training steps: compilation must pay for itself")
@@ -58,13 +62,13 @@ def _add_train(sub: Any) -> None:
                    help=f"axes to search (default: all: {','.join(TRAIN_AXES)})")
     p.add_argument("--trajectory-steps", type=_positive(int), default=20, help="steps of the trajectory gate "
                    "(default: 20, at least 20)")
-    p.add_argument("--tolerance", type=float, default=0.05,
+    p.add_argument("--tolerance", type=_fraction, default=0.05,
                    help="band widening as a share of the fp32 loss decrease (default: 0.05)")
     p.add_argument("--memory-budget-mb", type=_positive(float), help="peak memory per step allowed; tries "
                    "micro-batches and checkpointing to fit it")
     p.add_argument("--threads", type=_positive(int), help="intra-op threads (default: physical cores)")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
-    p.add_argument("--seed", type=int, default=0, help="seed for weights and inputs (default: 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed for weights and inputs (default: 0)")
     p.add_argument("--replicas", type=_positive(int), default=2, help="worker processes per finalist (default: 2)")
     p.add_argument("--timeout-s", type=_positive(float), default=300.0,
                    help="a worker request (compile, a trajectory) taking longer fails that variant")
@@ -76,30 +80,32 @@ def _add_train(sub: Any) -> None:
     p.set_defaults(func=_train)
 
 
+_RENAMED = {"axes": "--techniques", "memory_budget_bytes": "--memory-budget-mb", "target": "--target",
+            "lr": "--lr", "weight_decay": "--weight-decay", "optimizer": "--optimizer", "save": "--save"}
+
+
 def _train(args: argparse.Namespace) -> int:
     from pitstop.report.train import renderables
     from pitstop.train.api import run_train
     from pitstop.train.problem import OptimizerSpec
 
-    to_stdout = args.json == "-"
-    console = _console(to_stdout)
-    if args.save:
-        _check_dir(args.save)
-    optimizer = None
-    if args.optimizer or args.lr is not None or args.weight_decay is not None:
-        lr = args.lr if args.lr is not None else 1e-3
-        optimizer = OptimizerSpec.named(args.optimizer or "adamw", lr=lr, weight_decay=args.weight_decay)
-    options: dict[str, Any] = {k: v for k, v in {"batch_size": args.batch_size, "threads": args.threads}.items()
-                               if v is not None}
-    techniques = tuple(t.strip() for t in args.techniques.split(",") if t.strip())
-    with _progress(console) as on_event:
-        report = run_train(
-            args.model, args.input, args.target, optimizer=optimizer, time_budget_s=args.time_budget_s,
-            steps=args.steps, techniques=techniques, trajectory_steps=args.trajectory_steps,
-            tolerance=args.tolerance, memory_budget_mb=args.memory_budget_mb, device=args.device, seed=args.seed,
-            replicas=args.replicas, timeout_s=args.timeout_s, worker_env=tuple(sorted(_env_pairs(
-                args.worker_env).items())), save=args.save, json_path=None if to_stdout else args.json,
-            on_event=on_event, **options)
-    _print(console, renderables(report), report.to_json, args.json)
-    _html(args.html, report.to_dict())
-    return 130 if report.outcome.interrupted else 0
+    output = Output(args.json, args.html)
+    save = _check_dir(args.save) if args.save else None
+    with flag_errors(_RENAMED):
+        optimizer = None
+        if args.optimizer or args.lr is not None or args.weight_decay is not None:
+            lr = args.lr if args.lr is not None else 1e-3
+            optimizer = OptimizerSpec.named(args.optimizer or "adamw", lr=lr, weight_decay=args.weight_decay)
+        options: dict[str, Any] = {k: v for k, v in {"batch_size": args.batch_size, "threads": args.threads}.items()
+                                   if v is not None}
+        techniques = tuple(t.strip() for t in args.techniques.split(",") if t.strip())
+        with _progress(output.console) as on_event:
+            report = run_train(
+                args.model, args.input, args.target, optimizer=optimizer, time_budget_s=args.time_budget_s,
+                steps=args.steps, techniques=techniques, trajectory_steps=args.trajectory_steps,
+                tolerance=args.tolerance, memory_budget_mb=args.memory_budget_mb, device=args.device,
+                seed=args.seed, replicas=args.replicas, timeout_s=args.timeout_s, batch_dim=args.batch_dim,
+                worker_env=tuple(sorted(_env_pairs(args.worker_env).items())), save=save,
+                json_path=output.result, on_event=on_event, target_flag="--target", **options)
+    output.finish(renderables(report), report.to_dict)
+    return 130 if report.outcome.interrupted else 1 if report.outcome.failed else 0

@@ -142,10 +142,15 @@ class Doctor:
         """The findings so far (merged across ranks under torch.distributed) as a ``DoctorReport``."""
         if self._merged is not None:
             return self._merged
+        return merge_ranks(self.local_report(), self.rank)
+
+    def local_report(self) -> DoctorReport:
+        """This process's findings so far, not merged across ranks (no collective call: safe
+        for a snapshot in the middle of a run)."""
         exit_: dict[str, Any] = {"status": "ok"}
         if self.crash:
             exit_ = {"status": "crashed", "error": self.crash["error"], "where": self.crash.get("where", "")}
         report = DoctorReport(ordered(self.findings.values()), self.session.counter.completed(), exit_,
                               list(self.skipped_steps), self.data_share, list(self.internal),
                               timeline=timeline_summary(self.timeline.as_dict()), watched=self.watched())
-        return merge_ranks(report, self.rank)
+        return report

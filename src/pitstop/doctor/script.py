@@ -19,19 +19,7 @@ from typing import Any
 from pitstop.doctor.api import Doctor
 from pitstop.doctor.result import DoctorReport
 from pitstop.doctor.sites import crash_site
-from pitstop.errors import UsageError
-
-
-def check_script(path: str) -> Path:
-    """The script's path, or a usage error naming the problem."""
-    script = Path(path)
-    if not script.exists():
-        raise UsageError(f"script {path!r} not found; give the path of a Python training script")
-    if script.is_dir():
-        main = script / "__main__.py"
-        if not main.exists():
-            raise UsageError(f"{path!r} is a directory without __main__.py; give a .py file")
-    return script
+from pitstop.scripts.launch import check_script
 
 
 def run_script(path: str, args: list[str], doctor: Doctor) -> tuple[DoctorReport, int]:

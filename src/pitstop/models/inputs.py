@@ -20,17 +20,19 @@ DTYPES: dict[str, torch.dtype] = {
     "uint8": torch.uint8, "bool": torch.bool,
 }
 DEFAULT_INT_RANGE = (0, 100)  # [lo, hi): small enough for any embedding with >= 100 rows
-_TENSOR = re.compile(r"^\s*([A-Za-z0-9_]+)\s*\[([^\]]*)\]\s*(?:\{([^}]*)\})?\s*$")
+_TENSOR = re.compile(r"^\s*(?:([A-Za-z_][A-Za-z0-9_]*)\s*=\s*)?([A-Za-z0-9_]+)\s*\[([^\]]*)\]\s*(?:\{([^}]*)\})?\s*$")
 
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """One input tensor: dtype, dims (ints or ``"B"`` for the batch size), integer range."""
+    """One input tensor: dtype, dims (ints or ``"B"`` for the batch size), integer range, and the
+    keyword it is passed as (``input_ids=int64[B,128]``; None: positional)."""
 
     dtype: str
     dims: tuple[int | str, ...]
     low: int | None = None
     high: int | None = None
+    name: str | None = None
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
@@ -55,14 +57,16 @@ class TensorSpec:
 
     def __str__(self) -> str:
         rng = f"{{{self.low},{self.high}}}" if self.low is not None else ""
-        return f"{self.dtype}[{','.join(map(str, self.dims))}]{rng}"
+        return f"{self.name + '=' if self.name else ''}{self.dtype}[{','.join(map(str, self.dims))}]{rng}"
 
 
 @dataclass(frozen=True)
 class InputSpec:
-    """A parsed ``--input`` spec: one ``TensorSpec`` per positional argument."""
+    """A parsed ``--input`` spec: one ``TensorSpec`` per argument (positional, or keyword when
+    named); ``flag`` names the option it came from in error messages (``--input``, ``--target``)."""
 
     tensors: tuple[TensorSpec, ...]
+    flag: str = "--input"
 
     @property
     def fixed_batch(self) -> int | None:
@@ -75,7 +79,7 @@ class InputSpec:
         """A spec without ``B`` measured at another batch size would report batches that never ran."""
         fixed = self.fixed_batch
         if fixed is not None and batch_size != fixed:
-            raise InputSpecError(f"--input: {self} has no B, so its batch is always {fixed}, not {batch_size}; "
+            raise InputSpecError(f"{self.flag}: {self} has no B, so its batch is always {fixed}, not {batch_size}; "
                                  f"write B for the batch dim (e.g. {self.tensors[0].dtype}[B,...]) to vary it")
 
     def make(self, batch_size: int, seed: int = 0) -> Inputs:
@@ -84,21 +88,33 @@ class InputSpec:
         ``InputSpecError``."""
         gen = torch.Generator().manual_seed(seed)
         try:
-            return Inputs(tuple(t.make(batch_size, gen) for t in self.tensors))
+            made = [(t.name, t.make(batch_size, gen)) for t in self.tensors]
         except (RuntimeError, MemoryError, OverflowError, TypeError, ValueError) as exc:
-            raise InputSpecError(f"--input: cannot allocate {self} at batch {batch_size} "
+            raise InputSpecError(f"{self.flag}: cannot allocate {self} at batch {batch_size} "
                                  f"({type(exc).__name__}); use a smaller shape or batch size") from None
+        return Inputs(tuple(t for name, t in made if name is None), {name: t for name, t in made if name})
 
     def __str__(self) -> str:
         return ";".join(map(str, self.tensors))
 
 
-def parse_input_spec(text: str) -> InputSpec:
-    """Parse ``float32[B,3,224,224];int64[B,128]{0,30522}`` into an ``InputSpec``."""
+def parse_input_spec(text: str, flag: str = "--input") -> InputSpec:
+    """Parse ``float32[B,3,224,224];int64[B,128]{0,30522}`` (a ``name=`` before a tensor makes it a
+    keyword argument: ``input_ids=int64[B,128]{0,50257}``) into an ``InputSpec``; errors name ``flag``."""
     parts = [p for p in text.split(";") if p.strip()]
     if not parts:
-        raise InputSpecError("--input: empty spec; expected e.g. 'float32[B,3,224,224]'")
-    return InputSpec(tuple(_parse_tensor(p) for p in parts))
+        raise InputSpecError(f"{flag}: empty spec; expected e.g. 'float32[B,3,224,224]'")
+    try:
+        tensors = tuple(_parse_tensor(p) for p in parts)
+    except InputSpecError as exc:
+        raise InputSpecError(f"{flag}:{str(exc).removeprefix('--input:')}") from None
+    names = [t.name for t in tensors if t.name]
+    if len(set(names)) != len(names):
+        raise InputSpecError(f"{flag}: a keyword appears twice in {text.strip()!r}")
+    if any(t.name for t in tensors) and any(t.name is None for t in tensors[tensors.index(
+            next(t for t in tensors if t.name)):]):
+        raise InputSpecError(f"{flag}: positional tensors come before keyword ones in {text.strip()!r}")
+    return InputSpec(tensors, flag)
 
 
 def _parse_tensor(text: str) -> TensorSpec:
@@ -106,13 +122,13 @@ def _parse_tensor(text: str) -> TensorSpec:
     if not match:
         raise InputSpecError(
             f"--input: cannot parse {text.strip()!r}; expected DTYPE[DIMS] such as "
-            "'float32[B,3,224,224]' or 'int64[B,128]{0,30522}'"
+            "'float32[B,3,224,224]', 'int64[B,128]{0,30522}' or a keyword one, 'input_ids=int64[B,128]'"
         )
-    dtype, dims_text, range_text = match.groups()
+    name, dtype, dims_text, range_text = match.groups()
     dims = tuple(_parse_dim(d, text) for d in dims_text.split(",") if d.strip())
     if not dims:
         raise InputSpecError(f"--input: {text.strip()!r} has no dimensions; write e.g. 'float32[B,16]'")
-    spec = TensorSpec(dtype.lower(), dims, *_parse_range(range_text, text))
+    spec = TensorSpec(dtype.lower(), dims, *_parse_range(range_text, text), name=name)
     if spec.low is not None and DTYPES[spec.dtype].is_floating_point:
         raise InputSpecError(f"--input: a {{lo,hi}} range applies to integer dtypes, not {spec.dtype}")
     return spec
@@ -160,6 +176,8 @@ class Inputs:
         if isinstance(value, Mapping):
             return cls((), dict(value))
         if isinstance(value, Sequence) and not isinstance(value, str):
+            if value and isinstance(value[-1], Mapping):  # positional inputs, then keyword ones
+                return cls(tuple(value[:-1]), dict(value[-1]))
             return cls(tuple(value))
         raise InputSpecError(
             f"example inputs must be a tensor, a tuple of tensors or a dict, got {type(value).__name__}"

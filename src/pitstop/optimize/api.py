@@ -28,7 +28,7 @@ def optimize(
     *,
     settings: OptimizeSettings | None = None,
     save: str | Path | None = None,
-    json_path: str | None = None,
+    json_path: Any = None,  # a path, or a pitstop._io.ResultFile
     on_event: Callable[[str, dict[str, Any]], None] | None = None,
     **options: Any,
 ) -> OptimizedModel:
@@ -60,7 +60,7 @@ def optimize(
 
 
 def run_search(model: nn.Module | str, example_inputs: Any, settings: OptimizeSettings, *,
-               json_path: str | None = None, on_event: Callable[[str, dict[str, Any]], None] | None = None,
+               json_path: Any = None, on_event: Callable[[str, dict[str, Any]], None] | None = None,
                ) -> tuple[Source, OptimizeReport, Callable[[OptimizeReport], None] | None]:
     """The search alone (the CLI prints its report even when interrupted)."""
     source = make_source(model, example_inputs, settings.seed)
@@ -100,15 +100,15 @@ def _reporter(source: Source, settings: OptimizeSettings, env: dict[str, Any]
     return report_of
 
 
-def _json_sink(json_path: str | None) -> Callable[[OptimizeReport], None] | None:
+def _json_sink(json_path: Any) -> Callable[[OptimizeReport], None] | None:
     if not json_path:
         return None
-    from pitstop._io import check_writable, write_result
+    from pitstop._io import result_file
 
-    check_writable(json_path)  # before minutes of measuring, not after
+    out = result_file(json_path)  # checked now, before minutes of measuring
 
     def sink(report: OptimizeReport) -> None:
-        write_result(json_path, report.to_dict())  # a run with no results keeps the old file
+        out.write(report.to_dict())  # a run with no results keeps the old file; a partial one a good file
 
     return sink
 

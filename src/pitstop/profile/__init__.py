@@ -7,25 +7,32 @@ Layers, bottom up: ``settings``, ``clock`` (wall clock or CUDA events), ``phases
 phase timeline), ``syncs`` (Tensor's syncing methods wrapped while profiling), ``drill``
 (torch.profiler on a scheduled window), ``observe`` (what the verdict tests), ``verdict``,
 ``result`` (the report's values), ``api`` (``Profiler``) and ``script`` (a script run under it).
-``pitstop.profile(...)`` is ``pitstop.profile.api.profile``."""
+``pitstop.profile(...)`` is ``pitstop.profile.api.profile``. Names load on first use."""
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from pitstop._callable import make_callable
-from pitstop.profile.api import Profiler, profile
-from pitstop.profile.result import ProfileReport
-from pitstop.profile.settings import ProfileSettings
+
+if TYPE_CHECKING:
+    from pitstop.profile.api import Profiler, profile
+    from pitstop.profile.result import ProfileReport
+    from pitstop.profile.settings import ProfileSettings
 
 __all__ = ["ProfileReport", "ProfileSettings", "Profiler", "profile"]
 
+_LAZY = {"Profiler": "pitstop.profile.api", "profile": "pitstop.profile.api",
+         "ProfileReport": "pitstop.profile.result", "ProfileSettings": "pitstop.profile.settings"}
 
 
 def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     if name == "adapters":  # pitstop.profile.adapters.lightning.ProfileCallback, imported on first use
-        import importlib
-
         return importlib.import_module("pitstop.profile.adapters")
     raise AttributeError(f"module 'pitstop.profile' has no attribute {name!r}")
 

@@ -7,7 +7,7 @@ trajectory gives that seed's loss curve, and its steps are timed like everyone e
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 import tempfile
 import time
 from collections.abc import Callable
@@ -19,14 +19,13 @@ import torch
 
 from pitstop.bench.result import Measurement
 from pitstop.bench.rounds import LiveVariant, interleave, turn_calls
-from pitstop.bench.source import ModuleSource, SpecSource, first_forward
+from pitstop.bench.source import ModuleSource, SpecSource
 from pitstop.bench.timer import TimingPolicy
-from pitstop.bench.variants.handlers import Target, build
-from pitstop.errors import PitstopError, UsageError
+from pitstop.errors import ModelRunError, ReferenceFailed, UsageError
 from pitstop.train import fidelity
 from pitstop.train.config import NAIVE, TrainConfig
-from pitstop.train.launch import InlineTrainWorker, TrainProcessWorker
-from pitstop.train.problem import Problem
+from pitstop.train.launch import InlineTrainWorker, TrainProcessWorker, WorkerFailed
+from pitstop.train.problem import LossSpec, OptimizerSpec, Problem, ProblemRequest
 from pitstop.train.recipe import recipe_source
 from pitstop.train.settings import TrainSettings
 from pitstop.train.variants import TrainTarget, gate
@@ -54,16 +53,19 @@ class _Live(LiveVariant):
 
 
 class TrainGroup:
-    """Measures groups of training variants for one model, batch and problem."""
+    """Measures groups of training variants for one model, batch and problem. ``prepare`` looks at
+    the model in a worker process (``pitstop.train.inspect``): nothing of the user's model runs in
+    pitstop's own process (but a module object that cannot cross to a process, which runs inline)."""
 
-    def __init__(self, source: Source, settings: TrainSettings, problem: Problem,
+    def __init__(self, source: Source, settings: TrainSettings, problem: ProblemRequest,
                  on_event: OnEvent | None = None) -> None:
-        self.source, self.settings, self.problem = source, settings, problem
+        self.source, self.settings, self.request = source, settings, problem
         self.on_event = on_event or (lambda kind, info: None)
         self._tmp = tempfile.TemporaryDirectory(prefix="pitstop-train-")
         self.workdir = Path(self._tmp.name)
         self.isolation = "process"
         self.band: dict[str, Any] | None = None
+        self.info: dict[str, Any] = {}
         self._groups = 0
         self._prepared = False
 
@@ -71,76 +73,78 @@ class TrainGroup:
         """Remove the run's temporary files."""
         self._tmp.cleanup()
 
+    @property
+    def prepared(self) -> bool:
+        """Whether the model was inspected (the problem, target and payload are known)."""
+        return self._prepared
+
     # -- once per run ---------------------------------------------------------------------
 
     def prepare(self) -> None:
-        """Build the model and batch, run the first forward (a failure is a usage error), detect
-        the target, compute the fp32 reference gradients of two seeds, and write the payload."""
+        """Inspect the model in a worker: its batch, loss, optimizer, first forward and fp32
+        reference step; a problem the user must fix is a usage error, a failing or non-finite
+        reference a ``ReferenceFailed``; the payload every variant loads is written there."""
         s = self.settings
-        module, inputs = self.source.materialize(s.batch_size)
-        if inputs.kwargs:
-            raise PitstopError("pitstop train calls model(*inputs): keyword inputs are not supported")
-        first_forward(self.source.name, module, inputs, torch.device(s.device))
-        self.module, self.inputs = module, inputs
-        target = self.problem.target_at(s.batch_size, s.seed)
-        if target is not None and (target.dim() == 0 or target.shape[0] != s.batch_size):
-            raise UsageError(f"target: its first dimension must be the batch size {s.batch_size}, got shape "
-                             f"{tuple(target.shape)}; pass the target of the example batch")
-        bench_target = Target.detect(s.device, module, [t.dim() for t in inputs.tensors()])
-        self.target = TrainTarget(
-            device=bench_target.device, native_bf16=bench_target.native_bf16, compiler=bench_target.compiler,
-            physical_cores=bench_target.physical_cores, has_4d_input=bench_target.has_4d_input,
-            batch_size=s.batch_size, optimizer_flags=self.problem.optimizer.flags,
-            checkpoint_blocks=self._checkpoint_blocks(module, inputs.args, target))
-        self.batch = (tuple(inputs.args), target)
-        grads = [self._reference_grads(seed) for seed in (0, 1)]
-        report = fidelity.gradient_report(grads[1], grads[0])
-        self.seed_cosine = report["overall_cosine"]
-        source, inline_reason = self.source.worker_source(module, self.workdir)
-        if not s.isolate:
-            inline_reason = "isolation turned off"
-        self.isolation = f"inline: {inline_reason}" if inline_reason else "process"
-        self.inline = inline_reason is not None
-        self.payload = self.workdir / "payload.pt"
-        torch.save({"source": source or {}, "batch_size": s.batch_size, "args": list(inputs.args), "target": target,
-                    "state_dict": {k: v.detach().cpu() for k, v in module.state_dict().items()}
-                    if source and source["kind"] == "spec" else None,
-                    "reference_grads": grads[0]}, self.payload)
+        self.on_event("phase", {"text": f"{self.source.name}: first forward and fp32 reference step"})
+        job, inline = self._job()
+        self.isolation = f"inline: {inline['reason']}" if inline else "process"
+        worker: Worker = InlineTrainWorker(None) if inline else TrainProcessWorker(
+            self.workdir / "inspect.log", s.threads, {"TORCHINDUCTOR_CACHE_DIR": str(self.workdir / "inductor"),
+                                                      **dict(s.worker_env)})
+        try:
+            worker.send("inspect", job=job, workdir=str(self.workdir),
+                        **{k: v for k, v in (inline or {}).items() if k != "reason"})
+            reply = worker.receive(s.timeout_s)
+        except WorkerFailed as exc:
+            raise ModelRunError(f"model {self.source.name}: its first forward and training step could not run: "
+                                f"{exc}") from None
+        finally:
+            worker.close()
+        if "error" in reply:
+            error = reply["error"]
+            raise (ReferenceFailed if error["kind"] == "reference" else UsageError)(error["message"])
+        self._adopt(reply["ok"], inline)
+
+    def _job(self) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """What the inspecting worker needs, and (for a module that cannot cross) the inline objects."""
+        s, req = self.settings, self.request
+        job = {"name": self.source.name, "seed": s.seed, "device": s.device, "threads": s.threads,
+               "batch_size": s.batch_size, "batch_dim": s.batch_dim, "target_spec": req.target_spec,
+               "target_flag": req.target_flag, "loss": req.loss.to_dict() if req.loss else None,
+               "optimizer": req.optimizer.to_dict() if req.optimizer else None,
+               "memory_budget": s.memory_budget_bytes, "axes": list(s.axes)}
+        if isinstance(self.source, SpecSource):
+            spec = self.source.input_spec
+            job["source"] = {"kind": "spec", "spec": self.source.spec.text, "input": str(spec) if spec else None}
+            return job, None if s.isolate else {"reason": "isolation turned off"}
+        module, inputs = self.source.materialize(s.batch_size or self.source.inputs.batch_size() or 1)
+        path, reason = self.source.worker_source(module, self.workdir) if s.isolate else \
+            (None, "isolation turned off")
+        if reason:
+            return {**job, "source": {"kind": "inline"}}, {"reason": reason, "module": module, "inputs": inputs,
+                                                           "target": req.target}
+        torch.save({"args": list(inputs.args), "kwargs": dict(inputs.kwargs), "target": req.target},
+                   self.workdir / "inputs.pt")
+        job["source"] = {"kind": "pickle", "path": (path or {})["path"], "inputs": str(self.workdir / "inputs.pt")}
+        return job, None
+
+    def _adopt(self, info: dict[str, Any], inline: dict[str, Any] | None) -> None:
+        """Take what the inspection found: the settled batch size, the problem, the target, the payload."""
+        self.info = {**info, "target_spec": self.request.target_spec}
+        self.settings = dataclasses.replace(self.settings, batch_size=int(info["batch_size"]))
+        self.problem = Problem(OptimizerSpec.from_dict(info["optimizer"]), LossSpec.from_dict(info["loss"]))
+        self.target = TrainTarget.from_dict(info["target"])
+        self.seed_cosine = float(info["seed_cosine"])
+        self.payload = Path(info["payload"])
+        self.inputs_description = str(info["inputs"])
+        self.inline = inline is not None
+        self.module = inline.get("module") if inline else None
         self._prepared = True
 
     def recipe(self, config: TrainConfig, header: str = "") -> str:
         """The recipe source of ``config`` on this target."""
         return recipe_source(config, self.target, self.settings.threads, self.problem.optimizer,
-                             self.problem.loss, header)
-
-    def _reference_grads(self, seed: int) -> dict[str, torch.Tensor]:
-        """fp32 eager gradients of one forward and backward (the naive recipe), with ``seed``."""
-        ns = build(self.recipe(NAIVE), self.workdir / "reference.py", name="pitstop_train_reference")
-        threads = torch.get_num_threads()
-        model = copy.deepcopy(self.module)
-        try:
-            model, _ = ns["apply"](model)
-            torch.manual_seed(seed)
-            ns["forward_backward"](model, self.batch)
-        finally:
-            torch.set_num_threads(threads)
-        return {n: p.grad.detach().cpu().float().clone() for n, p in model.named_parameters() if p.grad is not None}
-
-    def _checkpoint_blocks(self, module: torch.nn.Module, args: tuple[Any, ...], target: Any) -> tuple[str, ...]:
-        """The blocks ``pitstop.memory.checkpoint`` picks for half the activation memory, when a
-        memory budget is given and the model has blocks; else none (the axis is skipped)."""
-        if self.settings.memory_budget_bytes is None or "checkpoint" not in self.settings.axes:
-            return ()
-        from pitstop.memory.checkpointing import checkpoint, uncheckpoint
-
-        model = copy.deepcopy(module).train()
-        try:
-            plan = checkpoint(model, args, 0.5, repeats=1)
-        except PitstopError:
-            return ()
-        finally:
-            uncheckpoint(model)
-        return tuple(plan.chosen)
+                             self.problem.loss, header, batch_dim=self.settings.batch_dim)
 
     # -- a group --------------------------------------------------------------------------
 
@@ -184,7 +188,7 @@ class TrainGroup:
         return [i % self.settings.seeds for i in range(replicas)]
 
     def _spawn(self, config: TrainConfig, workdir: Path, seeds: list[int]) -> _Live:
-        row = Measurement(config.name, config.to_dict(self.settings.threads), self.settings.batch_size)
+        row = Measurement(config.name, config.to_dict(self.settings.threads), self.settings.batch)
         reason = gate(config, self.target)
         if reason:
             row.status, row.reason = "skipped", reason
@@ -201,14 +205,18 @@ class TrainGroup:
         for k, v in enumerate(live):  # all workers load in parallel
             recipe = self.recipe(v.config)
             for i, worker in enumerate(v.workers):
-                worker.send("setup", payload_path=str(self.payload), recipe=recipe,
-                            threads=v.config.threads or self.settings.threads, device=self.settings.device,
-                            policy=policy.to_dict(), seed=v.seeds[i], workdir=str(workdir / f"v{k}r{i}"))
+                try:
+                    worker.send("setup", payload_path=str(self.payload), recipe=recipe,
+                                threads=v.config.threads or self.settings.threads, device=self.settings.device,
+                                policy=policy.to_dict(), seed=v.seeds[i], workdir=str(workdir / f"v{k}r{i}"))
+                except WorkerFailed as exc:
+                    v.fail(str(exc))
         started = time.monotonic()
         try:
             for v in live:
                 for worker in v.workers:
-                    self._receive(v, worker)
+                    if v.alive:
+                        self._receive(v, worker)
                 v.row.phases_s["start"] = time.monotonic() - started  # process start, imports, model load
         except KeyboardInterrupt:
             for v in live:

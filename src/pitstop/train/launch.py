@@ -19,11 +19,11 @@ class TrainProcessWorker(ProcessWorker):
 class InlineTrainWorker(InlineWorker):
     """The session in this process, on a private deep copy of the module (no isolation)."""
 
-    def __init__(self, module: Module) -> None:
+    def __init__(self, module: Module | None) -> None:
         from pitstop.train.worker import TrainSession
 
         self.session = TrainSession()  # type: ignore[assignment]
-        self.module = module
+        self.module = module  # type: ignore[assignment]  # None: an inspection, given its objects
         self.pending = ("", {})
 
     def close(self) -> None:

@@ -1,18 +1,26 @@
 """The training recipe: a self-contained module assembled from the techniques' code, with
 ``build_optimizer(model)``, ``apply(model) -> (model, optimizer)`` and
 ``train_step(model, optimizer, batch) -> loss``. Workers execute this very source, so the recipe
-is, byte for byte, what was measured; ``--save`` writes it with the model's ``build()`` and an
-example batch, runnable without pitstop (``python recipe.py`` trains a few steps)."""
+is, byte for byte, what was measured; ``--save`` writes it with the model's ``build()`` and
+``example_batch()``, runnable without pitstop (``python recipe.py`` trains a few steps).
+
+Every value that comes from the user (paths, names, descriptions) reaches the source through
+``repr`` or a safe docstring literal, and the source is parsed before it is used or written.
+A recipe built from a model file carries the file's SHA-256; ``build()`` warns loudly when the
+file changed since it was measured."""
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import json
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pitstop.bench.source import ModuleSource, SpecSource
-from pitstop.models.inputs import DEFAULT_INT_RANGE, DTYPES, InputSpec
+from pitstop.bench.variants.code import docstring_literal as _docstring
+from pitstop.models.inputs import DEFAULT_INT_RANGE, DTYPES, InputSpec, parse_input_spec
 from pitstop.models.zoo import ZOO
 from pitstop.train.config import TrainConfig
 from pitstop.train.problem import LossSpec, OptimizerSpec
@@ -34,14 +42,26 @@ def first_tensor(output):
 
 
 def loss_fn(output, target):
-    """{loss}"""
+    {loss_doc}
     {body}
-
+{groups}
 
 def build_optimizer(model):
     """The optimizer, with the implementation that was measured ({impl})."""
     return {optimizer}
 {helpers}
+
+def split_inputs(inputs):
+    """(args, kwargs) of a batch's inputs: a dict is keyword arguments; a tuple or list positional
+    ones, with keyword arguments after them when its last element is a dict; else one argument."""
+    if isinstance(inputs, dict):
+        return (), dict(inputs)
+    if isinstance(inputs, (tuple, list)):
+        if inputs and isinstance(inputs[-1], dict):
+            return tuple(inputs[:-1]), dict(inputs[-1])
+        return tuple(inputs), {{}}
+    return (inputs,), {{}}
+
 
 def prepare_input(t):
     """One input, converted the way the measured variant was fed."""
@@ -49,6 +69,13 @@ def prepare_input(t):
         return t
 {inputs}
     return t
+
+
+def micro(value, i):
+    """Micro-batch `i` of `value` along BATCH_DIM (tensors with that dimension; others as they are)."""
+    if ACCUMULATION == 1 or not isinstance(value, torch.Tensor) or value.dim() <= BATCH_DIM:
+        return value
+    return value.tensor_split(ACCUMULATION, dim=BATCH_DIM)[i]
 
 
 def apply(model):
@@ -61,14 +88,16 @@ def forward_backward(model, batch):
     """Forward, loss and backward over `batch` in ACCUMULATION micro-batches (each loss divided by
     their number: the effective batch stays the same); returns the loss, detached."""
     inputs, target = batch
-    inputs = [prepare_input(t) for t in inputs]
+    args, kwargs = split_inputs(inputs)
+    args = [prepare_input(t) for t in args]
+    kwargs = {{k: prepare_input(v) for k, v in kwargs.items()}}
     target = target.to(DEVICE) if isinstance(target, torch.Tensor) else target
     total = 0.0
     for i in range(ACCUMULATION):
-        part = [t.tensor_split(ACCUMULATION)[i] if isinstance(t, torch.Tensor) else t for t in inputs]
-        part_target = target.tensor_split(ACCUMULATION)[i] if isinstance(target, torch.Tensor) else target
+        part_args = [micro(t, i) for t in args]
+        part_kwargs = {{k: micro(v, i) for k, v in kwargs.items()}}
         with {contexts}:
-            loss = loss_fn(model(*part), part_target) / ACCUMULATION
+            loss = loss_fn(model(*part_args, **part_kwargs), micro(target, i)) / ACCUMULATION
         with {backward_contexts}:
             (SCALER.scale(loss) if SCALER is not None else loss).backward()
         total = total + loss.detach().float()
@@ -89,7 +118,7 @@ def train_step(model, optimizer, batch):
 
 
 def recipe_source(config: TrainConfig, target: TrainTarget, threads: int, optimizer: OptimizerSpec,
-                  loss: LossSpec, header: str = "") -> str:
+                  loss: LossSpec, header: str = "", batch_dim: int = 0) -> str:
     """A self-contained Python module that trains a model the ``config`` way without pitstop."""
     parts = codes(config, target)
     imports = ["import contextlib", "", "import torch", *dict.fromkeys(i for c in parts for i in c.imports),
@@ -106,16 +135,29 @@ def recipe_source(config: TrainConfig, target: TrainTarget, threads: int, optimi
     backward_contexts = ", ".join(x for c in parts for x in c.backward_contexts) or "contextlib.nullcontext()"
     constants = [f"DEVICE = {target.device!r}", f"THREADS = {config.threads or threads}",
                  f"ACCUMULATION = {accumulation}  # micro-batches per optimizer step",
+                 f"BATCH_DIM = {int(batch_dim)}  # the batch dimension of the inputs and the target",
                  f"SET_TO_NONE = {set_to_none}  # optimizer.zero_grad(set_to_none=...)",
                  f"SCALER = {scaler or 'None'}", *loss.setup]
-    body = _BODY.format(loss=loss.description, body=loss.body, optimizer=optimizer.code(impl), impl=impl,
+    body = _BODY.format(loss_doc=_docstring(loss.description), body=loss.body, optimizer=optimizer.code(impl),
+                        impl=impl, groups=optimizer.groups_code(),
                         helpers="".join(h + "\n" for c in parts for h in c.helpers), inputs=_indent(inputs),
                         setup=_indent(setup), name=config.name, contexts=contexts, step_begin=step_begin,
                         backward_contexts=backward_contexts)
-    doc = header or f"pitstop training recipe: {config.name}"
-    return (f'"""{doc}\n\nUse: model, optimizer = apply(model); then for each batch = (inputs, target):\n'
-            f'loss = train_step(model, optimizer, batch). Needs only torch.\n"""\n\n'
-            + "\n".join(imports) + "\n\n" + "\n".join(constants) + "\n\n" + body)
+    doc = _docstring(f"{header or f'pitstop training recipe: {config.name}'}\n\nUse: model, optimizer = "
+                     "apply(model); then for each batch = (inputs, target):\nloss = train_step(model, optimizer, "
+                     "batch). Needs only torch.\n")
+    return checked(f"{doc}\n\n" + "\n".join(imports) + "\n\n" + "\n".join(constants) + "\n\n" + body)
+
+
+def checked(source: str) -> str:
+    """Generated code is parsed before it is executed or written: a string that escaped its quotes
+    would surface here as a bug, not as code run in the user's process."""
+    try:
+        ast.parse(source)
+    except SyntaxError as exc:
+        raise RuntimeError(f"pitstop generated a training recipe that does not parse (line {exc.lineno}): "
+                           f"{exc.msg}; please report it") from None
+    return source
 
 
 def details(config: TrainConfig, target: TrainTarget) -> dict[str, Any]:
@@ -126,78 +168,133 @@ def details(config: TrainConfig, target: TrainTarget) -> dict[str, Any]:
     return found
 
 
-def full_recipe(recipe: str, source: SpecSource | ModuleSource, batch_size: int, has_target: bool,
-                target_spec: InputSpec | None) -> str:
+def full_recipe(recipe: str, source: SpecSource | ModuleSource, batch_size: int, info: dict[str, Any]) -> str:
     """``recipe`` plus ``build()``, ``example_batch()`` and a ``__main__`` that trains 30 steps,
-    where the model came from a spec (a module object cannot be rebuilt from source)."""
+    where the model came from a spec (a module object handed to the API cannot be rebuilt from
+    source: its recipe has ``apply`` and ``train_step`` only). ``info`` is what the inspecting
+    worker found: ``target_spec``, ``factory_inputs`` (the factory gave the example batch),
+    ``target_kind`` and ``fingerprint`` ({path, sha256} of the model's file)."""
     if not isinstance(source, SpecSource):
         return recipe
-    build = _build_code(source)
-    spec = source.input_spec or source.spec.default_input_spec()
-    if build is None or spec is None:
+    build = _build_code(source, info.get("fingerprint"), bool(info.get("takes_batch_size")))
+    if build is None:
         return recipe
-    target = "None"
-    if has_target and target_spec is not None:
-        target = _tensor_code(target_spec, batch_size)[0]
-    elif has_target:
-        return recipe
-    tensors = ", ".join(_tensor_code(spec, batch_size))
-    return (f"{recipe}\n\n# -- the model pitstop measured (seed {source.seed}) and an example batch --\n\n"
-            f"{build}\n\nBATCH_SIZE = {batch_size}\n\n\ndef example_batch():\n"
-            f'    """Random (inputs, target) like the ones measured ({spec}; target {target_spec})."""\n'
-            f"    return ({tensors},), {target}\n\n\n"
-            f'if __name__ == "__main__":\n'
-            f"    torch.manual_seed({source.seed})\n"
-            f"    model, optimizer = apply(build())\n"
-            f"    batch = example_batch()\n"
-            f"    losses = [float(train_step(model, optimizer, batch)) for _ in range(30)]\n"
-            f'    print(f"loss {{losses[0]:.4f}} -> {{losses[-1]:.4f}} after {{len(losses)}} steps")\n')
+    example = _example_code(source, batch_size, info)
+    return checked(f"{recipe}\n\n# -- the model pitstop measured (seed {int(source.seed)}) and an example batch --\n\n"
+                   f"{build}\n\nBATCH_SIZE = {int(batch_size)}\n\n\n{example}\n\n"
+                   f'if __name__ == "__main__":\n'
+                   f"    torch.manual_seed({int(source.seed)})\n"
+                   f"    model, optimizer = apply(build())\n"
+                   f"    batch = example_batch()\n"
+                   f"    losses = [float(train_step(model, optimizer, batch)) for _ in range(30)]\n"
+                   f'    print(f"loss {{losses[0]:.4f}} -> {{losses[-1]:.4f}} after {{len(losses)}} steps")\n')
 
 
-def _build_code(source: SpecSource) -> str | None:
+_CHECK_SOURCE = '''
+
+def check_source(path, sha256):
+    """Warn loudly when the model's file is not the one pitstop measured."""
+    import hashlib
+    import warnings
+
+    with open(path, "rb") as f:
+        now = hashlib.sha256(f.read()).hexdigest()
+    if now != sha256:
+        warnings.warn(f"{path} changed since pitstop measured this recipe (sha256 {sha256[:12]}..., now "
+                      f"{now[:12]}...): the speed-up and the training gate were measured on the old model; "
+                      "run pitstop train again", RuntimeWarning, stacklevel=3)
+'''
+
+
+def fingerprint(path: str | Path) -> dict[str, str]:
+    """``{path, sha256}`` of a model file (absolute path)."""
+    resolved = Path(path).resolve()
+    return {"path": str(resolved), "sha256": hashlib.sha256(resolved.read_bytes()).hexdigest()}
+
+
+def _build_code(source: SpecSource, print_: dict[str, str] | None, takes_batch_size: bool) -> str | None:
+    """``factory()`` and ``build()`` (the model alone) as code; every user string through repr."""
     spec = source.spec
     if spec.kind == "zoo":
         recipe_build = ZOO[spec.target].recipe_build
         return recipe_build() if recipe_build else None
-    if spec.takes_batch_size():
-        return None
+    args = "batch_size=BATCH_SIZE" if takes_batch_size else ""
+    check = f"    check_source({print_['path']!r}, {print_['sha256']!r})\n" if print_ else ""
     if spec.kind == "file":
-        load = (f"    import importlib.util\n\n"
-                f"    path = {str(Path(spec.target).resolve())!r}\n"
-                f"    module_spec = importlib.util.spec_from_file_location('user_model', path)\n"
+        path = print_["path"] if print_ else str(Path(spec.target).resolve())
+        load = (f"    import importlib.util\n\n{check}"
+                f"    module_spec = importlib.util.spec_from_file_location('user_model', {path!r})\n"
                 f"    module = importlib.util.module_from_spec(module_spec)\n"
-                f"    module_spec.loader.exec_module(module)\n"
-                f"    value = module.{spec.factory}()\n")
+                f"    module_spec.loader.exec_module(module)\n")
     else:
-        load = f"    from {spec.target} import {spec.factory}\n\n    value = {spec.factory}()\n"
-    return f"def build():\n    \"\"\"The user's model (its factory's module).\"\"\"\n{load}" \
-           "    return value[0] if isinstance(value, (tuple, list)) else value\n"
+        load = f"    import importlib\n\n{check}    module = importlib.import_module({spec.target!r})\n"
+    return ((_CHECK_SOURCE.lstrip("\n") + "\n\n" if print_ else "") +
+            f'def factory():\n    """The factory pitstop measured: a model, or (model, inputs, ...)."""\n{load}'
+            f"    return getattr(module, {spec.factory!r})({args})\n\n\n"
+            "def build():\n"
+            '    """The model alone."""\n'
+            "    value = factory()\n"
+            "    return value[0] if isinstance(value, (tuple, list)) else value\n")
 
 
-def _tensor_code(spec: InputSpec, batch_size: int) -> list[str]:
+def _example_code(source: SpecSource, batch_size: int, info: dict[str, Any]) -> str:
+    """``example_batch()``: random inputs and target like the measured ones, or the factory's own."""
+    spec = source.input_spec or source.spec.default_input_spec()
+    target_text = info.get("target_spec")
+    target_spec: InputSpec | None = parse_input_spec(target_text) if target_text else None
+    kind = info.get("target_kind")  # None (no target), "spec", "factory" or "tensor"
+    if kind == "tensor":
+        target = ("raise NotImplementedError('the target was a tensor handed to pitstop.train(); pass your own "
+                  "batch to train_step')")
+        return f'def example_batch():\n    """Not available: the target is not code."""\n    {target}\n'
+    target_code = "None" if kind is None else "value[2]" if kind == "factory" else \
+        _tensor_code(target_spec, batch_size)[0][1] if target_spec is not None else "None"
+    if spec is None or info.get("factory_inputs"):
+        return ("def example_batch():\n"
+                '    """The factory\'s own example (inputs, target)."""\n'
+                "    value = factory()\n"
+                "    inputs = value[1] if isinstance(value, (tuple, list)) and len(value) > 1 else ()\n"
+                f"    return inputs, {target_code}\n")
+    made = _tensor_code(spec, batch_size)
+    args = [code for name, code in made if name is None]
+    kwargs = {name: code for name, code in made if name is not None}
+    inputs = f"({', '.join(args)},)" if args and not kwargs else \
+        "{" + ", ".join(f"{k!r}: {v}" for k, v in kwargs.items()) + "}" if not args else \
+        f"({', '.join(args)}, {{" + ", ".join(f"{k!r}: {v}" for k, v in kwargs.items()) + "})"
+    return (f"def example_batch():\n"
+            f"    {_docstring(f'Random (inputs, target) like the ones measured ({spec}; target {target_spec}).')}\n"
+            f"    return {inputs}, {target_code}\n")
+
+
+def _tensor_code(spec: InputSpec, batch_size: int) -> list[tuple[str | None, str]]:
+    """(keyword or None, the expression) of each tensor of ``spec``."""
     out = []
     for t in spec.tensors:
         dtype, shape = DTYPES[t.dtype], t.shape(batch_size)
         if dtype.is_floating_point:
-            out.append(f"torch.randn({shape}, dtype={dtype})")
+            code = f"torch.randn({shape}, dtype={dtype})"
         elif t.dtype == "bool":
-            out.append(f"torch.randint(0, 2, {shape}).bool()")
+            code = f"torch.randint(0, 2, {shape}).bool()"
         else:
             low, high = (t.low, t.high) if t.low is not None else DEFAULT_INT_RANGE
-            out.append(f"torch.randint({low}, {high}, {shape}, dtype={dtype})")
+            code = f"torch.randint({low!r}, {high!r}, {shape}, dtype={dtype})"
+        out.append((t.name, code))
     return out
 
 
-def write_recipe_files(report: TrainReport, directory: Path) -> list[str]:
-    """recipe.py and recipe.json (the winner, its evidence, the environment); the paths written."""
-    directory.mkdir(parents=True, exist_ok=True)
-    recipe = directory / "recipe.py"
-    recipe.write_text(report.recipe, encoding="utf-8")
+def recipe_files(report: TrainReport) -> dict[str, str | bytes]:
+    """recipe.py and recipe.json (the winner, its evidence, the environment), as text."""
     doc = report.to_dict()
     meta = {"pitstop": doc["pitstop"], "model": report.model, "winner": doc["winner"],
-            "environment": report.environment}
-    (directory / "recipe.json").write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    return [str(recipe), str(directory / "recipe.json")]
+            "fingerprint": report.problem.get("fingerprint"), "environment": report.environment}
+    return {"recipe.py": checked(report.recipe), "recipe.json": json.dumps(meta, indent=2, allow_nan=False) + "\n"}
+
+
+def write_recipe_files(report: TrainReport, directory: Path) -> list[str]:
+    """recipe.py and recipe.json written as one folder (``pitstop._io.write_folder``); the paths."""
+    from pitstop._io import write_folder
+
+    return write_folder(directory, recipe_files(report))
 
 
 def _indent(lines: list[str]) -> str:

@@ -52,7 +52,7 @@ class TrainReport(StagedReport):
         """Rebuild a report from its JSON document (raw samples included), e.g. to render it again."""
         outcome = TrainOutcome(complete=doc["complete"], interrupted=doc["interrupted"],
                                elapsed_s=doc["search"]["elapsed_s"], notes=list(doc.get("notes", [])),
-                               threads=doc["settings"]["threads"])
+                               threads=doc["settings"]["threads"], failed=doc.get("failed") or "")
         for name in dict.fromkeys(r["stage"] for r in doc["results"]):
             rows = [r for r in doc["results"] if r["stage"] == name]
             result = BenchResult.from_dict({"model": doc["model"], "settings": {}, "environment": doc["environment"],
@@ -120,7 +120,9 @@ def verdict_lines(report: TrainReport) -> list[str]:
         took += "; interrupted: best so far" if outcome.interrupted else "; incomplete"
     lines = list(outcome.notes)
     winner, ratio = outcome.winner, report.speedup
-    if winner is None or ratio is None:
+    if outcome.failed:
+        lines.append(f"Nothing recommended: {outcome.verdict}. ({took})")
+    elif winner is None or ratio is None:
         lines.append(f"Winner: {NAIVE_NAME} stays: {outcome.verdict}. ({took})")
     else:
         even = report.break_even(winner, outcome.winner_stage) if outcome.winner_stage else None
@@ -144,12 +146,13 @@ def train_document(report: TrainReport) -> dict[str, Any]:
                 doc["break_even_steps"] = even
             results.append(doc)
     winner, ratio, best = report.outcome.winner, report.speedup, report.outcome.winner_stage
+    batch = report.settings["batch_size"] or 1
     return envelope(
         "train", report.environment, model=report.model, settings=report.settings, problem=report.problem,
         baseline=NAIVE_NAME, complete=report.outcome.complete, interrupted=report.outcome.interrupted,
-        results=results,
+        failed=report.outcome.failed or None, results=results,
         winner={"variant": report.config.name, "config": report.config.to_dict(report.settings["threads"]),
-                "batch_size": report.settings["batch_size"], "stage": best.name if winner and best else None,
+                "batch_size": batch, "stage": best.name if winner and best else None,
                 "speedup": {"median": ratio.median, "ci95": list(ratio.ci95)} if ratio else None,
                 "break_even_steps": report.break_even(winner, best) if winner and best else None,
                 "verdict": report.outcome.verdict, "recipe": report.recipe},

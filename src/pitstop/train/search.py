@@ -9,6 +9,7 @@ noise and 3% is preferred. When the budget runs out, the best so far is reported
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from pitstop.bench.result import BenchResult, Measurement
 from pitstop.bench.stages import Outcome, Stage, StagedSearch
 from pitstop.train.config import NAIVE, NAIVE_NAME, TrainConfig
 from pitstop.train.group import OnEvent, Source, TrainGroup
-from pitstop.train.problem import Problem
+from pitstop.train.problem import ProblemRequest
 from pitstop.train.settings import TrainSettings
 
 MEANINGFUL = 1.05  # a technique combines when faster beyond noise, or by 5% (median)
@@ -37,10 +38,12 @@ _OPTIONS: dict[str, tuple[Any, ...]] = {
 
 @dataclass
 class TrainOutcome(Outcome):
-    """The stages, the winner (None = the naive step stays) and why."""
+    """The stages, the winner (None = the naive step stays) and why; ``failed``: why nothing can be
+    recommended (the fp32 reference itself failed or is not finite: no recipe, exit 1)."""
 
     notes: list[str] = field(default_factory=list)
     threads: int | None = None  # the run's thread count (a config's own is stated in its name)
+    failed: str = ""
 
     @property
     def winner_config(self) -> TrainConfig:
@@ -53,21 +56,43 @@ class TrainSearch(StagedSearch):
 
     outcome: TrainOutcome
 
-    def __init__(self, source: Source, settings: TrainSettings, problem: Problem, env: dict[str, Any], *,
+    def __init__(self, source: Source, settings: TrainSettings, problem: ProblemRequest, env: dict[str, Any], *,
                  on_event: OnEvent | None = None, on_stage: Callable[[TrainOutcome], None] | None = None) -> None:
-        self.source, self.settings, self.env = source, settings, env
+        self.source, self.env = source, env
         self.group = TrainGroup(source, settings, problem, on_event)
         self.on_stage = on_stage or (lambda outcome: None)
         self.outcome = TrainOutcome(threads=settings.threads)
         self.t0 = time.monotonic()
         self.limit_s = settings.time_budget_s * 0.92  # what is left covers the minimum calls and closing
 
+    @property
+    def settings(self) -> TrainSettings:
+        """The run's settings (the batch size settled once the model was inspected)."""
+        return self.group.settings
+
     def _stages(self) -> None:
         self.group.prepare()
-        self._stage("probe", [NAIVE, *self.singles()], share=0.2, target=0.05, min_samples=PROBE_CALLS)
+        probe = self._stage("probe", [NAIVE, *self.singles()], share=0.2, target=0.05, min_samples=PROBE_CALLS)
+        if self._reference_failed(probe):
+            return
         finalists, replicas = self._plan(self.finalists())
-        self._stage("final", [NAIVE, *finalists], share=0.7, target=self.settings.policy.target,
-                    replicas=replicas, trajectory=True, memory=True)
+        final = self._stage("final", [NAIVE, *finalists], share=0.7, target=self.settings.policy.target,
+                            replicas=replicas, trajectory=True, memory=True)
+        self._reference_failed(final)
+
+    def _reference_failed(self, stage: Stage) -> bool:
+        """The naive (fp32) step failed, or its trajectory is not finite: nothing can be judged
+        against it; the outcome says why (no winner, no recipe)."""
+        naive = stage.result.row(NAIVE_NAME, self.settings.batch)
+        why = ""
+        if naive is None or naive.status == "failed":
+            why = f"the fp32 reference (naive) failed in the {stage.name} stage: {naive.reason if naive else 'no row'}"
+        elif self.group.band is not None and not all(
+                math.isfinite(x) for x in (self.group.band["low"], self.group.band["high"])):
+            why = "the fp32 reference's loss is not finite over the trajectory (NaN or Inf)"
+        if why:
+            self.outcome.failed = why
+        return bool(why)
 
     def _stage(self, name: str, configs: list[TrainConfig], *, share: float, target: float, replicas: int = 1,
                trajectory: bool = False, memory: bool = False, min_samples: int = FINAL_CALLS) -> Stage:
@@ -84,8 +109,8 @@ class TrainSearch(StagedSearch):
             self.group.run(configs, result.rows, policy=policy, replicas=replicas, trajectory=trajectory,
                            deadline=self.t0 + until * self.limit_s, memory=memory or self._budgeted())
         finally:
-            result.inputs = {self.settings.batch_size: self.group.inputs.describe()} \
-                if hasattr(self.group, "inputs") else {}
+            result.inputs = {self.settings.batch: self.group.inputs_description} \
+                if self.group.prepared else {}
             stage.elapsed_s = time.monotonic() - started
             self.outcome.elapsed_s = time.monotonic() - self.t0
             self.on_stage(self.outcome)
@@ -98,7 +123,7 @@ class TrainSearch(StagedSearch):
 
     def singles(self) -> list[TrainConfig]:
         """Each technique alone (gated ones become ``skipped`` rows)."""
-        axes, b = self.settings.axes, self.settings.batch_size
+        axes, b = self.settings.axes, self.settings.batch
         configs = [NAIVE.with_(**{axis: option}) for axis in axes if axis in _OPTIONS for option in _OPTIONS[axis]]
         if "threads" in axes:
             from pitstop._env import physical_cores
@@ -228,12 +253,18 @@ class TrainSearch(StagedSearch):
         """The winner: in the last stage, the fastest gate-passing finalist faster than naive beyond
         noise (with ``steps``: the least total time over them, compilation included, and only if
         its compilation pays for itself); a simpler one within noise and 3% is preferred."""
+        if self.outcome.failed:
+            self.outcome.winner = None
+            self.outcome.verdict = f"{self.outcome.failed}; nothing is recommended and no recipe is written"
+            return
         stages = [s for s in self.outcome.stages if s.rows]
         if not stages:
+            if self.outcome.interrupted:
+                self.outcome.verdict = "interrupted before anything was measured"
             return
         stage = stages[-1]
         self.outcome.winner_stage = stage
-        naive = stage.result.row(NAIVE_NAME, self.settings.batch_size)
+        naive = stage.result.row(NAIVE_NAME, self.settings.batch)
         if stage.name != "final":
             self.outcome.verdict = "the search stopped before the final stage: nothing passed the trajectory gate"
             return

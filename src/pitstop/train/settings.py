@@ -6,18 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pitstop._settings import check_numbers
 from pitstop.bench.timer import TimingPolicy
-from pitstop.errors import UsageError
+from pitstop.errors import SettingError
 
 AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint")
 
 
 @dataclass(frozen=True)
 class TrainSettings:
-    """Every knob of a train search."""
+    """Every knob of a train search. Errors name the field (``SettingError``; the CLI says the flag)."""
 
-    batch_size: int
-    threads: int
+    batch_size: int | None = None  # None: the factory's own batch, else the zoo's largest (settled by inspection)
+    threads: int = field(default_factory=lambda: _cores())
     device: str = "cpu"
     seed: int = 0
     time_budget_s: float = 300.0
@@ -30,34 +31,41 @@ class TrainSettings:
     timeout_s: float = 300.0  # one worker request (compile, a trajectory) longer than this fails the variant
     axes: tuple[str, ...] = AXES
     memory_budget_bytes: int | None = None  # checkpointing and micro-batches are tried to fit it
+    batch_dim: int = 0  # the batch dimension of the inputs and the target (1 for sequence-first batches)
     policy: TimingPolicy = field(default_factory=TimingPolicy)
     worker_env: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
-        positive = {"batch_size": self.batch_size, "threads": self.threads, "replicas": self.replicas}
-        for name, value in positive.items():
-            if not isinstance(value, int) or value < 1:
-                raise UsageError(f"--{name.replace('_', '-')}: need a positive integer, got {value!r}")
-        if self.time_budget_s < 10:
-            raise UsageError(f"--time-budget-s must be at least 10 s, got {self.time_budget_s:g}")
+        check_numbers(self)
+        for name in ("threads", "replicas", "seeds", "trajectory_steps"):
+            _positive_int(name, getattr(self, name))
+        for name in ("batch_size", "steps", "memory_budget_bytes"):
+            if getattr(self, name) is not None:
+                _positive_int(name, getattr(self, name))
+        if not isinstance(self.batch_dim, int) or isinstance(self.batch_dim, bool) or not 0 <= self.batch_dim < 8:
+            raise SettingError("batch_dim", f"must be a dimension index 0..7, got {self.batch_dim!r}")
+        if not isinstance(self.time_budget_s, int | float) or self.time_budget_s < 10:
+            raise SettingError("time_budget_s", f"must be at least 10 s, got {self.time_budget_s!r}")
         if self.trajectory_steps < 20:
-            raise UsageError(f"--trajectory-steps must be at least 20 (a shorter run proves little), "
-                             f"got {self.trajectory_steps}")
+            raise SettingError("trajectory_steps", f"must be at least 20 (a shorter run proves little), "
+                                                   f"got {self.trajectory_steps}")
         if self.seeds < 2:
-            raise UsageError(f"seeds must be at least 2 (the reference's spread needs two runs), got {self.seeds}")
-        if not 0 <= self.tolerance <= 1:
-            raise UsageError(f"--tolerance must be a share of the loss decrease in [0, 1], got {self.tolerance:g}")
-        if self.steps is not None and self.steps < 1:
-            raise UsageError(f"--steps must be a positive number of planned steps, got {self.steps}")
-        if self.timeout_s <= 0:
-            raise UsageError(f"--timeout-s must be positive, got {self.timeout_s:g}")
+            raise SettingError("seeds", f"must be at least 2 (the reference's spread needs two runs), got {self.seeds}")
+        if not isinstance(self.tolerance, int | float) or not 0 <= self.tolerance <= 1:
+            raise SettingError("tolerance", f"must be a share of the loss decrease in [0, 1], got {self.tolerance!r}")
+        if not isinstance(self.timeout_s, int | float) or self.timeout_s <= 0:
+            raise SettingError("timeout_s", f"must be positive, got {self.timeout_s!r}")
+        object.__setattr__(self, "axes", tuple(self.axes))
         unknown = set(self.axes) - set(AXES)
         if unknown:
-            raise UsageError(f"--techniques: unknown {', '.join(sorted(unknown))}; choose from {', '.join(AXES)}")
-        if self.memory_budget_bytes is not None and self.memory_budget_bytes <= 0:
-            raise UsageError(f"--memory-budget-mb must be positive, got {self.memory_budget_bytes}")
-        if self.device != "cpu" and not self.device.startswith("cuda"):
-            raise UsageError(f"--device: expected cpu, cuda or auto, got {self.device!r}")
+            raise SettingError("techniques", f"unknown {', '.join(sorted(unknown))}; choose from {', '.join(AXES)}")
+        if not isinstance(self.device, str) or (self.device != "cpu" and not self.device.startswith("cuda")):
+            raise SettingError("device", f"expected cpu, cuda or auto, got {self.device!r}")
+
+    @property
+    def batch(self) -> int:
+        """The batch size (once settled by the inspection; 1 before)."""
+        return self.batch_size or 1
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON."""
@@ -66,4 +74,15 @@ class TrainSettings:
                 "trajectory_steps": self.trajectory_steps, "seeds": self.seeds, "tolerance": self.tolerance,
                 "replicas": self.replicas, "isolate": self.isolate, "timeout_s": self.timeout_s,
                 "techniques": list(self.axes), "memory_budget_bytes": self.memory_budget_bytes,
-                "worker_env": dict(self.worker_env), "timing": self.policy.to_dict()}
+                "batch_dim": self.batch_dim, "worker_env": dict(self.worker_env), "timing": self.policy.to_dict()}
+
+
+def _positive_int(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise SettingError(name, f"must be a positive integer, got {value!r}")
+
+
+def _cores() -> int:
+    from pitstop._env import physical_cores
+
+    return physical_cores()

@@ -36,13 +36,30 @@ class TrainSession:
         self.device = torch.device(device)
         self.module = module if module is not None else load_module(payload["source"], payload.get("state_dict"),
                                                                     payload["batch_size"])
-        self.batch = (tuple(payload["args"]), payload["target"])
+        args, kwargs = tuple(payload["args"]), dict(payload.get("kwargs") or {})
+        self.batch = ((*args, kwargs) if kwargs else args, payload["target"])
         self.reference = payload["reference_grads"]
         self.recipe, self.seed = recipe, seed
         self.policy = TimingPolicy(**policy)
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="pitstop-train-"))
         self.steps = self.skipped = 0
         return {"threads": torch.get_num_threads()}
+
+    def inspect(self, job: dict[str, Any], workdir: str, module: torch.nn.Module | None = None,
+                inputs: Any = None, target: Any = None) -> dict[str, Any]:
+        """The first look at the model (``pitstop.train.inspect``): ``{"ok": info}``, or
+        ``{"error": {"kind", "message"}}`` for a problem the user must fix or a failing reference."""
+        from pitstop.train.inspect import InspectError
+        from pitstop.train.inspect import inspect as look
+
+        self.threads_before = torch.get_num_threads()
+        torch.set_num_threads(int(job["threads"]))
+        try:
+            return {"ok": look(job, Path(workdir), module, inputs, target)}
+        except InspectError as exc:
+            return {"error": {"kind": exc.kind, "message": str(exc)}}
+        finally:
+            self.restore()
 
     def prepare(self) -> dict[str, Any]:
         """Apply the recipe and run the first forward and backward (compilation happens here,

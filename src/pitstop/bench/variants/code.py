@@ -140,7 +140,7 @@ def render(config: VariantConfig, device: str, threads: int, codes: list[Code], 
     else:
         call = _TORCH_CALL.format(contexts=contexts)
         setup += ["return Optimized(model)"]
-    doc = _docstring(f"{header or f'pitstop recipe: {config.name}'}\n\nUse: model = apply(model, example_args); "
+    doc = docstring_literal(f"{header or f'pitstop recipe: {config.name}'}\n\nUse: model = apply(model, example_args); "
                      f"y = model(x). Needs only torch{' and onnxruntime' if ort else ''}.\n")
     return f'''{doc}
 
@@ -168,7 +168,7 @@ def _indent(lines: list[str]) -> str:
     return textwrap.indent("\n".join(lines), "    ")
 
 
-def _docstring(text: str) -> str:
+def docstring_literal(text: str) -> str:
     """A docstring literal for ``text``: triple-quoted where that is safe, else ``repr`` (a model
     spec with quotes, backslashes or control characters must not end the string or inject code)."""
     plain = '"""' not in text and "\\" not in text and not text.endswith('"') \

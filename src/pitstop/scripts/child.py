@@ -1,0 +1,144 @@
+"""The child side of a script run: ``python -m pitstop.scripts.child FD``.
+
+It receives one job from pitstop over the connection ``FD``, runs the script under the doctor
+or the profiler, sends a snapshot of the report every ``snapshot_s`` seconds (at step
+boundaries) and the final document, then exits with the script's own exit code. A script that
+calls ``os._exit`` still gets its final report (the call is wrapped: report first, then exit)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any, NoReturn
+
+from pitstop.doctor.consumer import Consumer
+
+
+class Channel:
+    """Documents to pitstop: snapshots, at most one every ``interval_s``, then the final one."""
+
+    def __init__(self, conn: Connection, interval_s: float) -> None:
+        self.conn, self.interval_s = conn, interval_s
+        self.last = time.monotonic()
+        self.closed = False
+
+    def snapshot(self, make: Callable[[], dict[str, Any]]) -> None:
+        """Send ``make()`` if the interval has passed (a failure here never stops the script)."""
+        if self.closed or time.monotonic() - self.last < self.interval_s:
+            return
+        self.last = time.monotonic()
+        try:
+            self.conn.send(("snapshot", make()))
+        except Exception:  # the report of a run in progress is a courtesy: the run goes on
+            pass
+
+    def final(self, document: dict[str, Any], code: int) -> None:
+        """The final document and the script's exit code (once)."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.conn.send(("final", document, code))
+        except OSError:
+            pass
+
+
+class Snapshots(Consumer):
+    """Sends a snapshot of the report at step boundaries, at most every ``interval_s``."""
+
+    def __init__(self, channel: Channel, make: Callable[[], dict[str, Any]]) -> None:
+        self.channel, self.make = channel, make
+
+    def on_iteration(self, step: int) -> None:
+        self.channel.snapshot(self.make)
+
+
+def _with_environment(doc: dict[str, Any]) -> dict[str, Any]:
+    from pitstop._env import environment
+
+    doc["environment"] = doc.get("environment") or environment()
+    return doc
+
+
+def run_doctor(job: dict[str, Any], channel: Channel) -> int:
+    """The doctor on the script; rank 0's report is the merged one (``Doctor.report``)."""
+    from pitstop.doctor import Doctor
+    from pitstop.doctor.script import run_script
+
+    doctor = Doctor(guard=job.get("guard", False), sync_every=job.get("sync_every"),
+                    select=job.get("select", ()), ignore=job.get("ignore", ()))
+    doctor.session.subscribe(Snapshots(channel, lambda: _with_environment(doctor.local_report().to_dict())))
+    _final_on_hard_exit(lambda code: _doctor_final(doctor, job, code), channel)
+    report, code = run_script(job["script"], list(job["args"]), doctor)
+    channel.final(_with_environment(report.to_dict()), code)
+    return code
+
+
+def _doctor_final(doctor: Any, job: dict[str, Any], code: int) -> dict[str, Any]:
+    doctor.detach()
+    report = doctor.local_report()
+    report.script = " ".join([job["script"], *job["args"]])
+    report.exit = {"status": "ok"} if code == 0 else {"status": "exited", "code": code, "error": "os._exit"}
+    return _with_environment(report.to_dict())
+
+
+def run_profile(job: dict[str, Any], channel: Channel) -> int:
+    """The profiler on the script."""
+    from pitstop.profile.script import run_profile as profile_script
+    from pitstop.profile.settings import ProfileSettings
+
+    settings = ProfileSettings(**job["settings"])
+    holder: dict[str, Any] = {}
+
+    def attached(profiler: Any) -> None:
+        holder["profiler"] = profiler
+        profiler.session.subscribe(Snapshots(channel, lambda: _with_environment(profiler.report.to_dict())))
+
+    _final_on_hard_exit(lambda code: _profile_final(holder, job, code), channel)
+    report, code = profile_script(job["script"], list(job["args"]), settings, on_attach=attached)
+    channel.final(_with_environment(report.to_dict()), code)
+    return code
+
+
+def _profile_final(holder: dict[str, Any], job: dict[str, Any], code: int) -> dict[str, Any]:
+    profiler = holder["profiler"]
+    profiler.detach()
+    report = profiler.report
+    report.script = " ".join([job["script"], *job["args"]])
+    report.exit = {"status": "ok"} if code == 0 else {"status": "exited", "code": code}
+    return _with_environment(report.to_dict())
+
+
+def _final_on_hard_exit(final: Callable[[int], dict[str, Any]], channel: Channel) -> None:
+    """``os._exit(code)`` in the script: the final report first, then the exit."""
+    real = os._exit
+
+    def _exit(code: int) -> NoReturn:
+        try:
+            channel.final(final(code), code)
+        except Exception:
+            pass
+        sys.stdout.flush()
+        real(code)
+
+    os._exit = _exit  # type: ignore[assignment]
+
+
+JOBS: dict[str, Callable[[dict[str, Any], Channel], int]] = {"doctor": run_doctor, "profile": run_profile}
+
+
+def main(argv: list[str]) -> None:
+    """Entry point: receive the job, run it, exit with the script's code."""
+    conn = Connection(int(argv[1]))
+    _, job = conn.recv()
+    channel = Channel(conn, float(job.get("snapshot_s", 2.0)))
+    code = JOBS[job["command"]](job, channel)
+    sys.stdout.flush()
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
