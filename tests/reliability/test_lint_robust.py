@@ -15,7 +15,8 @@ from pitstop.lint.rules import Diagnostic
 UNSAFE_LOAD = "import torch\nx = torch.load('f')\n"
 
 
-@pytest.mark.parametrize("deep", ["x = " + " + ".join(["a"] * 3000), "x = a" + ".b" * 3000])
+@pytest.mark.parametrize("deep", ["x = " + " + ".join(["a"] * 3000), "x = a" + ".b" * 3000,
+                                  "x = " + "-" * 7000 + "a"])  # past the parser's own stack: MemoryError on 3.11
 def test_a_too_deep_file_is_pit001_and_the_others_are_linted(capsys, tmp_path, deep):
     (tmp_path / "deep.py").write_text(deep + "\n")
     (tmp_path / "bad.py").write_text(UNSAFE_LOAD)
@@ -76,3 +77,65 @@ def test_a_mistyped_config_is_one_line(capsys, tmp_path, toml, needle):
     (tmp_path / "a.py").write_text("x = 1\n")
     code, _, err = cli(capsys, "lint", str(tmp_path / "a.py"))
     assert code == 2 and needle in one_line_error(err)
+
+
+def _below(frames: int, fn):
+    """``fn()`` called ``frames`` Python frames deeper than here."""
+    return fn() if frames <= 0 else _below(frames - 1, fn)
+
+
+def _depth() -> int:
+    frame, n = sys._getframe(), 0
+    while frame is not None:
+        frame, n = frame.f_back, n + 1
+    return n
+
+
+def _load_of(expression: str) -> str:
+    return f"import torch\nx = torch.load({expression})\n"
+
+
+@pytest.mark.parametrize("chain", [lambda n: " + ".join(["a"] * n), lambda n: "a" + ".b" * n], ids=["add", "attr"])
+def test_the_depth_verdict_does_not_depend_on_the_callers_stack_or_recursion_limit(chain):
+    """Whether a file is too deep is decided by its nesting against MAX_DEPTH: the same findings at top
+    level, 60 frames short of the recursion limit, and after something raised the limit (torch.compile
+    raises it to 2000 for good, which once made a 3,000-term file analysable late in the suite)."""
+    from pitstop.lint import lint_source
+    from pitstop.lint.stack import MAX_DEPTH
+
+    under, over = _load_of(chain(MAX_DEPTH - 20)), _load_of(chain(MAX_DEPTH + 20))
+
+    def codes() -> list[list[str]]:
+        return [[d.code for d in lint_source(src, "deep.py")] for src in (under, over)]
+
+    top = codes()
+    deep = _below(sys.getrecursionlimit() - _depth() - 60, codes)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 4 * MAX_DEPTH))
+    try:
+        raised = codes()
+    finally:
+        sys.setrecursionlimit(limit)
+    assert top == deep == raised == [["PIT501"], ["PIT001"]]
+
+
+def test_lint_gives_the_same_verdict_after_the_limit_was_raised_and_from_deep_inside_other_code(capsys, tmp_path):
+    """The CLI's path (lint_files, two passes): the 3,000-term file is PIT001 and the one just under
+    MAX_DEPTH is linted, with the limit torch.compile leaves behind, at top level and from a deep
+    stack; the caller's limit is left as it was."""
+    from pitstop.lint.stack import MAX_DEPTH
+
+    (tmp_path / "deep.py").write_text("x = " + " + ".join(["a"] * 3000) + "\n")
+    (tmp_path / "under.py").write_text(_load_of(" + ".join(["a"] * (MAX_DEPTH - 20))))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 2000))  # what torch.compile leaves behind
+    try:
+        runs = [cli(capsys, "lint", str(tmp_path), "--output-format", "json", "--select", "ALL"),
+                _below(sys.getrecursionlimit() - _depth() - 60,
+                       lambda: cli(capsys, "lint", str(tmp_path), "--output-format", "json", "--select", "ALL"))]
+        assert sys.getrecursionlimit() == max(limit, 2000)
+    finally:
+        sys.setrecursionlimit(limit)
+    for code, out, err in runs:
+        found = {(os.path.basename(f["path"]), f["code"]) for f in json.loads(out)["findings"]}
+        assert code == 1 and found == {("deep.py", "PIT001"), ("under.py", "PIT501")}, err

@@ -13,14 +13,18 @@ from pitstop.errors import UsageError
 
 
 def _add_compare(sub: Any) -> None:
-    cmp = sub.add_parser("compare", help="compare two bench/optimize results: regression, improvement or noise",
+    cmp = sub.add_parser("compare", help="compare two bench/optimize/train results: regression, improvement or noise",
                          description="Match variants between two `--json` results and say, from the raw samples, "
-                                     "whether each got slower, faster or stayed within noise.",
+                                     "whether each got slower, faster or stayed within noise. Bench and optimize "
+                                     "results compare with each other, train results with train results; a side "
+                                     "that was interrupted is named (compared on partial results).",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
                          epilog="example:\n  pitstop compare before.json after.json --threshold 0.05\n\n"
-                                "Exit codes: 0 no regression beyond --threshold, 1 a regression (slower beyond "
-                                "noise and by more than the threshold), 2 usage error.")
-    cmp.add_argument("before", help="the reference result (JSON from pitstop bench/optimize --json)")
+                                "Exit codes: 0 variants compared and no regression beyond --threshold, 1 a "
+                                "regression (slower beyond noise and by more than the threshold) or nothing "
+                                "compared (no variant at the same batch size in both, or a side with no measured "
+                                "rows), 2 usage error (a file that is not a result, results of different kinds).")
+    cmp.add_argument("before", help="the reference result (JSON from pitstop bench/optimize/train --json)")
     cmp.add_argument("after", help="the result to check")
     cmp.add_argument("--threshold", type=_fraction, default=0.05,
                      help="a regression must be slower by more than this fraction (default: 0.05)")
@@ -36,7 +40,7 @@ def _compare(args: argparse.Namespace) -> int:
     with _malformed(f"{args.before!r} or {args.after!r}"):
         result = compare(args.before, args.after, args.threshold)
     output.finish([str(result)], result.to_dict())
-    return 1 if result.regressions else 0
+    return 1 if result.regressions or result.nothing else 0  # nothing compared is no pass
 
 
 def _add_report(sub: Any) -> None:

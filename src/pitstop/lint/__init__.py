@@ -12,6 +12,7 @@ from pitstop.lint.engine import lint_files, lint_source, write_source
 from pitstop.lint.explain import explain
 from pitstop.lint.fix import fix_source
 from pitstop.lint.rules import Diagnostic, Edit, Fix
+from pitstop.lint.stack import at_fixed_depth
 
 __all__ = ["Diagnostic", "Edit", "Fix", "LintConfig", "LintResult", "explain", "lint", "lint_source"]
 
@@ -30,7 +31,13 @@ class LintResult:
 
 def lint(paths: Iterable[str], *, select: Iterable[str] = (), ignore: Iterable[str] = (), exclude: Iterable[str] = (),
          fix: bool = False, unsafe_fixes: bool = False, diff: bool = False, keep_sources: bool = False) -> LintResult:
-    """Lint files and directories; with ``fix`` write the fixes (``diff``: only show them)."""
+    """Lint files and directories; with ``fix`` write the fixes (``diff``: only show them). Run at a
+    fixed stack depth (``pitstop.lint.stack``): a file's verdict does not depend on the caller."""
+    return at_fixed_depth(lambda: _lint(paths, select, ignore, exclude, fix, unsafe_fixes, diff, keep_sources))
+
+
+def _lint(paths: Iterable[str], select: Iterable[str], ignore: Iterable[str], exclude: Iterable[str], fix: bool,
+          unsafe_fixes: bool, diff: bool, keep_sources: bool) -> LintResult:
     import difflib
 
     paths = list(paths) or ["."]

@@ -89,6 +89,7 @@ class Module:
     withs: list[ast.AST] = field(default_factory=list)
     defs: list[ast.AST] = field(default_factory=list)  # every function definition
     backwards: list[ast.Call] = field(default_factory=list)
+    depth: int = 0  # how deep the tree nests (the module's statements are level 1); past MAX_DEPTH: PIT001
 
     @classmethod
     def of(cls, tree: ast.Module, source: str) -> Module:
@@ -98,19 +99,22 @@ class Module:
         parents = m.parents
         bodies = m.bodies  # every scope's walk_local, filled by this one walk
         bodies[id(tree)] = []
-        stack: list[tuple[ast.AST, list[ast.AST]]] = [(tree, bodies[id(tree)])]
+        stack: list[tuple[ast.AST, list[ast.AST], int]] = [(tree, bodies[id(tree)], 0)]
+        deepest = 0
         while stack:
-            node, body = stack.pop()
+            node, body, level = stack.pop()
             t = type(node)
             if t in _SCOPES:
                 inner: list[ast.AST] = []
                 bodies[id(node)] = inner
             else:
                 inner = body
+            if level > deepest:
+                deepest = level
             for child in ast.iter_child_nodes(node):
                 parents[id(child)] = node
                 inner.append(child)
-                stack.append((child, inner))
+                stack.append((child, inner, level + 1))
             if t is ast.Call:
                 m.calls.append(node)  # type: ignore[arg-type]
                 if is_backward(node):
@@ -142,6 +146,7 @@ class Module:
             elif t is ast.ClassDef and parents.get(id(node)) is tree:
                 local_defs.add(node.name)  # type: ignore[attr-defined]
                 m.classes[node.name] = node  # type: ignore[attr-defined, assignment]
+        m.depth = deepest
         if m.star:  # `from model import *` (which imports torch): the usual names mean what they usually do
             for name, qual in STAR_DEFAULTS.items():
                 m.aliases.setdefault(name, qual)

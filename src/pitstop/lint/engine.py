@@ -17,6 +17,7 @@ from pitstop.lint.noqa import suppressed
 from pitstop.lint.project import FileIndex, Project, View, index_file, module_names
 from pitstop.lint.requirements import Requirements
 from pitstop.lint.rules import INVALID_FILE, RULES, Context, Diagnostic
+from pitstop.lint.stack import MAX_DEPTH, at_fixed_depth
 
 HELD_LINES = 300_000  # files kept parsed between the two passes; past this they are parsed again (memory)
 
@@ -53,21 +54,22 @@ def write_source(path: Path, text: str) -> None:
 
 
 def parse(source: str, path: str) -> Module | Diagnostic:
-    """The file analysed, or the PIT001 finding saying why it cannot be."""
+    """The file analysed, or the PIT001 finding saying why it cannot be: nested past ``MAX_DEPTH``
+    (measured, so the verdict does not depend on the stack ``ast.parse`` was called from)."""
     try:
         tree = ast.parse(source, filename=path, type_comments=False)
-    except RecursionError:
+    except (RecursionError, MemoryError):  # 3.11's parser reports its fixed 6000-level stack as MemoryError
         return Diagnostic("PIT001", INVALID_FILE.variants["nested"].format(rule="the parser"), 1, 1, 1, 1, None, path)
     except (SyntaxError, ValueError) as exc:
         line = getattr(exc, "lineno", None) or 1
         col = getattr(exc, "offset", None) or 1
         msg = getattr(exc, "msg", str(exc))
         return Diagnostic("PIT001", INVALID_FILE.message.format(msg=msg), line, col, line, col, None, path)
-    try:
-        return Module.of(tree, source)
-    except RecursionError:
-        message = INVALID_FILE.variants["nested"].format(rule="the analysis")
+    mod = Module.of(tree, source)  # an iterative walk: no depth is too deep for it
+    if mod.depth > MAX_DEPTH:
+        message = INVALID_FILE.variants["deep"].format(depth=mod.depth, limit=MAX_DEPTH)
         return Diagnostic("PIT001", message, 1, 1, 1, 1, None, path)
+    return mod
 
 
 def safe_index(mod: Module, path: str, root: Path | None) -> FileIndex:
@@ -104,7 +106,12 @@ def check(mod: Module, path: str, config: LintConfig, view: View | None = None) 
 
 def lint_source(source: str, path: str, config: LintConfig | None = None, view: View | None = None
                 ) -> list[Diagnostic]:
-    """Findings for one file's text: a project of its own unless ``view`` places it in one."""
+    """Findings for one file's text: a project of its own unless ``view`` places it in one. Run at a
+    fixed stack depth (``pitstop.lint.stack``): the same text gets the same findings from any caller."""
+    return at_fixed_depth(lambda: _lint_source(source, path, config, view))
+
+
+def _lint_source(source: str, path: str, config: LintConfig | None, view: View | None) -> list[Diagnostic]:
     config = config or LintConfig()
     parsed = parse(source, path)
     if isinstance(parsed, Diagnostic):
@@ -118,7 +125,8 @@ def lint_files(files: list[Path], config: LintConfig, keep_source: bool = False,
                root: Path | None = None) -> Iterator[FileResult]:
     """The files as one project: a first pass parses and indexes every file, a second runs the
     rules. Parsed files are held between the passes up to ``HELD_LINES`` lines, so a project of that
-    size is parsed once; the rest of a larger tree is parsed again rather than kept in memory."""
+    size is parsed once; the rest of a larger tree is parsed again rather than kept in memory.
+    Consume it inside ``at_fixed_depth`` (as ``pitstop.lint.lint`` does) for caller-independent verdicts."""
     entries: list[tuple[Path, str | None, Module | Diagnostic | None]] = []
     indexes = []
     held = 0

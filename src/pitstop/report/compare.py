@@ -4,7 +4,12 @@ Variants are matched by (variant, batch size) between two bench/optimize JSON fi
 is compared from the raw per-call samples (a bootstrap interval on the ratio of medians, replicas
 resampled first): a regression when the interval lies above 1, an improvement when below,
 within noise otherwise. Environments that differ (torch, CPU, threads, device) are warned about:
-the comparison is then of machines as much as of code."""
+the comparison is then of machines as much as of code.
+
+Only results that time the same thing are compared (``COMPARABLE``: a bench or optimize row is the
+time of one forward call, a train row the time of one training step). A comparison that matched
+nothing says why (``Comparison.nothing``) and is no verdict: the CLI exits 1, never "no regression"
+on nothing. A side that was interrupted or did not complete is named (``Comparison.partial``)."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from pitstop.errors import UsageError
 from pitstop.stats import speedup_groups
 
 ENV_KEYS = ("torch", "cpu", "threads", "device", "gpu", "pitstop", "python")
+COMPARABLE = {"bench": "forward call", "optimize": "forward call", "train": "training step"}  # what a row times
 
 
 @dataclass
@@ -43,6 +49,8 @@ class Comparison:
     env_warnings: list[str] = field(default_factory=list)
     only_before: list[str] = field(default_factory=list)
     only_after: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)  # "'a.json' was interrupted": a side with results missing
+    nothing: str | None = None  # why no variant was compared (then there is no verdict)
 
     @property
     def regressions(self) -> list[Change]:
@@ -53,12 +61,14 @@ class Comparison:
         return envelope("compare", before=self.before, after=self.after,
                         threshold=self.threshold, changes=[c.to_dict() for c in self.changes],
                         regressions=len(self.regressions), environment_differences=self.env_warnings,
-                        only_before=self.only_before, only_after=self.only_after)
+                        only_before=self.only_before, only_after=self.only_after, partial=self.partial,
+                        nothing_compared=self.nothing)
 
     def lines(self) -> list[str]:
         out = [f"pitstop compare: {self.before} -> {self.after} (time per call; > 1x = slower; regression "
                f"threshold {self.threshold:.0%})"]
         out += [f"warning: the environments differ: {w}" for w in self.env_warnings]
+        out += [f"warning: compared on partial results: {p}" for p in self.partial]
         for c in self.changes:
             flag = " <- REGRESSION" if c in self.regressions else ""
             out.append(f"  b={c.batch_size:<4} {c.variant:<48} {c.before_ms:9.3f} -> {c.after_ms:9.3f} ms  "
@@ -68,8 +78,11 @@ class Comparison:
         for name in self.only_after:
             out.append(f"  only in {self.after}: {name}")
         n = len(self.regressions)
-        out.append(f"{n} regression(s) beyond {self.threshold:.0%}" if n else
-                   f"no regression beyond {self.threshold:.0%}")
+        if self.nothing:
+            out.append(f"nothing compared: {self.nothing}; no verdict")
+        else:
+            out.append(f"{n} regression(s) beyond {self.threshold:.0%}" if n else
+                       f"no regression beyond {self.threshold:.0%}")
         return out
 
     def __str__(self) -> str:
@@ -82,6 +95,46 @@ def _load(path: str) -> dict[str, Any]:
         raise UsageError(f"{path!r} is not a pitstop bench/optimize result (kind {doc.get('kind')!r}); "
                          f"compare works on `pitstop bench/optimize/train --json` files")
     return doc
+
+
+def _same_kind(before_path: str, before: dict[str, Any], after_path: str, after: dict[str, Any]) -> None:
+    """A forward call's time is not a training step's: results of kinds that time different things
+    are refused, naming both kinds and the pairs that can be compared."""
+    kb, ka = before["kind"], after["kind"]
+    if COMPARABLE[kb] != COMPARABLE[ka]:
+        raise UsageError(f"cannot compare {before_path!r} (a {kb} result, time per {COMPARABLE[kb]}) with "
+                         f"{after_path!r} (a {ka} result, time per {COMPARABLE[ka]}); compare bench or optimize "
+                         f"results with each other, and train results with train results")
+
+
+def _partial(path: str, doc: dict[str, Any]) -> str | None:
+    """Why ``doc`` holds only part of its run (None: complete, or a document that does not say)."""
+    if doc.get("interrupted") is True:
+        return f"{path!r} was interrupted"
+    if doc.get("complete") is False:
+        return f"{path!r} did not complete"
+    return None
+
+
+def _nothing(paths: tuple[str, str], docs: tuple[dict[str, Any], dict[str, Any]],
+             rows: tuple[dict[Any, Any], dict[Any, Any]]) -> str | None:
+    """Why no (variant, batch size) was compared; None when one was."""
+    if any(k in rows[1] for k in rows[0]):
+        return None
+    empty = [f"{path!r} has no measured rows ({_why_empty(doc)})"
+             for path, doc, found in zip(paths, docs, rows, strict=True) if not found]
+    if empty:
+        return "; ".join(empty)
+    return (f"no variant at the same batch size is in both files ({len(rows[0])} in {paths[0]!r}, "
+            f"{len(rows[1])} in {paths[1]!r}: see 'only in')")
+
+
+def _why_empty(doc: dict[str, Any]) -> str:
+    if doc.get("interrupted") is True:
+        return "interrupted before any result"
+    if doc["results"]:
+        return "every row failed, was rejected or skipped"
+    return "its results are empty"
 
 
 def _rows(doc: dict[str, Any]) -> dict[tuple[str, int], list[list[float]]]:
@@ -111,6 +164,7 @@ def compare(before_path: str, after_path: str, threshold: float = 0.05) -> Compa
     if not 0 <= threshold < 10:
         raise UsageError(f"--threshold must be a fraction such as 0.05, got {threshold}")
     before, after = _load(before_path), _load(after_path)
+    _same_kind(before_path, before, after_path, after)
     a, b = _rows(before), _rows(after)
     changes = []
     for key in [k for k in a if k in b]:
@@ -119,7 +173,9 @@ def compare(before_path: str, after_path: str, threshold: float = 0.05) -> Compa
         changes.append(Change(key[0], key[1], _median_ms(a[key]), _median_ms(b[key]), r.median, r.ci95, verdict))
     return Comparison(before_path, after_path, changes, threshold,
                       environment_differences(before.get("environment", {}), after.get("environment", {})),
-                      [_name(k) for k in a if k not in b], [_name(k) for k in b if k not in a])
+                      [_name(k) for k in a if k not in b], [_name(k) for k in b if k not in a],
+                      [p for p in (_partial(before_path, before), _partial(after_path, after)) if p],
+                      _nothing((before_path, after_path), (before, after), (a, b)))
 
 
 def _median_ms(groups: list[list[float]]) -> float:

@@ -180,10 +180,13 @@ def compare_html(doc: dict[str, Any], fragment: bool = False) -> str:
     bars = [Bar(f"{c['variant']} b={c['batch_size']}", c["ratio"], c["ci95"][0], c["ci95"][1],
                 kind="bad" if c["verdict"] == "regression" else "best" if c["verdict"] == "improvement" else "")
             for c in doc.get("changes", [])]
-    sections = [f"<p>{escape(str(doc.get('before')))} -> {escape(str(doc.get('after')))}: "
-                f"{doc.get('regressions', 0)} regression(s) beyond {doc.get('threshold', 0.05):.0%}.</p>"]
+    verdict = f"nothing compared: {doc['nothing_compared']}; no verdict" if doc.get("nothing_compared") else \
+        f"{doc.get('regressions', 0)} regression(s) beyond {doc.get('threshold', 0.05):.0%}"
+    sections = [f"<p>{escape(str(doc.get('before')))} -> {escape(str(doc.get('after')))}: {escape(verdict)}.</p>"]
     sections += [f"<p class='sev-warning'>The environments differ: {escape(w)}</p>"
                  for w in doc.get("environment_differences", [])]
+    sections += [f"<p class='sev-warning'>Compared on partial results: {escape(str(p))}</p>"
+                 for p in doc.get("partial", [])]
     sections.append(bar_chart("Time per call after / before (red: regression, green: improvement)", bars,
                               "after / before (x)", reference=1.0, reference_label="1x = unchanged"))
     sections.append(_table(["variant", "batch", "before ms", "after ms", "ratio [95% CI]", "verdict"],

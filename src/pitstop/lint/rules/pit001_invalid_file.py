@@ -11,7 +11,9 @@ from pitstop.lint.rules.base import Context, Rule
 class InvalidFile(Rule):
     """What it does:
         Reports a file that does not parse or decode (a syntax error, bytes that are not valid in
-        its declared encoding), or that is nested too deeply to analyse.
+        its declared encoding), or that is nested too deeply to analyse: its syntax tree deeper than
+        1000 levels (MAX_DEPTH in pitstop.lint.stack: a chain of about 1000 `+` or `.attr`), or
+        refused by Python's parser. The verdict is the file's alone: the same from any caller.
 
     Why is this bad:
         Nothing in that file was checked; the other files are linted regardless, so a broken file
@@ -29,7 +31,9 @@ class InvalidFile(Rule):
     code = "PIT001"
     name = "invalid-file"
     message = "invalid syntax: {msg}; the file was not linted"
-    variants: ClassVar[dict[str, str]] = {"unreadable": "{problem}", "nested": "too deeply nested for {rule}"}
+    variants: ClassVar[dict[str, str]] = {"unreadable": "{problem}", "nested": "too deeply nested for {rule}",
+                                          "deep": "nested {depth} levels deep, past the {limit} pitstop analyses "
+                                                  "(split the expression); the file was not linted"}
 
     def check(self, ctx: Context) -> None:
         """Nothing to do on a file that parsed: the engine reports PIT001 before any rule runs."""
