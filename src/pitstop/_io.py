@@ -19,6 +19,10 @@ def check_writable(path: str | os.PathLike[str], flag: str = "--json") -> None:
     target = Path(path)
     if target.is_dir():
         raise UsageError(f"{flag}: {str(path)!r} is a directory; give a file name such as out.{flag.lstrip('-')}")
+    blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise UsageError(f"{flag}: cannot write {str(path)!r} ({str(blocker)!r} is a file, not a folder); choose a "
+                         "writable path")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
@@ -143,6 +147,10 @@ def check_folder(path: str | os.PathLike[str], field: str = "save") -> Path:
     target = Path(path).absolute()
     if target.exists() and not target.is_dir():
         raise SettingError(field, f"{str(path)!r} is a file; give a directory such as out/")
+    blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise SettingError(field, f"cannot write {str(path)!r} ({str(blocker)!r} is a file, not a folder); choose "
+                                  "a writable directory")
     if target.is_dir():
         foreign = sorted(p.name for p in target.iterdir() if not any(p.match(g) for g in SAVED))
         if foreign:
@@ -158,10 +166,10 @@ def check_folder(path: str | os.PathLike[str], field: str = "save") -> Path:
     return target
 
 
-def write_folder(path: str | os.PathLike[str], files: dict[str, str | bytes]) -> list[str]:
-    """Write ``files`` (name -> text or bytes) as the folder ``path``, all at once: they are written
-    into a new folder beside it, which then replaces ``path`` by renaming; a failure on the way
-    leaves ``path`` as it was. Returns the paths written."""
+def write_folder(path: str | os.PathLike[str], files: dict[str, str | bytes | Path]) -> list[str]:
+    """Write ``files`` (name -> text, bytes, or a file to copy in) as the folder ``path``, all at
+    once: they are written into a new folder beside it, which then replaces ``path`` by renaming; a
+    failure on the way leaves ``path`` as it was. Returns the paths written."""
     import shutil
 
     target = check_folder(path)
@@ -170,7 +178,10 @@ def write_folder(path: str | os.PathLike[str], files: dict[str, str | bytes]) ->
         os.chmod(staging, 0o777 & ~_UMASK)
         for name, data in files.items():
             file = staging / name
-            file.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+            if isinstance(data, Path):
+                shutil.copyfile(data, file)
+            else:
+                file.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
             os.chmod(file, 0o666 & ~_UMASK)
         _swap(staging, target)
     except BaseException:

@@ -86,9 +86,13 @@ _ROW = st.fixed_dictionaries({}, optional={
     "latency_ms": _JSON, "config": _JSON, "fidelity": _JSON, "throughput_per_s": _SCALAR,
 })
 _DOC = st.one_of(_JSON, st.fixed_dictionaries(
-    {"kind": st.sampled_from(["bench", "optimize", "doctor", "memory", "compare", "lint", "data", "x"])},
+    {"kind": st.sampled_from(["bench", "optimize", "doctor", "memory", "compare", "lint", "data", "train",
+                              "profile", "x"])},
     optional={"results": st.one_of(st.lists(_ROW, max_size=3), _JSON), "environment": _JSON, "model": _SCALAR,
-              "baseline": _SCALAR, "winner": _JSON, "findings": _JSON, "settings": _JSON, "advice": _SCALAR}))
+              "baseline": _SCALAR, "winner": _JSON, "findings": _JSON, "settings": _JSON, "advice": _SCALAR,
+              "complete": _SCALAR, "interrupted": _SCALAR, "search": _JSON, "problem": _JSON, "steps": _SCALAR,
+              "phases": _JSON, "step_ms": _JSON, "verdict": _JSON, "timeline": _JSON, "exit": _JSON,
+              "syncs": _JSON, "top_ops": _JSON, "failed": _SCALAR}))
 
 
 @FEW
@@ -101,3 +105,40 @@ def test_json_documents(capsys, good_json, tmp_path_factory, doc):
         code, _, err = cli(capsys, *args)
         assert code in (0, 1, 2), err
         assert "Traceback" not in err and "internal error" not in err, err
+
+
+TRAIN_FLAGS = ["--time-budget-s", "--timeout-s", "--seed", "--tolerance", "--weight-decay", "--lr", "--batch-size",
+               "--batch-dim", "--trajectory-steps", "--steps", "--memory-budget-mb", "--replicas", "--target",
+               "--input", "--optimizer", "--techniques", "--threads"]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(flag=st.sampled_from(TRAIN_FLAGS), value=_value())
+def test_train_options(capsys, result_file, flag, value):
+    """Any option value: a one-line exit 2 (the model's first forward fails on purpose, after every
+    option was checked: a valid value ends there, in its worker), never a traceback, the file kept."""
+    args = {"--input": "float32[B,8]", "--target": "int64[B]{0,4}", "--time-budget-s": "10", flag: value}
+    argv = [x for k, v in args.items() for x in (k, v)]
+    code = _outcome(capsys, result_file, "train", "tests/reliability/train_faulty.py:first_forward_raises", *argv)
+    assert code == 2
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(flag=st.sampled_from(["--wait", "--active", "--timeout-s"]), value=_value())
+def test_profile_options(tmp_path_factory, flag, value):
+    """Any option value for profile: exit 0 or a one-line exit 2, never a traceback."""
+    import subprocess
+    import sys
+
+    folder = tmp_path_factory.mktemp("prof")
+    (folder / "t.py").write_text("import torch\nm = torch.nn.Linear(4, 2)\no = torch.optim.SGD(m.parameters(), 0.1)\n"
+                                 "for _ in range(4):\n"
+                                 "    o.zero_grad(); m(torch.randn(8, 4)).sum().backward(); o.step()\n")
+    if flag == "--timeout-s" and value.strip() in ("1e-308",):
+        return  # valid, and stops the script before its first step: not this test's point
+    proc = subprocess.run([sys.executable, "-m", "pitstop", "profile", "--json", str(folder / "p.json"),
+                           f"{flag}={value}", "t.py"], capture_output=True, text=True, cwd=folder, timeout=120)
+    assert proc.returncode in (0, 2, 124), proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    if proc.returncode == 0:
+        assert json.loads((folder / "p.json").read_text())["kind"] == "profile"

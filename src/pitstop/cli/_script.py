@@ -8,19 +8,20 @@ import sys
 from typing import Any
 
 
-def finish_script_run(output: Any, job: dict[str, Any], items: Any) -> int:
+def finish_script_run(output: Any, job: dict[str, Any], items: Any, timeout_s: float | None = None) -> int:
     """Run ``job`` in the script's child process, then write and print what came back: the final
     report, else the last snapshot marked as such; the exit code is the script's own."""
     from pitstop.scripts.launch import run_child
 
-    outcome = run_child(job, stdout_to_stderr=output.to_stdout)
+    outcome = run_child(job, stdout_to_stderr=output.to_stdout, timeout_s=timeout_s)
     doc = outcome.document
     if doc is None:
         reason = outcome.ended or "the script's process sent no report"
         print(f"pitstop: {reason}; no report: nothing was measured", file=sys.stderr)
         return outcome.code or 1
     if not outcome.final:
-        doc["exit"] = {"status": "killed" if "killed" in outcome.ended else "exited", "code": outcome.code,
+        status = "timed out" if "--timeout-s" in outcome.ended else "killed" if "killed" in outcome.ended else "exited"
+        doc["exit"] = {"status": status, "code": outcome.code,
                        "error": f"{outcome.ended}; this report is the last snapshot it sent"}
     if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 reports for the job
         output.finish(items(doc), doc)

@@ -8,7 +8,8 @@ from typing import Any
 from pitstop.cli._args import _Parser, _positive
 from pitstop.codes import at_least
 
-VALUED = ("--json", "--html", "--fail-on", "--sync-every", "--select", "--ignore")  # options taking a value
+# options taking a value
+VALUED = ("--json", "--html", "--fail-on", "--sync-every", "--select", "--ignore", "--timeout-s")
 FLAGS = ("--guard",)
 
 DOCTOR_EPILOG = """\
@@ -63,6 +64,8 @@ def _add_doctor(sub: Any) -> None:
                      help="steps between reads of device-side values (default: 1 on CPU, 50 with CUDA)")
     doc.add_argument("--select", metavar="CODES", default="", help="only these codes or prefixes, e.g. PIT10,PIT402")
     doc.add_argument("--ignore", metavar="CODES", default="", help="leave these codes or prefixes out")
+    doc.add_argument("--timeout-s", type=_positive(float), metavar="S",
+                     help="stop the script after S seconds (as Ctrl-C would) and report what was seen")
     doc.set_defaults(func=_doctor)
 
 
@@ -141,7 +144,7 @@ def _doctor(args: argparse.Namespace) -> int:
         report = DoctorReport.from_dict(doc)
         return [report.table() if report.findings else report.summary(), *report.notes()]
 
-    code = finish_script_run(output, job, items)
+    code = finish_script_run(output, job, items, args.timeout_s)
     if code:
         return code
     return 1 if args.fail_on != "never" and any(at_least(f["severity"], args.fail_on) for f in found) else 0

@@ -45,6 +45,8 @@ def _add_profile(sub: Any) -> None:
     p.add_argument("--active", type=_positive(int), default=3, metavar="N",
                    help="steps torch.profiler records, at most 10 (default: 3)")
     p.add_argument("--no-drill-down", action="store_true", help="leave torch.profiler off (no top ops)")
+    p.add_argument("--timeout-s", type=_positive(float), metavar="S",
+                   help="stop the script after S seconds (as Ctrl-C would) and report the steps measured")
     p.set_defaults(func=_profile)
 
 
@@ -65,7 +67,7 @@ def _profile(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"--{str(exc).split(':')[0]}{str(exc)[str(exc).index(':'):]}") from None
     job = {"command": "profile", "script": args.script, "args": list(args.args), "settings": vars(settings)}
-    return finish_script_run(output, job, _profile_items)
+    return finish_script_run(output, job, _profile_items, args.timeout_s)
 
 
 def _profile_items(doc: dict[str, Any]) -> list[Any]:

@@ -46,7 +46,7 @@ def _add_train(sub: Any) -> None:
     p.add_argument("model", help="zoo:NAME, path/to/file.py:factory or package.module:factory")
     p.add_argument("--input", metavar="SPEC", help="input spec, e.g. 'float32[B,3,64,64]'")
     p.add_argument("--target", metavar="SPEC", help="target spec, e.g. 'int64[B]{0,10}' (default: the factory's, "
-                   "else none: the loss is the mean of the output)")
+                   "else none: the model's own loss, or its output when it is a scalar)")
     p.add_argument("--optimizer", default=None, metavar="NAME",
                    help="a torch.optim optimizer: adamw, adam, sgd, ... (default: the factory's, else adamw)")
     p.add_argument("--lr", type=_positive(float), help="learning rate (default: 1e-3 for the default optimizer)")

@@ -119,20 +119,30 @@ def apply_report(source: Source, report: OptimizeReport, save: str | Path | None
     module, inputs = source.materialize(report.settings["batch_size"])
     threads_before = torch.get_num_threads()
     with tempfile.TemporaryDirectory(prefix="pitstop-recipe-") as tmp:
-        directory = Path(save) if save is not None else Path(tmp)
+        staging = Path(tmp)  # the recipe runs here (its ONNX graphs land here); then the folder is saved whole
         if save is not None:
-            report.saved = write_recipe_files(report, directory)
+            _reuse_graphs(Path(save), staging)
         try:
-            fast = run_recipe(report.recipe or _bare(report), directory / "recipe.py", module,
+            fast = run_recipe(report.recipe or _bare(report), staging / "recipe.py", module,
                               inputs.args, inputs.kwargs)
         finally:
             if report.config.threads is None:
                 torch.set_num_threads(threads_before)
         if save is not None:
-            report.saved = write_recipe_files(report, directory)  # now with model.onnx, if any
+            report.saved = write_recipe_files(report, Path(save), ran_in=staging)
     if sink:
         sink(report)
     return OptimizedModel(fast, report)
+
+
+def _reuse_graphs(saved: Path, staging: Path) -> None:
+    """ONNX graphs of an earlier save: the recipe reuses them when their fingerprint matches (else
+    it exports again), as it would running in that folder."""
+    import shutil
+
+    if saved.is_dir():
+        for graph in saved.glob("model*.onnx*"):
+            shutil.copyfile(graph, staging / graph.name)
 
 
 def _bare(report: OptimizeReport) -> str:

@@ -99,18 +99,24 @@ def _example_code(spec: InputSpec, batch_size: int) -> str:
             f"    return ({', '.join(tensors)},)\n")
 
 
-def write_recipe_files(report: OptimizeReport, directory: Path) -> list[str]:
-    """recipe.py, recipe.json and (ONNX Runtime) model.onnx; returns the paths written."""
-    directory.mkdir(parents=True, exist_ok=True)
-    recipe = directory / "recipe.py"
-    recipe.write_text(checked(report.recipe), encoding="utf-8")
+def recipe_files(report: OptimizeReport, directory: Path) -> dict[str, str | bytes | Path]:
+    """recipe.py, recipe.json and the ONNX graphs (fp32, int8, external data) found in ``directory``,
+    where the recipe ran."""
     doc = report.to_dict()
     meta: dict[str, Any] = {"pitstop": doc["pitstop"], "model": report.model, "winner": doc["winner"],
                             "choice": doc["choice"], "environment": report.environment}
-    (directory / "recipe.json").write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    written = [str(recipe), str(directory / "recipe.json")]
-    written += sorted(str(p) for p in directory.glob("model*.onnx*"))  # the graphs (fp32, int8) and external data
-    return written
+    files: dict[str, str | bytes | Path] = {"recipe.py": checked(report.recipe),
+                                            "recipe.json": json.dumps(meta, indent=2, allow_nan=False) + "\n"}
+    files.update({p.name: p for p in sorted(directory.glob("model*.onnx*"))})
+    return files
+
+
+def write_recipe_files(report: OptimizeReport, directory: Path, ran_in: Path | None = None) -> list[str]:
+    """The recipe's files written as the folder ``directory``, whole (``pitstop._io.write_folder``);
+    ``ran_in``: where the recipe ran (its ONNX graphs are there). Returns the paths written."""
+    from pitstop._io import write_folder
+
+    return write_folder(directory, recipe_files(report, ran_in or directory))
 
 
 def run_recipe(source_text: str, path: Path, module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

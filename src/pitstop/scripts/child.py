@@ -130,8 +130,20 @@ def _final_on_hard_exit(final: Callable[[int], dict[str, Any]], channel: Channel
 JOBS: dict[str, Callable[[dict[str, Any], Channel], int]] = {"doctor": run_doctor, "profile": run_profile}
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM (pitstop's --timeout-s, a launcher stopping the job) ends the script as Ctrl-C does:
+    the run stops where it is and the report is sent."""
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt("stopped by SIGTERM")
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def main(argv: list[str]) -> None:
     """Entry point: receive the job, run it, exit with the script's code."""
+    _stop_on_sigterm()
     conn = Connection(int(argv[1]))
     _, job = conn.recv()
     channel = Channel(conn, float(job.get("snapshot_s", 2.0)))

@@ -127,7 +127,10 @@ class _Waiting:
 
     def _outcome(self, returncode: int, timed_out: bool, timeout_s: float | None) -> ChildOutcome:
         if timed_out:
-            return ChildOutcome(self.document, False, 124, f"stopped after --timeout-s {timeout_s:g} s")
+            if self.final and self.document is not None:
+                self.document["exit"] = {"status": "timed out", "error": f"stopped after --timeout-s {timeout_s:g} s"}
+            return ChildOutcome(self.document, self.final, 124, f"the script was stopped after --timeout-s "
+                                                                f"{timeout_s:g} s")
         if returncode < 0:
             name = signal.Signals(-returncode).name
             why = f"was killed by {name}" + (" (out of memory?)" if name == "SIGKILL" else "")
@@ -139,9 +142,10 @@ class _Waiting:
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (the child reports what it measured), then SIGKILL after 10 s."""
     proc.terminate()
     try:
-        proc.wait(timeout=5)
+        proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()

@@ -195,7 +195,8 @@ class TrainGroup:
             return _Live(config, row, [], seeds=[])
         if self.inline:
             return _Live(config, row, [InlineTrainWorker(self.module) for _ in seeds], seeds=seeds)
-        env = {"TORCHINDUCTOR_CACHE_DIR": str(self.workdir / "inductor"), **dict(self.settings.worker_env)}
+        env = {"TORCHINDUCTOR_CACHE_DIR": str(self.workdir / "inductor"), **dict(self.settings.worker_env),
+               "PITSTOP_VARIANT": config.name}  # which variant a process runs (ps, /proc: for diagnosis)
         threads = config.threads or self.settings.threads
         first = len(list(workdir.iterdir()))
         return _Live(config, row, [TrainProcessWorker(workdir / f"{first + i}.log", threads, env)

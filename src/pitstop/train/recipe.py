@@ -282,7 +282,7 @@ def _tensor_code(spec: InputSpec, batch_size: int) -> list[tuple[str | None, str
     return out
 
 
-def recipe_files(report: TrainReport) -> dict[str, str | bytes]:
+def recipe_files(report: TrainReport) -> dict[str, str | bytes | Path]:
     """recipe.py and recipe.json (the winner, its evidence, the environment), as text."""
     doc = report.to_dict()
     meta = {"pitstop": doc["pitstop"], "model": report.model, "winner": doc["winner"],
