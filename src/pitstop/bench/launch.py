@@ -34,10 +34,10 @@ class ProcessWorker:
 
     MODULE = "pitstop.bench.worker"  # what the process runs (train's worker subclass names its own)
 
-    def __init__(self, log_path: Path, threads: int, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, log_path: Path, threads: int | None, extra_env: dict[str, str] | None = None) -> None:
         parent, child = socket.socketpair()
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-               "PYTHONPATH": os.pathsep.join(_import_path()), **(extra_env or {})}
+        pinned = {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)} if threads else {}
+        env = {**os.environ, **pinned, "PYTHONPATH": os.pathsep.join(_import_path()), **(extra_env or {})}
         self.log_path = log_path
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen(
@@ -109,9 +109,13 @@ class ProcessWorker:
         self.conn.close()
 
     def kill(self) -> None:
-        """Kill the worker now."""
+        """Kill the worker now, and the processes it started (a script's DataLoader workers): it
+        leads its own process group."""
         if self.proc.poll() is None:
-            self.proc.kill()
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                self.proc.kill()
             self.proc.wait()
 
 

@@ -25,6 +25,7 @@ class LiveVariant:
     workers: list[Any]
     per_call_s: list[float] = field(default_factory=list)
     spent_s: float = 0.0
+    finished: bool = False  # no more calls to give (a script that ended): timed on what it has
 
     @property
     def alive(self) -> bool:
@@ -67,8 +68,9 @@ def interleave(live: list[Any], policy: TimingPolicy, deadline: float | None,
     round_no = 0
     while True:
         alive = [v for v in live if v.alive and v.per_call_s]
-        active = [v for v in alive if v.spent_s < policy.budget_s or len(v.row.samples_s) < policy.min_samples]
-        if not active or all(precise_enough(v.row.replica_samples_s, policy) for v in alive):
+        active = [v for v in alive if not v.finished
+                  and (v.spent_s < policy.budget_s or len(v.row.samples_s) < policy.min_samples)]
+        if not active or all(precise_enough(v.row.replica_samples_s, policy) for v in alive if not v.finished):
             return
         if deadline is not None and time.monotonic() >= deadline \
                 and all(len(v.row.samples_s) >= policy.min_samples for v in active):

@@ -28,6 +28,7 @@ class Stage:
     name: str  # probe | combine | final | sweep
     result: BenchResult
     elapsed_s: float = 0.0  # wall time of the stage: start-up, compilation, profiling and timing
+    load: dict[str, Any] = field(default_factory=dict)  # the machine's load meanwhile (bench/load.py)
 
     @property
     def rows(self) -> list[Measurement]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pitstop.cli._args import _Parser, _positive
+from pitstop.cli._args import ScriptParser, _positive
 from pitstop.codes import at_least
 
 # options taking a value
@@ -69,59 +69,10 @@ def _add_doctor(sub: Any) -> None:
     doc.set_defaults(func=_doctor)
 
 
-class _DoctorParser(_Parser):
-    """``pitstop doctor [OPTIONS] SCRIPT [ARGS]``: pitstop's own options after the script path are
-    taken out of ARGS when unambiguous (the script does not define the same option), and
-    everything after ``--`` goes to the script untouched."""
+class _DoctorParser(ScriptParser):
+    """``pitstop doctor [OPTIONS] SCRIPT [ARGS]`` (see ``ScriptParser``)."""
 
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-        tokens = list(args or [])
-        at = _script_index(tokens)
-        if at is None:
-            return super().parse_known_args(tokens, namespace)
-        head, script, ours, theirs = tokens[:at], tokens[at], [], []
-        if head[-1:] == ["--"]:
-            head = head[:-1]
-        rest = iter(tokens[at + 1:])
-        for token in rest:
-            name = token.split("=", 1)[0]
-            if token == "--":
-                theirs += list(rest)
-            elif name in VALUED or name in FLAGS:
-                if _defines(script, name):
-                    self.error(f"{name} after the script path is ambiguous: {script} defines {name} too; put "
-                               f"pitstop's {name} before the script path, or the script's after `--`")
-                ours.append(token)
-                if "=" not in token and name in VALUED:
-                    ours.append(next(rest, ""))
-            else:
-                theirs.append(token)
-        ns, extra = super().parse_known_args([*head, *ours, script], namespace)
-        ns.args = theirs
-        return ns, extra
-
-
-def _script_index(tokens: list[str]) -> int | None:
-    """Where the script path is among the doctor's arguments (None: not given)."""
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        if token == "--":
-            return i + 1 if i + 1 < len(tokens) else None
-        if not token.startswith("-") or token == "-":
-            return i
-        i += 2 if token in VALUED else 1
-    return None
-
-
-def _defines(script: str, option: str) -> bool:
-    """Whether the script's source names ``option`` as a string (its own argparse option)."""
-    try:
-        with open(script, encoding="utf-8", errors="replace") as f:
-            source = f.read()
-    except OSError:
-        return False
-    return f'"{option}"' in source or f"'{option}'" in source
+    VALUED, FLAGS = VALUED, FLAGS
 
 
 def _doctor(args: argparse.Namespace) -> int:

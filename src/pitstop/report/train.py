@@ -19,7 +19,7 @@ from pitstop.report.table import _STATUS_STYLE, _VERDICT_STYLE
 from pitstop.train.config import NAIVE_NAME
 from pitstop.train.result import TrainReport, verdict_lines
 
-_HEADERS = ("variant", "stage", "status", "step ms [95% CI]", "samples/s", "speed-up [95% CI]", "verdict",
+_HEADERS = ("variant", "stage", "status", "step ms [95% CI]", "samples/s", "speed-up [95% CI]", "verdict", "MFU",
             "peak mem", "grad cos min/all", "loss after N", "compile s", "break-even steps")
 
 
@@ -41,8 +41,10 @@ def fidelity_cells(fidelity: dict[str, Any] | None) -> tuple[str, str]:
 def candidates_table(report: TrainReport) -> Table:
     """Every variant, from the last stage that measured it."""
     s = report.settings
-    table = Table(title=f"{report.model} · batch {s['batch_size']} · {s['threads']} threads · {s['device']} · "
-                        f"speed-ups vs {NAIVE_NAME} (fp32 eager, for-loop optimizer), measured in the same stage",
+    base = "the unmodified script" if report.script else "fp32 eager, for-loop optimizer"
+    where = "" if report.script else f" · batch {s['batch_size']}"
+    table = Table(title=f"{report.model}{where} · {s['threads']} threads · {s['device']} · "
+                        f"speed-ups vs {NAIVE_NAME} ({base}), measured in the same stage",
                   title_justify="left")
     for header in _HEADERS:
         table.add_column(header, justify="left" if header in ("variant", "stage", "status", "verdict") else "right",
@@ -63,11 +65,44 @@ def candidates_table(report: TrainReport) -> Table:
         table.add_row(Text(row.variant, style="bold" if winner is row else ""), stage.name,
                       Text(row.status, style=_STATUS_STYLE[row.status]),
                       f"{fmt_ms(lat.median)} [{fmt_ms(lat.ci95[0])}-{fmt_ms(lat.ci95[1])}]" if lat else "-",
-                      f"{row.throughput:,.0f}" if row.throughput else "-", speed, verdict,
-                      fmt_bytes(row.peak_memory_bytes), cos, loss,
+                      f"{row.throughput:,.0f}" if row.throughput and not report.script else "-", speed, verdict,
+                      _mfu_cell(report, row), fmt_bytes(row.peak_memory_bytes), cos, loss,
                       f"{row.compile_s:.1f}" if row.compile_s is not None else "-",
                       f"{even:,.0f}" if even is not None else "-")
     return table
+
+
+def _mfu_cell(report: TrainReport, row: Any) -> str:
+    """Achieved FLOP/s as a share of this machine's matmul peak in the variant's precision."""
+    from pitstop.train.peaks import mfu
+
+    flops, peaks = report.flops()
+    used = mfu(flops, row.latency.median / 1e3 if row.latency else None, str(row.config.get("precision", "fp32")),
+               peaks)
+    return f"{used['fraction']:.1%}" if used and used.get("fraction") is not None else "-"
+
+
+def machine_lines(report: TrainReport) -> list[str]:
+    """FLOPs per step and the measured peaks (what MFU is a share of), and the machine's load."""
+    lines = []
+    flops, peaks = report.flops()
+    if flops and peaks:
+        shown = ", ".join(f"{k} {v / 1e9:,.0f} GFLOP/s" for k, v in peaks.items())
+        lines.append(f"MFU: {flops / 1e9:,.3g} GFLOP per step (torch.utils.flop_counter) against this machine's "
+                     f"measured matmul peak ({shown})")
+    load = (report.environment or {}).get("load")
+    if load:
+        lines.append(load_line(load))
+    return lines
+
+
+def load_line(load: dict[str, Any]) -> str:
+    """The machine's load while measuring, in one line."""
+    share = load.get("others_cpu_share")
+    busy = f"; other processes used {share:.0%} of the CPU" if share is not None else ""
+    verdict = " (busy: thread counts were not chosen)" if load.get("busy") else ""
+    return f"Machine load: load average {load.get('loadavg_start', 0):.2f} -> {load.get('loadavg_end', 0):.2f}" \
+           f"{busy}{verdict}"
 
 
 def reasons(report: TrainReport) -> list[str]:
@@ -93,8 +128,12 @@ def renderables(report: TrainReport, with_recipe: bool = True) -> list[Renderabl
                           f"widened by {band['tolerance']:.0%} of its decrease ({band['widened_by']:.3g}): "
                           f"[{band['low']:.4g}, {band['high']:.4g}]"))
     items += [Text(line) for line in reasons(report)]
+    items += [Text(line) for line in machine_lines(report)]
     items += [Text(line, style="bold") for line in verdict_lines(report)]
-    if with_recipe and report.recipe:
+    if with_recipe and report.recipe and report.script:
+        items += [Text("The change (file:line: what; --patch FILE writes it as a diff for git apply):", style="bold"),
+                  *(Text(f"  {line}") for line in report.script.get("changes", [])), Text(report.recipe)]
+    elif with_recipe and report.recipe:
         items += [Text("Recipe (recipe.py with --save):", style="bold"), Text(report.recipe)]
     return items
 

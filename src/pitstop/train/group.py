@@ -189,27 +189,44 @@ class TrainGroup:
 
     def _spawn(self, config: TrainConfig, workdir: Path, seeds: list[int]) -> _Live:
         row = Measurement(config.name, config.to_dict(self.settings.threads), self.settings.batch)
-        reason = gate(config, self.target)
+        reason = self._gate(config)
         if reason:
             row.status, row.reason = "skipped", reason
             return _Live(config, row, [], seeds=[])
-        if self.inline:
-            return _Live(config, row, [InlineTrainWorker(self.module) for _ in seeds], seeds=seeds)
-        env = {"TORCHINDUCTOR_CACHE_DIR": str(self.workdir / "inductor"), **dict(self.settings.worker_env),
-               "PITSTOP_VARIANT": config.name}  # which variant a process runs (ps, /proc: for diagnosis)
-        threads = config.threads or self.settings.threads
         first = len(list(workdir.iterdir()))
-        return _Live(config, row, [TrainProcessWorker(workdir / f"{first + i}.log", threads, env)
-                                   for i in range(len(seeds))], seeds=seeds)
+        return _Live(config, row, [self._worker(config, workdir / f"{first + i}.log") for i in range(len(seeds))],
+                     seeds=seeds)
+
+    def runnable(self, config: TrainConfig) -> bool:
+        """Whether a planned finalist can run at all (a script variant that cannot be edited is not planned)."""
+        return True
+
+    def _gate(self, config: TrainConfig) -> str | None:
+        """Why ``config`` cannot run here (its row is ``skipped``), or None."""
+        return gate(config, self.target)
+
+    def _env(self, config: TrainConfig) -> dict[str, str]:
+        """A worker's environment: inductor's cache per run, the user's --worker-env, the variant's name."""
+        return {"TORCHINDUCTOR_CACHE_DIR": str(self.workdir / "inductor"), **dict(self.settings.worker_env),
+                "PITSTOP_VARIANT": config.name}  # which variant a process runs (ps, /proc: for diagnosis)
+
+    def _worker(self, config: TrainConfig, log: Path) -> Worker:
+        """A worker for one replica of ``config``."""
+        if self.inline:
+            return InlineTrainWorker(self.module)
+        return TrainProcessWorker(log, config.threads or self.settings.threads, self._env(config))
+
+    def _setup_request(self, v: _Live, k: int, i: int, workdir: Path, policy: TimingPolicy) -> dict[str, Any]:
+        """The ``setup`` request of replica ``i`` of the ``k``-th variant."""
+        return {"payload_path": str(self.payload), "recipe": self.recipe(v.config),
+                "threads": v.config.threads or self.settings.threads, "device": self.settings.device,
+                "policy": policy.to_dict(), "seed": v.seeds[i], "workdir": str(workdir / f"v{k}r{i}")}
 
     def _setup(self, live: list[_Live], workdir: Path, policy: TimingPolicy) -> None:
         for k, v in enumerate(live):  # all workers load in parallel
-            recipe = self.recipe(v.config)
             for i, worker in enumerate(v.workers):
                 try:
-                    worker.send("setup", payload_path=str(self.payload), recipe=recipe,
-                                threads=v.config.threads or self.settings.threads, device=self.settings.device,
-                                policy=policy.to_dict(), seed=v.seeds[i], workdir=str(workdir / f"v{k}r{i}"))
+                    worker.send("setup", **self._setup_request(v, k, i, workdir, policy))
                 except WorkerFailed as exc:
                     v.fail(str(exc))
         started = time.monotonic()
@@ -286,6 +303,9 @@ class TrainGroup:
         if chunk:
             v.row.replica_samples_s[i].extend(chunk["times"])
             v.spent_s += sum(chunk["times"])
+            if chunk.get("ended"):  # the script ran out of steps: timed on what it gave
+                v.finished = True
+                v.row.details = {**(v.row.details or {}), "timed_until_the_script_ended": chunk["steps"]}
             scaler = {"skipped": chunk["skipped"], "steps": chunk["steps"]}
             if v.row.fidelity is not None and v.config.precision == "fp16-autocast":
                 v.row.fidelity["scaler"] = scaler

@@ -33,6 +33,12 @@ class TrainReport(StagedReport):
     recipe: str
     problem: dict[str, Any] = field(default_factory=dict)  # optimizer and loss, as run
     saved: list[str] = field(default_factory=list)
+    script: dict[str, Any] = field(default_factory=dict)  # script mode: the script, what was found, the changes
+
+    def flops(self) -> tuple[float | None, dict[str, float]]:
+        """FLOPs of one training step and this machine's matmul peaks, when they were measured."""
+        where = self.script or self.problem
+        return where.get("flops_per_step"), where.get("peaks") or {}
 
     @property
     def config(self) -> TrainConfig:
@@ -58,8 +64,8 @@ class TrainReport(StagedReport):
             result = BenchResult.from_dict({"model": doc["model"], "settings": {}, "environment": doc["environment"],
                                             "baseline": NAIVE_NAME, "complete": True, "interrupted": False,
                                             "results": rows})
-            outcome.stages.append(Stage(name, result, next(
-                (s["elapsed_s"] for s in doc["search"]["stages"] if s["name"] == name), 0.0)))
+            meta: dict[str, Any] = next((s for s in doc["search"]["stages"] if s["name"] == name), {})
+            outcome.stages.append(Stage(name, result, meta.get("elapsed_s", 0.0), meta.get("load") or {}))
         win = doc.get("winner") or {}
         outcome.verdict = win.get("verdict", "")
         if win.get("stage") and outcome.stages:
@@ -67,7 +73,7 @@ class TrainReport(StagedReport):
             outcome.winner_stage = stage
             outcome.winner = stage.result.row(win["variant"], win["batch_size"])
         return cls(doc["model"], doc["settings"], doc["environment"], outcome, win.get("recipe", ""),
-                   doc.get("problem", {}), doc.get("saved", []))
+                   doc.get("problem", {}), doc.get("saved", []), doc.get("script") or {})
 
 
 Step = Callable[[Any, Any], torch.Tensor]
@@ -137,13 +143,20 @@ def verdict_lines(report: TrainReport) -> list[str]:
 
 def train_document(report: TrainReport) -> dict[str, Any]:
     """The JSON document: every stage's rows (with ``stage`` and ``break_even_steps``), the winner."""
+    from pitstop.train.peaks import mfu
+
     results = []
+    flops, peaks = report.flops()
     for stage in report.stages:
         for row in stage.rows:
             doc = {**row_document(stage.result, row), "stage": stage.name}
             even = report.break_even(row, stage)
             if even is not None:
                 doc["break_even_steps"] = even
+            used = mfu(flops, row.latency.median / 1e3 if row.latency else None,
+                       str(row.config.get("precision", "fp32")), peaks)
+            if used is not None:
+                doc["mfu"] = used
             results.append(doc)
     winner, ratio, best = report.outcome.winner, report.speedup, report.outcome.winner_stage
     batch = report.settings["batch_size"] or 1
@@ -157,8 +170,8 @@ def train_document(report: TrainReport) -> dict[str, Any]:
                 "break_even_steps": report.break_even(winner, best) if winner and best else None,
                 "verdict": report.outcome.verdict, "recipe": report.recipe},
         search={"elapsed_s": report.outcome.elapsed_s, "time_budget_s": report.settings["time_budget_s"],
-                "stages": [{"name": s.name, "elapsed_s": s.elapsed_s, "variants": [r.variant for r in s.rows]}
-                           for s in report.stages]},
+                "stages": [{"name": s.name, "elapsed_s": s.elapsed_s, "variants": [r.variant for r in s.rows],
+                            "load": s.load or None} for s in report.stages]},
         notes=report.outcome.notes, advice=verdict_lines(report)[-1] if report.stages else None,
-        saved=report.saved,
+        saved=report.saved, script=report.script or None,
     )

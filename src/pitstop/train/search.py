@@ -15,17 +15,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pitstop.bench.load import LoadMonitor, drift, merge
 from pitstop.bench.result import BenchResult, Measurement
 from pitstop.bench.stages import Outcome, Stage, StagedSearch
 from pitstop.train.config import NAIVE, NAIVE_NAME, TrainConfig
-from pitstop.train.group import OnEvent, Source, TrainGroup
+from pitstop.train.group import OnEvent, TrainGroup
 from pitstop.train.problem import ProblemRequest
 from pitstop.train.settings import TrainSettings
 
 MEANINGFUL = 1.05  # a technique combines when faster beyond noise, or by 5% (median)
 TIE = 1.03  # within 3% (and within noise): the simpler one is preferred
 PROBE_SHARE = 0.45  # of the budget: probe variants not started by then are skipped (the final needs the rest)
-PROBE_CALLS, FINAL_CALLS = 3, 5  # timed steps every variant gets at least, whatever the budget
+PROBE_CALLS, FINAL_CALLS = 5, 6  # timed steps every variant gets at least, whatever the budget (an interval)
 FINALISTS = 4
 _OPTIONS: dict[str, tuple[Any, ...]] = {
     "precision": ("bf16-autocast", "fp16-autocast"),
@@ -56,10 +57,11 @@ class TrainSearch(StagedSearch):
 
     outcome: TrainOutcome
 
-    def __init__(self, source: Source, settings: TrainSettings, problem: ProblemRequest, env: dict[str, Any], *,
-                 on_event: OnEvent | None = None, on_stage: Callable[[TrainOutcome], None] | None = None) -> None:
+    def __init__(self, source: Any, settings: TrainSettings, problem: ProblemRequest | None, env: dict[str, Any], *,
+                 on_event: OnEvent | None = None, on_stage: Callable[[TrainOutcome], None] | None = None,
+                 group: TrainGroup | None = None) -> None:
         self.source, self.env = source, env
-        self.group = TrainGroup(source, settings, problem, on_event)
+        self.group = group or TrainGroup(source, settings, problem or ProblemRequest(), on_event)
         self.on_stage = on_stage or (lambda outcome: None)
         self.outcome = TrainOutcome(threads=settings.threads)
         self.t0 = time.monotonic()
@@ -78,7 +80,23 @@ class TrainSearch(StagedSearch):
         finalists, replicas = self._plan(self.finalists())
         final = self._stage("final", [NAIVE, *finalists], share=0.7, target=self.settings.policy.target,
                             replicas=replicas, trajectory=True, memory=True)
-        self._reference_failed(final)
+        if self._reference_failed(final):
+            return
+        moved = self._drifted(final)
+        if moved and self.left_s() > final.elapsed_s:  # measured again: a passing load should not decide
+            self.outcome.notes.append(f"final stage measured again: {moved}")
+            again = self._stage("final-2", [NAIVE, *finalists], share=0.9, target=self.settings.policy.target,
+                                replicas=replicas, trajectory=True, memory=True)
+            if self._reference_failed(again):
+                return
+            moved = self._drifted(again)
+        if moved:
+            self.outcome.failed = f"could not measure reliably: {moved} (load average " \
+                                  f"{final.load.get('loadavg_end', 0):.1f}); run again on a quieter machine"
+
+    def _drifted(self, stage: Stage) -> str | None:
+        naive = stage.result.row(NAIVE_NAME, self.settings.batch)
+        return drift(naive.replica_samples_s) if naive is not None else None
 
     def _reference_failed(self, stage: Stage) -> bool:
         """The naive (fp32) step failed, or its trajectory is not finite: nothing can be judged
@@ -104,7 +122,7 @@ class TrainSearch(StagedSearch):
                              baseline=NAIVE_NAME)
         stage = Stage(name, result)
         self.outcome.stages.append(stage)
-        started = time.monotonic()
+        started, monitor = time.monotonic(), LoadMonitor().start()
         try:
             self.group.run(configs, result.rows, policy=policy, replicas=replicas, trajectory=trajectory,
                            deadline=self.t0 + until * self.limit_s, memory=memory or self._budgeted())
@@ -112,9 +130,24 @@ class TrainSearch(StagedSearch):
             result.inputs = {self.settings.batch: self.group.inputs_description} \
                 if self.group.prepared else {}
             stage.elapsed_s = time.monotonic() - started
+            stage.load = monitor.stop()
+            self.env["load"] = merge([s.load for s in self.outcome.stages if s.load])
             self.outcome.elapsed_s = time.monotonic() - self.t0
             self.on_stage(self.outcome)
         return stage
+
+    def _reliable(self, stage: Stage, row: Measurement) -> bool:
+        """A thread count measured while other processes took the CPU is never chosen (it measures
+        them, not the model); the reason is noted once."""
+        config = self._config(row)
+        if config.threads is None or not stage.load.get("busy"):
+            return True
+        note = (f"{row.variant}: not chosen: measured while other processes used "
+                f"{stage.load.get('others_cpu_share') or 0:.0%} of the CPU (load average "
+                f"{stage.load.get('loadavg_end', 0):.1f}); measure thread counts on a quiet machine")
+        if note not in self.outcome.notes:
+            self.outcome.notes.append(note)
+        return False
 
     def _budgeted(self) -> bool:
         return self.settings.memory_budget_bytes is not None
@@ -148,6 +181,8 @@ class TrainSearch(StagedSearch):
         for row in probe.rows:
             c = probe.result.comparison(row.variant, row.batch_size)
             if row.status != "ok" or row.variant == NAIVE_NAME or c is None or not self._fits(row):
+                continue
+            if not self._reliable(probe, row):
                 continue
             if c.ratio.ci95[0] > 1.0 or c.ratio.median >= MEANINGFUL:
                 config = self._config(row)
@@ -203,7 +238,7 @@ class TrainSearch(StagedSearch):
         compiled = next((c for c in finalists if c.compile == "default"), None)
         if compiled is not None:
             finalists.append(compiled.with_(compile="compiled-autograd"))
-        return finalists
+        return [c for c in finalists if self.group.runnable(c)]
 
     def _fused_refinement(self, finalists: list[TrainConfig]) -> TrainConfig | None:
         """The fused optimizer on the first finalist that combines techniques, when no optimizer
@@ -265,7 +300,7 @@ class TrainSearch(StagedSearch):
         stage = stages[-1]
         self.outcome.winner_stage = stage
         naive = stage.result.row(NAIVE_NAME, self.settings.batch)
-        if stage.name != "final":
+        if not stage.name.startswith("final"):
             self.outcome.verdict = "the search stopped before the final stage: nothing passed the trajectory gate"
             return
         steps = self.settings.steps
@@ -274,7 +309,7 @@ class TrainSearch(StagedSearch):
             c = stage.result.comparison(row.variant, row.batch_size)
             if row.status != "ok" or row.variant == NAIVE_NAME or c is None or c.ratio.ci95[0] <= 1.0:
                 continue
-            if not self._fits(row):
+            if not self._fits(row) or not self._reliable(stage, row):
                 continue
             if steps is not None and naive and naive.latency and row.latency and row.compile_s:
                 even = row.compile_s / max((naive.latency.median - row.latency.median) / 1e3, 1e-12)

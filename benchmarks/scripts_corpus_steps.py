@@ -1,0 +1,88 @@
+"""Run a training script as `__main__` and record the time of every optimizer step.
+
+    python benchmarks/scripts_corpus_steps.py SCRIPT [ARGS...]
+
+The script runs unmodified, in this interpreter, as `python SCRIPT ARGS` would run it (its folder first
+on sys.path, `sys.argv` = [SCRIPT, *ARGS]). Before it starts, one global hook is registered with
+`torch.optim.optimizer.register_optimizer_step_post_hook`: every `optimizer.step()` of any torch
+optimizer (plain loops, GradScaler, Lightning, accelerate, the HF Trainer alike) appends
+`<perf_counter seconds> <optimizer id> <optimizer class>` to the file named by `PITSTOP_CORPUS_STEPS`
+(line-buffered, so a run killed by a timeout keeps its lines), and at exit one summary line goes to
+stderr: `[scripts_corpus_steps] N steps, median X ms between steps of one optimizer`.
+
+No sitecustomize, no import hooks: nothing else about the run changes.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import runpy
+import statistics
+import sys
+import time
+from typing import Any
+
+PREFIX = "[scripts_corpus_steps]"
+
+
+def step_times(lines: list[str]) -> dict[str, list[float]]:
+    """Per optimizer (by id), the times of its steps, from the lines this wrapper writes."""
+    per: dict[str, list[float]] = {}
+    for line in lines:
+        parts = line.split()
+        if len(parts) >= 2:
+            try:
+                per.setdefault(parts[1], []).append(float(parts[0]))
+            except ValueError:
+                continue
+    return per
+
+
+def median_step_s(per: dict[str, list[float]], skip: int = 2) -> float | None:
+    """Median time between two steps of the same optimizer (the one stepped most), first `skip` dropped.
+
+    One interval per training iteration even where several optimizers step in it (a GAN's D and G)."""
+    if not per:
+        return None
+    times = max(per.values(), key=len)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    gaps = gaps[skip:] or gaps
+    return statistics.median(gaps) if gaps else None
+
+
+def main() -> None:
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    script = os.path.abspath(sys.argv[1])
+    import torch  # noqa: F401  (the hook needs torch; the script imports it anyway)
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
+    path = os.environ.get("PITSTOP_CORPUS_STEPS")
+    out = open(path, "a", buffering=1) if path else None
+    per: dict[str, list[float]] = {}
+
+    def hook(optimizer: Any, args: Any, kwargs: Any) -> None:
+        now = time.perf_counter()
+        key = f"{id(optimizer):x}"
+        per.setdefault(key, []).append(now)
+        if out is not None:
+            out.write(f"{now:.6f} {key} {type(optimizer).__name__}\n")
+
+    register_optimizer_step_post_hook(hook)
+
+    def summary() -> None:
+        med = median_step_s(per)
+        n = sum(map(len, per.values()))
+        ms = f"{med * 1000:.1f} ms" if med is not None else "-"
+        print(f"{PREFIX} {n} steps, median {ms} between steps of one optimizer", file=sys.stderr, flush=True)
+
+    atexit.register(summary)
+    sys.argv = [script, *sys.argv[2:]]
+    sys.path[0] = os.path.dirname(script)
+    runpy.run_path(script, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""How busy the machine was while a stage ran: the load average, the CPU time other processes took
+(all CPU time from /proc/stat minus pitstop's and its workers') and the time a hypervisor stole. A
+busy machine must not choose for the user: a thread count measured while others took the CPU
+says more about them than about the model (on 2 cores with one busy, one thread looks 5x faster).
+
+Linux only (/proc); elsewhere the monitor records the load average alone and never says busy."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+BUSY_SHARE = 0.15  # other processes used more than 15% of the machine's CPU time
+STEAL_SHARE = 0.10  # or the hypervisor took more than 10%
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+class LoadMonitor:
+    """``start()`` ... ``stop()`` -> ``{"loadavg_start", "loadavg_end", "others_cpu_share",
+    "steal_share", "wall_s", "busy"}`` (shares of all cores' time over the interval)."""
+
+    def start(self) -> LoadMonitor:
+        self.t0, self.load0 = time.monotonic(), _loadavg()
+        self.stat0, self.ours0 = _cpu_stat(), _our_cpu_s()
+        return self
+
+    def stop(self) -> dict[str, Any]:
+        wall, stat, ours = time.monotonic() - self.t0, _cpu_stat(), _our_cpu_s()
+        out: dict[str, Any] = {"loadavg_start": self.load0, "loadavg_end": _loadavg(), "wall_s": wall,
+                               "others_cpu_share": None, "steal_share": None, "busy": False}
+        if stat is None or self.stat0 is None or wall <= 0:
+            return out
+        busy_s = (stat["busy"] - self.stat0["busy"]) / _TICK
+        total = max(stat["total"] - self.stat0["total"], 1)
+        cores = os.cpu_count() or 1
+        out["others_cpu_share"] = max(0.0, busy_s - (ours - self.ours0)) / (wall * cores)
+        out["steal_share"] = (stat["steal"] - self.stat0["steal"]) / total
+        out["busy"] = out["others_cpu_share"] > BUSY_SHARE or out["steal_share"] > STEAL_SHARE
+        return out
+
+
+def merge(loads: list[dict[str, Any]]) -> dict[str, Any]:
+    """One record for a whole search: the first and last load averages, the largest shares."""
+    if not loads:
+        return {}
+    others = [x["others_cpu_share"] for x in loads if x.get("others_cpu_share") is not None]
+    steal = [x["steal_share"] for x in loads if x.get("steal_share") is not None]
+    return {"loadavg_start": loads[0]["loadavg_start"], "loadavg_end": loads[-1]["loadavg_end"],
+            "others_cpu_share": max(others) if others else None, "steal_share": max(steal) if steal else None,
+            "busy": any(x.get("busy") for x in loads)}
+
+
+def _loadavg() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return 0.0
+
+
+def _cpu_stat() -> dict[str, int] | None:
+    """All CPUs' busy, steal and total ticks from /proc/stat."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+    except (OSError, ValueError, IndexError):
+        return None
+    user, nice, system, idle, iowait, irq, softirq, steal = fields
+    return {"busy": user + nice + system + irq + softirq, "steal": steal,
+            "total": user + nice + system + idle + iowait + irq + softirq + steal}
+
+
+def _our_cpu_s() -> float:
+    """CPU seconds of this process and every live descendant (their finished children included)."""
+    import resource
+
+    mine = resource.getrusage(resource.RUSAGE_SELF)
+    waited = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = mine.ru_utime + mine.ru_stime + waited.ru_utime + waited.ru_stime
+    return total + sum(_proc_cpu_s(pid) for pid in _descendants(os.getpid()))
+
+
+def _descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [e for e in Path("/proc").iterdir() if e.name.isdigit()]
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """utime + stime (+ its waited children's) of a live process, in seconds."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(int(fields[i]) for i in (11, 12, 13, 14)) / _TICK
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+DRIFT = 0.15  # the reference's step time moving by more than 15% within a stage, beyond its noise
+
+
+def drift(replica_samples_s: list[list[float]]) -> str | None:
+    """Whether the reference drifted during a stage: the first third of each replica's timed
+    samples against the last third (medians, their 95% intervals apart and more than ``DRIFT``);
+    the reason, or None."""
+    from pitstop.stats import median_ci
+
+    first = [t for run in replica_samples_s for t in run[: len(run) // 3]]
+    last = [t for run in replica_samples_s for t in run[len(run) - len(run) // 3:]]
+    if len(first) < 3 or len(last) < 3:
+        return None
+    (lo1, hi1), (lo2, hi2) = median_ci(first), median_ci(last)
+    m1, m2 = sorted(first)[len(first) // 2], sorted(last)[len(last) // 2]
+    apart = hi1 < lo2 or hi2 < lo1
+    if apart and abs(m2 / m1 - 1) > DRIFT:
+        return f"the reference's step time moved from {m1 * 1e3:.3g} ms to {m2 * 1e3:.3g} ms while it was measured"
+    return None

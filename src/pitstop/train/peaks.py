@@ -1,0 +1,63 @@
+"""How close a training step is to this machine's limit: its FLOPs (``torch.utils.flop_counter``)
+against the matmul peak measured here, per precision (MFU, as nanoGPT and torchtitan report it).
+
+The peak is the best of several large square matmuls at the process's thread count: what this
+machine's BLAS does on the ideal problem, not a datasheet figure."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from typing import Any
+
+import torch
+
+SIZE = 1024  # 2 GFLOP per fp32 matmul: a few ms on a laptop core, long enough to time
+REPEATS = 8
+
+
+def matmul_peak(dtype: torch.dtype, device: str = "cpu", size: int = SIZE, repeats: int = REPEATS) -> float:
+    """FLOP/s of the fastest of ``repeats`` ``size``-square matmuls in ``dtype`` (after one warm-up)."""
+    a = torch.randn(size, size, device=device).to(dtype)
+    b = torch.randn(size, size, device=device).to(dtype)
+    best = float("inf")
+    for i in range(repeats + 1):
+        _sync(device)
+        start = time.perf_counter()
+        torch.mm(a, b)
+        _sync(device)
+        if i:
+            best = min(best, time.perf_counter() - start)
+    return 2.0 * size**3 / best
+
+
+def machine(device: str = "cpu") -> dict[str, Any]:
+    """The matmul peaks (fp32 and, where native, bf16) and the facts the gates need."""
+    from pitstop._env import cpu_flags, physical_cores
+
+    if device.startswith("cuda"):
+        native = torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
+    else:
+        native = any(f in cpu_flags() for f in ("avx512_bf16", "amx_bf16"))
+    peaks = {"fp32": matmul_peak(torch.float32, device)}
+    if native:
+        peaks["bf16"] = matmul_peak(torch.bfloat16, device)
+    return {"peak_flops": peaks, "native_bf16": native, "threads": torch.get_num_threads(),
+            "compiler": any(shutil.which(c) for c in ("g++", "c++", "clang++")), "physical_cores": physical_cores()}
+
+
+def mfu(flops_per_step: float | None, step_s: float | None, precision: str, peaks: dict[str, float]
+        ) -> dict[str, Any] | None:
+    """Achieved FLOP/s and its share of the peak in the variant's precision (None when unknown)."""
+    if not flops_per_step or not step_s or step_s <= 0:
+        return None
+    peak = peaks.get("bf16" if precision.startswith("bf16") else "fp32")
+    achieved = flops_per_step / step_s
+    return {"flops_per_step": flops_per_step, "achieved_flops": achieved, "peak_flops": peak,
+            "precision": "bf16" if precision.startswith("bf16") else "fp32",
+            "fraction": achieved / peak if peak else None}
+
+
+def _sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()

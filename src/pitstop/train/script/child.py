@@ -1,0 +1,277 @@
+"""A script variant's process: ``python -m pitstop.train.script.child FD``.
+
+It speaks the worker protocol of ``pitstop.bench`` (``("ready", t)``, then one reply per request)
+while the user's script runs in its main thread: the first request, ``setup``, starts the script
+with the variant's edited sources; pitstop's requests are answered at the pauses the ``Probe``
+makes (before the first training forward, then at step boundaries): ``prepare`` runs step 1 (where
+compilation happens) and checks its gradients, ``trajectory`` / ``warmup`` / ``run`` run more
+steps, ``memory`` and ``discover`` answer at once, ``exit`` ends the process. The script's own
+end, or its crash, answers the pending request with the reason."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from pitstop.errors import last_line
+
+STEP_REQUESTS = ("prepare", "trajectory", "warmup", "run")
+
+
+class Server:
+    """Answers pitstop's requests at the script's pauses."""
+
+    def __init__(self, conn: Connection, job: dict[str, Any]) -> None:
+        from pitstop.train.script.probe import Probe
+
+        self.conn, self.job = conn, job
+        self.pending: str | None = "setup"
+        self.budget = 0
+        self.mark = 0  # steps done when the pending request started
+        self.first_start = 0.0
+        self.probe = Probe(self.on_pause, bool(job.get("discover")))
+        self.counted: dict[str, Any] = {}
+        self.flop_mode: Any = None
+
+    # -- pauses ---------------------------------------------------------------------------------
+
+    def on_pause(self, where: str, probe: Any) -> None:
+        """Called by the probe; returns when the script may run on."""
+        if where == "step":
+            self._after_step()
+            if self.budget > 0:
+                self.budget -= 1
+                if self.budget > 0:
+                    return
+        self._reply(self._answer(where))
+        self._serve()
+
+    def _serve(self) -> None:
+        """Requests until one needs the script to run steps."""
+        while True:
+            try:
+                method, kwargs = self.conn.recv()
+            except (EOFError, OSError):
+                _exit(0)
+            if method == "exit":
+                _exit(0)
+            if method in STEP_REQUESTS:
+                self.pending, self.mark = method, self.probe.steps
+                self.budget = self._steps_for(method, kwargs)
+                self.first_start = time.perf_counter()
+                if self.budget <= 0:
+                    self._reply(self._answer("step"))
+                    continue
+                self._before_step()
+                return
+            self.pending = method
+            try:
+                self._reply(getattr(self, f"do_{method}")(**kwargs))
+            except Exception as exc:
+                self.conn.send(("error", last_line(exc), traceback.format_exc()))
+
+    def _steps_for(self, method: str, kwargs: dict[str, Any]) -> int:
+        if method == "prepare":
+            return 1
+        if method == "trajectory":
+            return int(kwargs["steps"]) - self.probe.steps
+        if method == "warmup":
+            return 3
+        return int(kwargs.get("n", 1))
+
+    def _reply(self, value: Any) -> None:
+        self.conn.send(("ok", value))
+        self.pending = None
+
+    # -- answers --------------------------------------------------------------------------------
+
+    def _answer(self, where: str) -> Any:
+        probe = self.probe
+        if self.pending == "setup":
+            return {"threads": _threads(), "steps": probe.steps}
+        done = probe.step_times[self.mark:]
+        if self.pending == "prepare":
+            return {"first_call_s": done[0] if done else None, "gradients": self._gradients(),
+                    "details": {"first_step_loss": probe.step_losses[0] if probe.step_losses else None}}
+        if self.pending == "trajectory":
+            losses = probe.step_losses[:len(probe.step_losses)]
+            tail = sorted(probe.step_times[-5:])
+            return {"losses": losses, "times": list(probe.step_times), "per_call_s": tail[len(tail) // 2],
+                    "seed": self.job.get("seed", 0), "skipped": 0, "steps": probe.steps}
+        if self.pending == "warmup":
+            return {"per_call_s": statistics.median(done), "calls": len(done)}
+        return {"times": done, "skipped": 0, "steps": probe.steps}
+
+    def _gradients(self) -> dict[str, Any]:
+        """Step 1's gradients: the discovery run keeps them as the reference; a variant compares."""
+        import torch
+
+        from pitstop.train.fidelity import gradient_report
+
+        path = self.job.get("reference")
+        if not path:
+            return {}
+        if self.job.get("discover"):
+            torch.save(self.probe.first_grads, path)
+            return {}
+        reference = torch.load(path, weights_only=True)
+        return gradient_report(self.probe.first_grads, reference)
+
+    def do_memory(self) -> dict[str, Any]:
+        """Peak memory: CUDA's allocator peak where CUDA ran, else the process's peak RSS."""
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            return {"peak_memory_bytes": int(torch.cuda.max_memory_allocated()), "peak_memory_method": "cuda"}
+        import resource
+
+        return {"peak_memory_bytes": int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024,
+                "peak_memory_method": "peak RSS of the process"}
+
+    def do_peaks(self) -> dict[str, Any]:
+        """This machine's matmul peaks at the script's thread count (for MFU)."""
+        from pitstop.train.peaks import machine
+
+        forward = (self.probe.sites.get("forward") or {})
+        return machine(str(forward.get("device", "cpu")))
+
+    def do_discover(self) -> dict[str, Any]:
+        """Where the training step lives, and what one step costs (discovery run only)."""
+        import torch
+
+        probe = self.probe
+        return {"sites": probe.sites, "trainers": self.watch.found, "steps": probe.steps,
+                "losses": probe.step_losses, "times": probe.step_times, "clock": type(probe.clock).__name__,
+                "optimizers": [type(o).__name__ for o in probe.optimizers], "threads": torch.get_num_threads(),
+                **self.counted}
+
+    # -- FLOPs and top ops of one step (discovery) ----------------------------------------------
+
+    def _before_step(self) -> None:
+        if self.job.get("discover") and self.probe.steps == 1 and "flops" not in self.counted:
+            from torch.utils.flop_counter import FlopCounterMode
+
+            self.flop_mode = FlopCounterMode(display=False)
+            self.flop_mode.__enter__()
+
+    def _after_step(self) -> None:
+        mode = getattr(self, "flop_mode", None)
+        if mode is not None:
+            mode.__exit__(None, None, None)
+            self.flop_mode = None
+            self.counted["flops_per_step"] = int(mode.get_total_flops())
+            self.counted["flop_step"] = self.probe.steps
+
+    # -- the script -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Seed, hook, and run the script as ``python SCRIPT ARGS`` would; then answer what is pending."""
+        from pitstop.train.script.sources import EditedSources, seed_with_offset
+        from pitstop.train.script.trainers import TrainerWatch
+
+        job = self.job
+        seed_with_offset(int(job.get("seed", 0)))
+        EditedSources(job.get("sources", {})).install()
+        self.watch = TrainerWatch()
+        self.watch.install()
+        self.probe.install()
+        error = None
+        try:
+            run_script(job["script"], list(job.get("args", ())), job.get("sources", {}))
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                error = f"the script exited with code {exc.code}"
+        except BaseException as exc:  # the script's own crash: its traceback in the log, the reason to pitstop
+            traceback.print_exc()
+            error = f"the script raised {last_line(exc)}{_where(exc)}"
+        self._ended(error)
+
+    def _ended(self, error: str | None) -> None:
+        """The script is over: answer the pending request with why, then serve what is left."""
+        steps = self.probe.steps
+        why = error or f"the script ended after {steps} optimizer step(s)"
+        if self.pending == "run" and error is None:  # timed steps cut short: what was timed still counts
+            self._reply({"times": self.probe.step_times[self.mark:], "skipped": 0, "steps": steps, "ended": True})
+        elif self.pending is not None:
+            wanted = "; pitstop needed more: give arguments that train longer (e.g. more iterations)" \
+                if error is None and self.pending in STEP_REQUESTS else ""
+            self.conn.send(("error", why + wanted, ""))
+            self.pending = None
+        while True:  # answer the immediate requests (discover, memory) until told to exit
+            try:
+                method, kwargs = self.conn.recv()
+            except (EOFError, OSError):
+                _exit(0)
+            if method == "exit":
+                _exit(0)
+            if method in STEP_REQUESTS:
+                self.conn.send(("error", why, ""))
+                continue
+            try:
+                self.conn.send(("ok", getattr(self, f"do_{method}")(**kwargs)))
+            except Exception as exc:
+                self.conn.send(("error", last_line(exc), traceback.format_exc()))
+
+
+def run_script(path: str, args: list[str], sources: dict[str, str]) -> None:
+    """Execute the script as ``__main__`` (its edited source when it has one), with its own argv,
+    its folder first on sys.path and an absolute ``__file__``."""
+    import builtins
+    import importlib.machinery
+    import types
+
+    file = os.path.realpath(path)
+    sys.argv = [path, *args]
+    sys.path.insert(0, os.path.dirname(file))
+    text = sources.get(file) or Path(file).read_bytes()
+    code = compile(text, file, "exec", dont_inherit=True)
+    module = types.ModuleType("__main__")
+    module.__dict__.update(__file__=file, __cached__=None, __builtins__=builtins,
+                           __loader__=importlib.machinery.SourceFileLoader("__main__", file))
+    sys.modules["__main__"] = module
+    exec(code, module.__dict__)
+
+
+def _where(exc: BaseException) -> str:
+    from pitstop.train.script.frames import is_user_file
+
+    site = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if is_user_file(frame.filename):
+            site = f" at {os.path.basename(frame.filename)}:{frame.lineno}"
+    return site
+
+
+def _threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def _exit(code: int) -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def main(argv: list[str]) -> None:
+    """Entry point: ready, the setup request, then the script."""
+    conn = Connection(int(argv[1]))
+    conn.send(("ready", time.monotonic()))
+    try:
+        method, job = conn.recv()
+    except (EOFError, OSError):
+        _exit(0)
+    if method != "setup":
+        _exit(0)
+    Server(conn, job).run()
+
+
+if __name__ == "__main__":
+    main(sys.argv)

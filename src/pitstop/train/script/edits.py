@@ -1,0 +1,257 @@
+"""A training variant as edits of the user's own lines, from what the discovery run found: where
+the optimizer is built (its fused / foreach flag), the statements from the forward to the loss
+(wrapped in autocast), where the model is bound (``.compile()``, ``channels_last`` right before
+the training starts), the ``zero_grad()`` calls, the imports (``torch.set_num_threads``); under
+Lightning or the HF Trainer, their own arguments instead. ``plan(config, found)`` returns the
+``Change`` list or raises ``NotMechanical`` (the variant is then skipped with that reason)."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pitstop.train.config import TrainConfig
+from pitstop.train.script.source_edit import (
+    NotMechanical,
+    Where,
+    insert_after_imports,
+    insert_before,
+    set_keyword,
+    statement_start,
+    wrapped_start,
+)
+from pitstop.train.script.source_edit import wrap as wrap_statements
+
+__all__ = ["Change", "NotMechanical", "apply", "diff", "kind_of", "plan"]
+
+
+@dataclass(frozen=True)
+class Change:
+    """One edit: ``what`` (``keyword``, ``insert``, ``after-imports``, ``wrap``), where, and its text."""
+
+    what: str
+    file: str
+    line: int
+    text: str  # the keyword's "name=value", the inserted line(s), or the ``with`` header
+    first_line: int = 0
+    end_line: int = 0  # wrap: the backward's line
+    callee: str | None = None
+    why: str = ""  # the technique, for the report
+
+    def describe(self, root: str) -> str:
+        """``file.py:LINE: what changes`` for the report."""
+        where = f"{os.path.relpath(self.file, root)}:{self.line}"
+        if self.what == "keyword":
+            return f"{where}: {self.callee or 'the call'}(..., {self.text})  [{self.why}]"
+        if self.what == "wrap":
+            return f"{where}: `{self.text}` around the forward and loss (to before line {self.end_line})  [{self.why}]"
+        return f"{where}: add `{self.text}`  [{self.why}]"
+
+    def to_dict(self, root: str) -> dict[str, Any]:
+        return {"what": self.what, "file": os.path.relpath(self.file, root), "line": self.line, "text": self.text,
+                "technique": self.why}
+
+
+def kind_of(found: dict[str, Any]) -> str:
+    """``plain`` (the script's own loop), ``lightning`` or ``hf`` (a Trainer runs the loop)."""
+    kinds = {t["kind"] for t in found.get("trainers", [])}
+    if "lightning" in kinds:
+        return "lightning"
+    if kinds & {"hf-trainer", "hf-arguments"}:
+        return "hf"
+    return "plain"
+
+
+def plan(config: TrainConfig, found: dict[str, Any], device: str = "cpu") -> list[Change]:
+    """The changes that make the script run ``config`` (naive: none)."""
+    kind = kind_of(found)
+    changes: list[Change] = []
+    if config.precision != "fp32":
+        changes += _precision(config, found, kind, device)
+    if config.compile:
+        changes += _compile(config, found, kind)
+    if config.optimizer != "for-loop":
+        changes += _optimizer(config, found, kind)
+    if config.zero_grad != "none":
+        changes += _zero_grad(found, kind)
+    if config.layout:
+        changes += [_before_training(found, "{model}.to(memory_format=torch.channels_last)", "channels_last")]
+    if config.threads is not None:
+        changes.append(Change("after-imports", found["script"], 1, f"torch.set_num_threads({int(config.threads)})",
+                              why=f"threads{config.threads}"))
+    if config.micro_batch is not None or config.checkpoint:
+        raise NotMechanical("micro-batches and checkpointing change the script's data loop: not applied to scripts")
+    return changes
+
+
+def _precision(config: TrainConfig, found: dict[str, Any], kind: str, device: str) -> list[Change]:
+    if config.precision != "bf16-autocast":
+        raise NotMechanical("fp16 autocast needs a GradScaler around the backward and the step; pitstop edits "
+                            "bf16 autocast only (native bf16 needs no scaling)")
+    if kind == "lightning":
+        return [_trainer_keyword(found, "lightning", 'precision="bf16-mixed"', "bf16-mixed")]
+    if kind == "hf":
+        return [_trainer_keyword(found, "hf-arguments", "bf16=True", "bf16")]
+    forward, backward = (found.get("sites") or {}).get("forward"), (found.get("sites") or {}).get("backward")
+    if not forward or not backward:
+        raise NotMechanical("the forward or the backward of the training step was not seen in your files")
+    f, b = _common(forward["stack"], backward["stack"])
+    header = f"with torch.autocast({device.split(':')[0]!r}, dtype=torch.bfloat16):"
+    return [Change("wrap", f["file"], f["line"], header, first_line=f["first_line"], end_line=b["line"],
+                   why="bf16-autocast")]
+
+
+def _common(fwd: list[dict[str, Any]], bwd: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The deepest frame the forward's and the backward's stacks share: that frame's lines of each."""
+    common = None
+    for a, b in zip(fwd, bwd, strict=False):
+        if (a["file"], a["first_line"], a["function"]) != (b["file"], b["first_line"], b["function"]):
+            break
+        common = (a, b)
+    if common is None:
+        raise NotMechanical("the forward and the backward run in different places of your code")
+    return common
+
+
+def _compile(config: TrainConfig, found: dict[str, Any], kind: str) -> list[Change]:
+    if config.compile != "default":
+        raise NotMechanical(f"compile mode {config.compile} is not edited into scripts; plain torch.compile is")
+    if kind == "hf":
+        return [_trainer_keyword(found, "hf-arguments", "torch_compile=True", "compile")]
+    return [_before_training(found, "{model}.compile()", "compile")]
+
+
+def _before_training(found: dict[str, Any], line: str, why: str) -> Change:
+    model = (found.get("sites") or {}).get("model")
+    if not model:
+        raise NotMechanical("the model that trains is not bound to a name in your files")
+    return Change("insert", model["file"], model["line"], line.format(model=model["expression"]),
+                  first_line=model["first_line"], why=why)
+
+
+def _optimizer(config: TrainConfig, found: dict[str, Any], kind: str) -> list[Change]:
+    sites = [o for o in (found.get("sites") or {}).get("optimizers", []) if o.get("site")]
+    flag = "fused" if config.optimizer == "fused" else "foreach"
+    if not sites and kind == "hf" and flag == "fused":
+        return [_trainer_keyword(found, "hf-arguments", 'optim="adamw_torch_fused"', "fused")]
+    if not sites:
+        raise NotMechanical("the optimizer is not built in your files")
+    missing = [o["class"] for o in sites if flag not in o["flags"]]
+    if missing:
+        raise NotMechanical(f"{', '.join(sorted(set(missing)))} has no {flag} implementation")
+    return [Change("keyword", o["site"]["file"], o["site"]["line"], f"{flag}=True", callee=o["class"], why=flag)
+            for o in _unique(sites)]
+
+
+def _unique(sites: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen, out = set(), []
+    for o in sites:
+        key = (o["site"]["file"], o["site"]["line"])
+        if key not in seen:
+            seen.add(key)
+            out.append(o)
+    return out
+
+
+def _zero_grad(found: dict[str, Any], kind: str) -> list[Change]:
+    sites = (found.get("sites") or {}).get("zero_grad", [])
+    if not sites:
+        raise NotMechanical("zero_grad() is not called in your files")
+    return [Change("keyword", s["file"], s["line"], "set_to_none=False", callee="zero_grad", why="zero-grad-zeros")
+            for s in sites]
+
+
+def _trainer_keyword(found: dict[str, Any], kind: str, keyword: str, why: str) -> Change:
+    made = [t for t in found.get("trainers", []) if t["kind"] == kind and t.get("site")]
+    if not made:
+        raise NotMechanical(f"the {'Trainer' if kind == 'lightning' else 'TrainingArguments'} is not built in "
+                            "your files")
+    site = made[-1]["site"]
+    return Change("keyword", site["file"], site["line"], keyword, callee=made[-1]["class"], why=why)
+
+
+# -- applying -----------------------------------------------------------------------------------
+
+def apply(changes: list[Change], read: Any = None) -> dict[str, str]:
+    """``{file: edited text}``: each file's changes applied from the bottom up (lines stay valid)."""
+    read = read or (lambda path: Path(path).read_text(encoding="utf-8"))
+    out: dict[str, str] = {}
+    for file in sorted({c.file for c in changes}):
+        text = read(file)
+        mine = [c for c in changes if c.file == file]
+        anchored = [(anchor(text, c), c) for c in mine]  # where each lands in the original text
+        for line, change in sorted(anchored, key=lambda p: (-p[0], p[1].what)):
+            text = _one(text, replace(change, line=line) if change.what == "insert" else change)
+        if any(c.what == "wrap" or "torch." in c.text for c in mine if c.what != "after-imports"):
+            text = _with_torch(text)  # last: the lines above were located before it moved them
+        out[file] = text
+    return out
+
+
+def anchor(text: str, c: Change) -> int:
+    """The first line a change touches in ``text``: an insertion's statement start, a wrap's first
+    statement, a keyword's call, 0 after the imports. Changes apply from the bottom up by it, so each
+    one's lines are still those of the original text when its turn comes."""
+    if c.what == "insert":
+        return statement_start(text, Where(c.file, c.line, c.first_line))
+    if c.what == "wrap":
+        return wrapped_start(text, Where(c.file, c.line, c.first_line), Where(c.file, c.end_line, c.first_line))
+    if c.what == "after-imports":
+        return 0
+    return c.line
+
+
+def _one(text: str, c: Change) -> str:
+    if c.what == "keyword":
+        name, _, value = c.text.partition("=")
+        return set_keyword(text, c.line, name, value, c.callee)
+    if c.what == "insert":
+        return insert_before(text, Where(c.file, c.line, c.first_line), [c.text])
+    if c.what == "after-imports":
+        return insert_after_imports(text, [c.text])
+    if c.what == "wrap":
+        return wrap_statements(text, Where(c.file, c.line, c.first_line), Where(c.file, c.end_line, c.first_line),
+                               c.text)
+    raise ValueError(f"unknown change {c.what}")
+
+
+def _with_torch(text: str) -> str:
+    import ast
+
+    from pitstop.train.script.source_edit import binds_torch
+
+    return text if binds_torch(ast.parse(text)) else insert_after_imports(text, [], needs_torch=True)
+
+
+def root_of(script: str) -> str:
+    """Where patch paths start: the git work tree holding the script, else the working directory."""
+    try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=os.path.dirname(os.path.abspath(script)),
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return os.getcwd()
+    return top.stdout.strip() if top.returncode == 0 and top.stdout.strip() else os.getcwd()
+
+
+def diff(edited: dict[str, str], root: str) -> str:
+    """A unified diff of every edited file, paths relative to ``root`` (``git apply`` takes it)."""
+    parts = []
+    for file, new in sorted(edited.items()):
+        old = Path(file).read_text(encoding="utf-8")
+        rel = os.path.relpath(file, root)
+        if rel.startswith(".."):
+            raise NotMechanical(f"{file} lies outside {root}: a patch cannot reach it")
+        parts.append(_unified(old, new, rel))
+    return "".join(parts)
+
+
+def _unified(old: str, new: str, rel: str) -> str:
+    a, b = old.splitlines(True), new.splitlines(True)
+    out = []
+    for line in difflib.unified_diff(a, b, f"a/{rel}", f"b/{rel}"):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return f"diff --git a/{rel} b/{rel}\n" + "".join(out) if out else ""

@@ -1,0 +1,45 @@
+"""Which frames are the user's: files outside the standard library, site-packages, torch and
+pitstop (and not ``<frozen ...>`` or ``<string>``). Sites are recorded as plain data."""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from types import FrameType
+from typing import Any
+
+_LIBRARY = tuple(sorted({os.path.realpath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")
+                         if (p := sysconfig.get_paths().get(key))}, key=len, reverse=True))
+_PITSTOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))) + os.sep
+
+
+def is_user_file(path: str) -> bool:
+    """Whether ``path`` is the user's code (not a library's, not pitstop's, not generated)."""
+    if not path or path.startswith("<"):
+        return False
+    real = os.path.realpath(path)
+    return not real.startswith(_PITSTOP) and not real.startswith(_LIBRARY) and "site-packages" not in real
+
+
+def user_frames(frame: FrameType | None) -> list[FrameType]:
+    """The user's frames of the stack from ``frame`` outwards, outermost first."""
+    found = []
+    while frame is not None:
+        if is_user_file(frame.f_code.co_filename):
+            found.append(frame)
+        frame = frame.f_back
+    return found[::-1]
+
+
+def site_of(frame: FrameType) -> dict[str, Any]:
+    """A frame as data: file, line, function and the line its function starts on."""
+    code = frame.f_code
+    return {"file": os.path.realpath(code.co_filename), "line": frame.f_lineno, "function": code.co_name,
+            "first_line": code.co_firstlineno}
+
+
+def innermost_user_site() -> dict[str, Any] | None:
+    """The innermost user frame of the caller's stack, as data (None: no user code on the stack)."""
+    frames = user_frames(sys._getframe(1))
+    return site_of(frames[-1]) if frames else None

@@ -1,0 +1,149 @@
+"""Script variants measured side by side: ``TrainGroup``'s rounds, profile and gate, with workers
+that run the user's script (``child``) and variants that are edits of it (``edits``). ``prepare``
+is the discovery run: the unmodified script, seed 0, for a few steps: where its training step
+lives, its step-1 gradients (the reference), the FLOPs of one step and this machine's matmul peak."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pitstop.bench.launch import ProcessWorker, WorkerFailed
+from pitstop.bench.timer import TimingPolicy
+from pitstop.errors import ModelRunError, ReferenceFailed, UsageError
+from pitstop.train.config import NAIVE, TrainConfig
+from pitstop.train.fidelity import GRAD_FLOOR
+from pitstop.train.group import OnEvent, TrainGroup, _Live
+from pitstop.train.problem import LossSpec, OptimizerSpec, Problem, ProblemRequest
+from pitstop.train.script import edits
+from pitstop.train.settings import TrainSettings
+from pitstop.train.variants import TrainTarget, gate
+
+DISCOVERY_STEPS = 3  # step 1 (the reference gradients), step 2 (its FLOPs), step 3
+SCRIPT_GRAD_FLOOR = 0.5  # a step-1 gradient cosine under 0.5 is rejected (dropout under compile draws other masks)
+
+
+@dataclass
+class ScriptSource:
+    """The user's script and its own arguments."""
+
+    script: str
+    args: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return " ".join([self.script, *self.args])
+
+
+class ScriptWorker(ProcessWorker):
+    """A ``python -m pitstop.train.script.child`` process: the script, the user's own thread
+    settings (nothing pinned), its output in the log."""
+
+    MODULE = "pitstop.train.script.child"
+
+
+class ScriptGroup(TrainGroup):
+    """Measures groups of script variants (``TrainGroup``'s machinery, script workers)."""
+
+    def __init__(self, source: ScriptSource, settings: TrainSettings, on_event: OnEvent | None = None) -> None:
+        super().__init__(source, settings, ProblemRequest(), on_event)  # type: ignore[arg-type]
+        self.script = source
+        self.found: dict[str, Any] = {}
+        self.reference = self.workdir / "reference.pt"
+
+    # -- discovery ------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Run the unmodified script (seed 0) for a few steps and learn where its training step is."""
+        s = self.settings
+        self.on_event("phase", {"text": f"{self.script.name}: finding the training step (a few steps of the script)"})
+        worker = ScriptWorker(self.workdir / "discover.log", None, self._env(NAIVE))
+        try:
+            worker.send("setup", **self._script_job(NAIVE, seed=0, discover=True))
+            worker.receive(s.timeout_s)
+            for method, kwargs in (("prepare", {}), ("trajectory", {"steps": DISCOVERY_STEPS}), ("discover", {})):
+                worker.send(method, **kwargs)
+                reply = worker.receive(s.timeout_s)
+            found = reply
+            worker.send("peaks")
+            found["peaks"] = worker.receive(s.timeout_s)
+        except WorkerFailed as exc:
+            raise ModelRunError(f"{self.script.name}: {exc} (the script's output: {self.workdir / 'discover.log'})"
+                                ) from None
+        finally:
+            worker.close()
+        self._adopt_script(found)
+
+    def _adopt_script(self, found: dict[str, Any]) -> None:
+        losses = [x for x in found.get("losses", []) if x == x]
+        if not found.get("steps"):
+            raise UsageError(f"{self.script.name}: no optimizer step was seen; pitstop train SCRIPT measures a script "
+                             "that trains with a torch.optim optimizer")
+        if not losses:
+            raise UsageError(f"{self.script.name}: no loss was seen (backward() on a scalar); pitstop needs the "
+                             "loss to check that a variant trains the same")
+        if any(not _finite(x) for x in losses):
+            raise ReferenceFailed(f"{self.script.name}: the unmodified script's loss is not finite in its first "
+                                  f"steps ({losses}): there is no training to compare with")
+        self.found = {**found, "script": os.path.realpath(self.script.script)}
+        forward = (found.get("sites") or {}).get("forward") or {}
+        flags = [set(o["flags"]) for o in (found.get("sites") or {}).get("optimizers", [])]
+        self.target = TrainTarget(device=str(forward.get("device", "cpu")).split(":")[0],
+                                  native_bf16=bool(found["peaks"].get("native_bf16")),
+                                  compiler=bool(found["peaks"].get("compiler")),
+                                  physical_cores=int(found["peaks"].get("physical_cores", 1)),
+                                  has_4d_input=4 in forward.get("input_dims", []), batch_size=1,
+                                  optimizer_flags=tuple(sorted(set.intersection(*flags))) if flags else ("fused",))
+        self.problem = Problem(OptimizerSpec.named(found.get("optimizers", ["AdamW"])[0] or "AdamW"),
+                               LossSpec("what the script calls backward() on", kind="own"))
+        self.seed_cosine = SCRIPT_GRAD_FLOOR / GRAD_FLOOR
+        self.inputs_description = self.script.name
+        self.info = {"kind": edits.kind_of(found), "inputs": self.script.name}
+        self.inline, self.module = False, None
+        self.root = edits.root_of(self.script.script)
+        self._prepared = True
+
+    # -- variants -------------------------------------------------------------------------------
+
+    def changes(self, config: TrainConfig) -> list[edits.Change]:
+        """The edits that make the script run ``config`` (raises ``NotMechanical``)."""
+        return edits.plan(config, self.found, self.target.device)
+
+    def sources(self, config: TrainConfig) -> dict[str, str]:
+        return edits.apply(self.changes(config))
+
+    def recipe(self, config: TrainConfig, header: str = "") -> str:
+        """The variant as a unified diff of the user's files ('' for the unmodified script)."""
+        return edits.diff(self.sources(config), self.root) if config != NAIVE else ""
+
+    def runnable(self, config: TrainConfig) -> bool:
+        return self._gate(config) is None
+
+    def _gate(self, config: TrainConfig) -> str | None:
+        reason = gate(config, self.target)
+        if reason:
+            return reason
+        try:
+            self.sources(config)
+        except edits.NotMechanical as exc:
+            return f"not edited: {exc}"
+        except SyntaxError as exc:
+            return f"not edited: a file does not parse ({exc.msg}, line {exc.lineno})"
+        return None
+
+    def _worker(self, config: TrainConfig, log: Path) -> Any:
+        return ScriptWorker(log, None, self._env(config))
+
+    def _setup_request(self, v: _Live, k: int, i: int, workdir: Path, policy: TimingPolicy) -> dict[str, Any]:
+        return self._script_job(v.config, seed=v.seeds[i])
+
+    def _script_job(self, config: TrainConfig, seed: int, discover: bool = False) -> dict[str, Any]:
+        return {"script": self.script.script, "args": list(self.script.args),
+                "sources": self.sources(config) if config != NAIVE else {}, "seed": int(seed),
+                "reference": str(self.reference), "discover": discover}
+
+
+def _finite(x: float) -> bool:
+    return x == x and abs(x) != float("inf")

@@ -1,0 +1,176 @@
+"""What runs inside a script variant's process, around the user's code: seeds, the step clock
+(optimizer-step post hooks; the first optimizer that steps is the clock: a GAN's two optimizers
+make one step), the losses ``backward()`` is called on, the pause before the first training forward
+and at step boundaries, and (the discovery run) where the training step lives in the user's files.
+
+Nothing here edits the script: the variant's technique is in its source already (``edits``)."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+from torch.optim import optimizer as optim_hooks
+
+from pitstop.train.script.frames import innermost_user_site, site_of, user_frames
+
+
+class Probe:
+    """Hooks in the variant's process; ``pause(reply)`` hands control to pitstop (``on_pause``)."""
+
+    def __init__(self, on_pause: Callable[[str, Any], None], discover: bool) -> None:
+        self.on_pause, self.discover = on_pause, discover
+        self.steps = 0  # completed steps of the clock optimizer
+        self.clock: torch.optim.Optimizer | None = None
+        self.started = False  # the first training forward happened (pause 0 is behind us)
+        self.losses: list[torch.Tensor] = []  # values backward() was called on since the last step
+        self.step_losses: list[float] = []
+        self.step_times: list[float] = []
+        self.resumed = time.perf_counter()
+        self.first_grads: dict[str, torch.Tensor] = {}  # step-1 gradients, by optimizer/group/param index
+        self.optimizers: list[torch.optim.Optimizer] = []
+        self.sites: dict[str, Any] = {"optimizers": [], "zero_grad": [], "forward": None, "backward": None,
+                                      "model": None, "trainers": []}
+        self._handles: list[Any] = []
+        self._orig: dict[str, Any] = {}
+
+    # -- install -------------------------------------------------------------------------------
+
+    def install(self) -> None:
+        """Every hook; the module-call patch lasts until the first training forward."""
+        self._handles += [optim_hooks.register_optimizer_step_pre_hook(self._pre_step),
+                          optim_hooks.register_optimizer_step_post_hook(self._post_step)]
+        self._orig["backward"] = torch.autograd.backward
+        torch.autograd.backward = self._backward
+        probe = self  # the patched methods are plain functions (a bound method would not bind to the object)
+
+        def __call__(module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+            return probe._first_call(module, *args, **kwargs)
+
+        def __init__(optimizer: Any, params: Any, defaults: Any) -> None:
+            probe._optimizer_init(optimizer, params, defaults)
+
+        def zero_grad(optimizer: Any, set_to_none: bool = True) -> None:
+            probe._zero_grad(optimizer, set_to_none)
+
+        self._orig["call"] = nn.Module.__call__
+        nn.Module.__call__ = __call__  # type: ignore[method-assign]
+        self._orig["init"] = torch.optim.Optimizer.__init__
+        torch.optim.Optimizer.__init__ = __init__  # type: ignore[method-assign,assignment]
+        self._orig["zero_grad"] = torch.optim.Optimizer.zero_grad
+        torch.optim.Optimizer.zero_grad = zero_grad  # type: ignore[method-assign,assignment]
+
+    # -- the first training forward: pause 0 -----------------------------------------------------
+
+    def _first_call(self, module: nn.Module, *args: Any, **kwargs: Any) -> Any:
+        orig = self._orig["call"]
+        if not self.started and torch.is_grad_enabled() and not torch.compiler.is_compiling():
+            self.started = True
+            nn.Module.__call__ = orig  # type: ignore[method-assign]
+            if self.discover:
+                self._record_forward(module, args, kwargs)
+            self.pause("start")
+        return orig(module, *args, **kwargs)
+
+    def _record_forward(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        frames = user_frames(sys._getframe(2))
+        tensors = [t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)]
+        param = next(module.parameters(), None)
+        self.sites["forward"] = {"stack": [site_of(f) for f in frames], "module": type(module).__name__,
+                                 "input_dims": [t.dim() for t in tensors],
+                                 "device": str(param.device) if param is not None else "cpu"}
+        self.sites["model"] = _binding(module, frames)
+
+    # -- steps ----------------------------------------------------------------------------------
+
+    def _pre_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if not any(o is optimizer for o in self.optimizers):
+            self.optimizers.append(optimizer)
+            index = len(self.optimizers) - 1
+            for g, group in enumerate(optimizer.param_groups):
+                for k, p in enumerate(group["params"]):
+                    if p.grad is not None:
+                        self.first_grads[f"optimizer{index}.group{g}.param{k}"] = p.grad.detach().cpu().float().clone()
+
+    def _post_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if self.clock is None:
+            self.clock = optimizer
+        if optimizer is not self.clock:
+            return
+        now = time.perf_counter()
+        self.steps += 1
+        self.step_times.append(now - self.resumed)
+        self.step_losses.append(_sum(self.losses))
+        self.losses = []
+        self.pause("step")
+        self.resumed = time.perf_counter()
+
+    def pause(self, where: str) -> None:
+        """Give control to pitstop (it returns when the script may go on)."""
+        self.on_pause(where, self)
+        self.resumed = time.perf_counter()
+
+    def _backward(self, tensors: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(tensors, torch.Tensor) and tensors.numel() == 1:
+            self.losses.append(tensors.detach())
+            if self.discover and self.sites["backward"] is None:
+                frames = user_frames(sys._getframe(1))
+                self.sites["backward"] = {"stack": [site_of(f) for f in frames]}
+        return self._orig["backward"](tensors, *args, **kwargs)
+
+    # -- where the optimizer is made and zeroed ------------------------------------------------
+
+    def _optimizer_init(self, optimizer: Any, params: Any, defaults: Any) -> None:
+        self._orig["init"](optimizer, params, defaults)
+        if self.discover and type(optimizer).__module__.startswith("torch.optim"):
+            import inspect
+
+            accepted = inspect.signature(type(optimizer).__init__).parameters
+            self.sites["optimizers"].append({
+                "class": type(optimizer).__name__, "site": innermost_user_site(),
+                "flags": [f for f in ("foreach", "fused") if f in accepted],
+                "groups": len(optimizer.param_groups),
+                "set": {f: optimizer.defaults.get(f) for f in ("foreach", "fused") if f in optimizer.defaults}})
+
+    def _zero_grad(self, optimizer: Any, set_to_none: bool = True) -> None:
+        if self.discover:
+            site = innermost_user_site()
+            if site is not None and site not in self.sites["zero_grad"]:
+                self.sites["zero_grad"].append(site)
+        self._orig["zero_grad"](optimizer, set_to_none)
+
+
+def _sum(values: list[torch.Tensor]) -> float:
+    """The step's loss: the sum of what backward() was called on (micro-batches add up)."""
+    if not values:
+        return math.nan
+    return float(sum(float(v.float()) for v in values))
+
+
+def _binding(module: nn.Module, frames: list[Any]) -> dict[str, Any] | None:
+    """Where the model is bound: the outermost user frame with a variable that is ``module`` or holds
+    it as a submodule (``model``, ``model.transformer``), and that frame's current line."""
+    for frame in frames:
+        for scope in (frame.f_locals, frame.f_globals if frame.f_code.co_name == "<module>" else {}):
+            for name, value in list(scope.items()):
+                path = _path_to(value, module)
+                if path is not None and name.isidentifier() and not name.startswith("__"):
+                    return {"expression": ".".join([name, *path]) if path else name, **site_of(frame)}
+    return None
+
+
+def _path_to(value: Any, module: nn.Module) -> list[str] | None:
+    """The attribute path from ``value`` (a module) to ``module`` ([] when it is the module)."""
+    if value is module:
+        return []
+    if not isinstance(value, nn.Module):
+        return None
+    for qualname, sub in value.named_modules():
+        if sub is module and qualname and all(part.isidentifier() for part in qualname.split(".")):
+            return qualname.split(".")
+    return None
