@@ -106,12 +106,12 @@ class ScriptParser(_Parser):
         head, script, ours, theirs = tokens[:at], tokens[at], [], []
         if head[-1:] == ["--"]:
             head = head[:-1]
-        rest = iter(tokens[at + 1:])
+        rest, ours_after = iter(tokens[at + 1:]), self._after(script)
         for token in rest:
             name = token.split("=", 1)[0]
             if token == "--":
                 theirs += list(rest)
-            elif name in self.VALUED or name in self.FLAGS:
+            elif name in ours_after:
                 if _defines(script, name):
                     self.error(f"{name} after the script path is ambiguous: {script} defines {name} too; put "
                                f"pitstop's {name} before the script path, or the script's after `--`")
@@ -123,6 +123,10 @@ class ScriptParser(_Parser):
         ns, extra = super().parse_known_args([*head, *ours, script], namespace)
         ns.args = theirs
         return ns, extra
+
+    def _after(self, script: str) -> tuple[str, ...]:
+        """The options that are pitstop's when they follow the script's path."""
+        return (*self.VALUED, *self.FLAGS)
 
     def _script_index(self, tokens: list[str]) -> int | None:
         """Where the script path is among the arguments (None: not given)."""

@@ -48,12 +48,19 @@ codes: 0 ok, 1 the reference itself failed, is not finite, or could not be measu
 
 
 class _TrainParser(ScriptParser):
-    """``pitstop train [OPTIONS] SCRIPT|MODEL [ARGS]`` (see ``ScriptParser``)."""
+    """``pitstop train [OPTIONS] SCRIPT|MODEL [ARGS]`` (see ``ScriptParser``). After a script's path,
+    only the options of script mode are pitstop's: ``--device=cpu`` there is the script's own."""
 
-    VALUED = ("--input", "--target", "--optimizer", "--lr", "--weight-decay", "--batch-size", "--batch-dim",
+    VALUED: tuple[str, ...] = ("--input", "--target", "--optimizer", "--lr", "--weight-decay", "--batch-size",
+              "--batch-dim",
               "--time-budget-s", "--steps", "--techniques", "--trajectory-steps", "--tolerance", "--memory-budget-mb",
               "--threads", "--device", "--seed", "--replicas", "--timeout-s", "--worker-env", "--save", "--json",
               "--html", "--patch")
+
+    def _after(self, script: str) -> tuple[str, ...]:
+        if is_script(script):
+            return tuple(v for v in self.VALUED if v not in (*MODEL_ONLY, "--device"))
+        return self.VALUED
 
 
 def _add_train(sub: Any) -> None:

@@ -104,9 +104,17 @@ class Server:
             tail = sorted(probe.step_times[-5:])
             return {"losses": losses, "times": list(probe.step_times), "per_call_s": tail[len(tail) // 2],
                     "seed": self.job.get("seed", 0), "skipped": 0, "steps": probe.steps}
+        training = self._training_times()
         if self.pending == "warmup":
-            return {"per_call_s": statistics.median(done), "calls": len(done)}
-        return {"times": done, "skipped": 0, "steps": probe.steps}
+            return {"per_call_s": statistics.median(training or done), "calls": len(done)}
+        return {"times": training, "skipped": 0, "steps": probe.steps, "eval_steps": len(done) - len(training)}
+
+    def _training_times(self) -> list[float]:
+        """The pending request's step times, those spent mostly in an evaluation (no_grad,
+        inference_mode: a validation loop between two steps) left out, unless most were."""
+        times = self.probe.step_times[self.mark:]
+        kept = [t for t, ev in zip(times, self.probe.eval_steps[self.mark:], strict=False) if not ev]
+        return kept if len(kept) * 2 >= len(times) else times
 
     def _gradients(self) -> dict[str, Any]:
         """Step 1's gradients: the discovery run keeps them as the reference; a variant compares."""
@@ -197,7 +205,7 @@ class Server:
         steps = self.probe.steps
         why = error or f"the script ended after {steps} optimizer step(s)"
         if self.pending == "run" and error is None:  # timed steps cut short: what was timed still counts
-            self._reply({"times": self.probe.step_times[self.mark:], "skipped": 0, "steps": steps, "ended": True})
+            self._reply({"times": self._training_times(), "skipped": 0, "steps": steps, "ended": True})
         elif self.pending is not None:
             wanted = "; pitstop needed more: give arguments that train longer (e.g. more iterations)" \
                 if error is None and self.pending in STEP_REQUESTS else ""

@@ -38,6 +38,7 @@ class Change:
     line: int
     text: str  # the keyword's "name=value", the inserted line(s), or the ``with`` header
     first_line: int = 0
+    function: str = ""  # the function holding ``line`` ("<module>": the module)
     end_line: int = 0  # wrap: the backward's line
     callee: str | None = None
     why: str = ""  # the technique, for the report
@@ -101,8 +102,8 @@ def _precision(config: TrainConfig, found: dict[str, Any], kind: str, device: st
         raise NotMechanical("the forward or the backward of the training step was not seen in your files")
     f, b = _common(forward["stack"], backward["stack"])
     header = f"with torch.autocast({device.split(':')[0]!r}, dtype=torch.bfloat16):"
-    return [Change("wrap", f["file"], f["line"], header, first_line=f["first_line"], end_line=b["line"],
-                   why="bf16-autocast")]
+    return [Change("wrap", f["file"], f["line"], header, first_line=f["first_line"], function=f["function"],
+                   end_line=b["line"], why="bf16-autocast")]
 
 
 def _common(fwd: list[dict[str, Any]], bwd: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -130,7 +131,7 @@ def _before_training(found: dict[str, Any], line: str, why: str) -> Change:
     if not model:
         raise NotMechanical("the model that trains is not bound to a name in your files")
     return Change("insert", model["file"], model["line"], line.format(model=model["expression"]),
-                  first_line=model["first_line"], why=why)
+                  first_line=model["first_line"], function=model["function"], why=why)
 
 
 def _optimizer(config: TrainConfig, found: dict[str, Any], kind: str) -> list[Change]:
@@ -197,12 +198,16 @@ def anchor(text: str, c: Change) -> int:
     statement, a keyword's call, 0 after the imports. Changes apply from the bottom up by it, so each
     one's lines are still those of the original text when its turn comes."""
     if c.what == "insert":
-        return statement_start(text, Where(c.file, c.line, c.first_line))
+        return statement_start(text, _where(c))
     if c.what == "wrap":
-        return wrapped_start(text, Where(c.file, c.line, c.first_line), Where(c.file, c.end_line, c.first_line))
+        return wrapped_start(text, _where(c), _where(c, c.end_line))
     if c.what == "after-imports":
         return 0
     return c.line
+
+
+def _where(c: Change, line: int | None = None) -> Where:
+    return Where(c.file, c.line if line is None else line, c.first_line, c.function)
 
 
 def _one(text: str, c: Change) -> str:
@@ -210,12 +215,11 @@ def _one(text: str, c: Change) -> str:
         name, _, value = c.text.partition("=")
         return set_keyword(text, c.line, name, value, c.callee)
     if c.what == "insert":
-        return insert_before(text, Where(c.file, c.line, c.first_line), [c.text])
+        return insert_before(text, _where(c), [c.text])
     if c.what == "after-imports":
         return insert_after_imports(text, [c.text])
     if c.what == "wrap":
-        return wrap_statements(text, Where(c.file, c.line, c.first_line), Where(c.file, c.end_line, c.first_line),
-                               c.text)
+        return wrap_statements(text, _where(c), _where(c, c.end_line), c.text)
     raise ValueError(f"unknown change {c.what}")
 
 

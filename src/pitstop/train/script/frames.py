@@ -43,3 +43,18 @@ def innermost_user_site() -> dict[str, Any] | None:
     """The innermost user frame of the caller's stack, as data (None: no user code on the stack)."""
     frames = user_frames(sys._getframe(1))
     return site_of(frames[-1]) if frames else None
+
+
+_TORCH = os.path.dirname(os.path.realpath(str(__import__("torch").__file__))) + os.sep
+
+
+def caller_site() -> dict[str, Any] | None:
+    """The frame that called into torch, as data, when it is the user's (a call made by Lightning or
+    transformers on the user's behalf has no user site: None)."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        path = os.path.realpath(frame.f_code.co_filename)
+        if not (path.startswith(_PITSTOP) or path.startswith(_TORCH)):
+            return site_of(frame) if is_user_file(path) else None
+        frame = frame.f_back
+    return None

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.optim import optimizer as optim_hooks
 
-from pitstop.train.script.frames import innermost_user_site, site_of, user_frames
+from pitstop.train.script.frames import caller_site, site_of, user_frames
 
 
 class Probe:
@@ -31,6 +31,8 @@ class Probe:
         self.losses: list[torch.Tensor] = []  # values backward() was called on since the last step
         self.step_losses: list[float] = []
         self.step_times: list[float] = []
+        self.eval_steps: list[bool] = []  # steps whose interval was mostly no_grad / inference_mode (validation)
+        self.nograd_s, self._nograd_depth, self._nograd_since = 0.0, 0, 0.0
         self.resumed = time.perf_counter()
         self.first_grads: dict[str, torch.Tensor] = {}  # step-1 gradients, by optimizer/group/param index
         self.optimizers: list[torch.optim.Optimizer] = []
@@ -64,6 +66,26 @@ class Probe:
         torch.optim.Optimizer.__init__ = __init__  # type: ignore[method-assign,assignment]
         self._orig["zero_grad"] = torch.optim.Optimizer.zero_grad
         torch.optim.Optimizer.zero_grad = zero_grad  # type: ignore[method-assign,assignment]
+        for cls in (torch.no_grad, torch.inference_mode):
+            self._time_regions(cls)
+
+    def _time_regions(self, cls: Any) -> None:
+        """Time spent under ``no_grad`` / ``inference_mode`` (validation inside a step's interval)."""
+        enter, leave, probe = cls.__enter__, cls.__exit__, self
+
+        def __enter__(ctx: Any) -> Any:
+            if probe._nograd_depth == 0:
+                probe._nograd_since = time.perf_counter()
+            probe._nograd_depth += 1
+            return enter(ctx)
+
+        def __exit__(ctx: Any, *exc: Any) -> Any:
+            probe._nograd_depth = max(0, probe._nograd_depth - 1)
+            if probe._nograd_depth == 0:
+                probe.nograd_s += time.perf_counter() - probe._nograd_since
+            return leave(ctx, *exc)
+
+        cls.__enter__, cls.__exit__ = __enter__, __exit__
 
     # -- the first training forward: pause 0 -----------------------------------------------------
 
@@ -89,6 +111,11 @@ class Probe:
     # -- steps ----------------------------------------------------------------------------------
 
     def _pre_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        pass
+
+    def _first_gradients(self, optimizer: torch.optim.Optimizer) -> None:
+        """Each optimizer's gradients at its first step, read after the step (a closure step, as
+        Lightning makes, computes them inside step(); no optimizer clears them)."""
         if not any(o is optimizer for o in self.optimizers):
             self.optimizers.append(optimizer)
             index = len(self.optimizers) - 1
@@ -98,13 +125,17 @@ class Probe:
                         self.first_grads[f"optimizer{index}.group{g}.param{k}"] = p.grad.detach().cpu().float().clone()
 
     def _post_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        self._first_gradients(optimizer)
         if self.clock is None:
             self.clock = optimizer
         if optimizer is not self.clock:
             return
         now = time.perf_counter()
         self.steps += 1
-        self.step_times.append(now - self.resumed)
+        wall = now - self.resumed
+        self.step_times.append(wall)
+        self.eval_steps.append(self.nograd_s > 0.5 * wall)  # mostly an evaluation: not a training step's time
+        self.nograd_s = 0.0
         self.step_losses.append(_sum(self.losses))
         self.losses = []
         self.pause("step")
@@ -132,14 +163,14 @@ class Probe:
 
             accepted = inspect.signature(type(optimizer).__init__).parameters
             self.sites["optimizers"].append({
-                "class": type(optimizer).__name__, "site": innermost_user_site(),
+                "class": type(optimizer).__name__, "site": caller_site(),
                 "flags": [f for f in ("foreach", "fused") if f in accepted],
                 "groups": len(optimizer.param_groups),
                 "set": {f: optimizer.defaults.get(f) for f in ("foreach", "fused") if f in optimizer.defaults}})
 
     def _zero_grad(self, optimizer: Any, set_to_none: bool = True) -> None:
         if self.discover:
-            site = innermost_user_site()
+            site = caller_site()
             if site is not None and site not in self.sites["zero_grad"]:
                 self.sites["zero_grad"].append(site)
         self._orig["zero_grad"](optimizer, set_to_none)

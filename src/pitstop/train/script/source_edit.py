@@ -23,6 +23,7 @@ class Where:
     file: str
     line: int
     first_line: int = 0  # the enclosing function's co_firstlineno (0: the module)
+    function: str = ""  # its name ("<module>" or "": the module)
 
 
 def set_keyword(text: str, line: int, name: str, value: str, callee: str | None = None) -> str:
@@ -129,11 +130,11 @@ def _callee_name(call: ast.Call) -> str:
 
 
 def _body_of(tree: ast.Module, where: Where) -> list[ast.stmt]:
-    """The body of the function starting at ``where.first_line`` (the module's when 0 or not found)."""
-    if where.first_line <= 1:
+    """The body of ``where``'s function (the module's for ``<module>``, or when not found)."""
+    if where.first_line <= 0 or where.function in ("", "<module>"):
         return tree.body
     for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == where.function:
             starts = [node.lineno, *(d.lineno for d in node.decorator_list)]
             if where.first_line in starts:
                 return node.body

@@ -1,0 +1,133 @@
+"""``pitstop train SCRIPT`` on small real scripts (tests/train/scripts/): a plain loop end to end
+through the CLI (the patch applies with git apply, the patched script trains the same); a
+Lightning and an HF-Trainer script: the discovery run finds their Trainer and the edit is their
+own flag, which applies and trains."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from pitstop.schemas import TRAIN_SCHEMA
+
+SCRIPTS = Path(__file__).parent / "scripts"
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+GIT = shutil.which("git")
+
+
+def run(*args: str, cwd: Path, pitstop: bool = True, timeout: int = 600) -> subprocess.CompletedProcess:
+    head = ["-m", "pitstop"] if pitstop else []
+    env = {**os.environ, "PYTHONPATH": SRC} if pitstop else {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, *head, *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=timeout)
+
+
+def repo(tmp_path: Path, name: str) -> Path:
+    """A git work tree holding a copy of the script (the patch's paths are relative to it)."""
+    shutil.copy(SCRIPTS / name, tmp_path / name)
+    if GIT:
+        subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    return tmp_path / name
+
+
+def final_loss(output: str) -> float:
+    return float(re.findall(r"(?:final loss|done) ([0-9.]+)", output)[-1])
+
+
+@pytest.mark.skipif(GIT is None, reason="git is not installed")
+def test_a_plain_loop_end_to_end_the_patch_applies_and_trains_the_same(tmp_path):
+    script = repo(tmp_path, "plain_loop.py")
+    proc = run("train", "--time-budget-s", "20", "--techniques", "precision,optimizer,zero_grad", "--replicas", "1",
+               "--json", "t.json", "--patch", "speedup.diff", script.name, "--iters", "400", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    doc = json.loads((tmp_path / "t.json").read_text())
+    jsonschema.validate(doc, TRAIN_SCHEMA)
+    assert doc["script"]["kind"] == "plain" and doc["script"]["flops_per_step"] > 0
+    assert doc["script"]["sites"]["optimizers"][0]["groups"] == 2  # both parameter groups, as the user built them
+    assert any(r.get("mfu", {}).get("fraction") for r in doc["results"])
+    assert doc["environment"]["load"]["loadavg_start"] is not None
+    winner = doc["winner"]["variant"]
+    if winner == "naive":  # nothing won on this machine: nothing to apply, and it says so
+        assert not (tmp_path / "speedup.diff").exists() and "naive stays" in proc.stdout
+        return
+    assert "The change (file:line" in proc.stdout and f"{script.name}:" in proc.stdout
+    before = run(script.name, "--iters", "150", cwd=tmp_path, pitstop=False)
+    subprocess.run(["git", "apply", "speedup.diff"], cwd=tmp_path, check=True)
+    after = run(script.name, "--iters", "150", cwd=tmp_path, pitstop=False)  # without pitstop
+    assert after.returncode == 0, after.stderr
+    assert abs(final_loss(after.stdout) - final_loss(before.stdout)) < 0.1 * final_loss(before.stdout) + 0.05
+
+
+def _discover(script: Path, *args: str) -> object:
+    from pitstop.train.script.group import ScriptGroup, ScriptSource
+    from pitstop.train.settings import TrainSettings
+
+    cwd = os.getcwd()
+    os.chdir(script.parent)
+    group = ScriptGroup(ScriptSource(script.name, list(args)), TrainSettings(time_budget_s=30, timeout_s=240))
+    try:
+        group.prepare()
+    finally:
+        os.chdir(cwd)
+    return group
+
+
+@pytest.mark.skipif(GIT is None, reason="git is not installed")
+@pytest.mark.parametrize(("name", "kind", "flag"), [
+    ("lightning_loop.py", "lightning", 'precision="bf16-mixed"'),
+    ("hf_trainer.py", "hf", "bf16=True"),
+])
+def test_a_trainer_script_gets_its_own_flag(tmp_path, name, kind, flag):
+    pytest.importorskip("lightning" if kind == "lightning" else "accelerate")
+    from pitstop.train.config import TrainConfig
+
+    script = repo(tmp_path, name)
+    group = _discover(script, "60")
+    try:
+        assert group.info["kind"] == kind
+        config = TrainConfig(precision="bf16-autocast")
+        changes = [c.describe(str(tmp_path)) for c in group.changes(config)]
+        assert changes and flag in changes[0] and changes[0].startswith(f"{name}:")
+        patch = group.recipe(config)
+    finally:
+        group.close()
+    (tmp_path / "p.diff").write_text(patch)
+    subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True)
+    assert flag in script.read_text()
+    after = run(name, "40", cwd=tmp_path, pitstop=False)
+    assert after.returncode == 0, after.stderr
+    assert final_loss(after.stdout) == final_loss(after.stdout)  # finite: it trained
+
+
+def test_a_script_that_never_steps_an_optimizer_is_one_line(tmp_path):
+    (tmp_path / "infer.py").write_text("import torch\nm = torch.nn.Linear(4, 2)\nfor _ in range(5):\n"
+                                       "    m(torch.randn(2, 4)).sum().backward()\n")
+    proc = run("train", "--time-budget-s", "10", "infer.py", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith("pitstop: error: infer.py: ")
+
+
+def test_model_options_with_a_script_are_refused(tmp_path):
+    script = repo(tmp_path, "plain_loop.py")
+    proc = run("train", "--input", "float32[B,4]", script.name, cwd=tmp_path)
+    assert proc.returncode == 2 and "--input applies to a model spec, not to a script" in proc.stderr
+    proc = run("train", "zoo:mlp", "--patch", "p.diff", cwd=tmp_path)
+    assert proc.returncode == 2 and "a patch and arguments go with a script" in proc.stderr
+
+
+def test_options_after_the_script_path_that_only_models_take_are_the_scripts(tmp_path):
+    """nanoGPT takes --device=cpu: after the script's path it is the script's, not pitstop's."""
+    from pitstop.cli import build_parser
+
+    args = build_parser().parse_args(["train", "--json", "t.json", str(SCRIPTS / "plain_loop.py"), "--device=cuda",
+                                      "--lr", "0.1", "--time-budget-s", "30"])
+    assert args.args == ["--device=cuda", "--lr", "0.1"] and args.time_budget_s == 30
+    assert args.device == "cpu" and args.lr is None  # pitstop's own stayed at their defaults
