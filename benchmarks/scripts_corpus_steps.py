@@ -6,7 +6,9 @@ The script runs unmodified, in this interpreter, as `python SCRIPT ARGS` would r
 on sys.path, `sys.argv` = [SCRIPT, *ARGS]). Before it starts, one global hook is registered with
 `torch.optim.optimizer.register_optimizer_step_post_hook`: every `optimizer.step()` of any torch
 optimizer (plain loops, GradScaler, Lightning, accelerate, the HF Trainer alike) appends
-`<perf_counter seconds> <optimizer id> <optimizer class>` to the file named by `PITSTOP_CORPUS_STEPS`
+`<perf_counter seconds> <optimizer id> <optimizer class> <loss>` to the file named by `PITSTOP_CORPUS_STEPS`
+(the loss: the sum of the scalars `backward()` was called on since the previous step, through a thin
+wrapper of `torch.autograd.backward`)
 (line-buffered, so a run killed by a timeout keeps its lines), and at exit one summary line goes to
 stderr: `[scripts_corpus_steps] N steps, median X ms between steps of one optimizer`.
 
@@ -40,6 +42,25 @@ def step_times(lines: list[str]) -> dict[str, list[float]]:
     return per
 
 
+def losses_of(lines: list[str]) -> list[float]:
+    """The loss recorded at each step of the optimizer stepped most (the clock of one iteration)."""
+    rows = [ln.split() for ln in lines if len(ln.split()) >= 4]
+    if not rows:
+        return []
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r[1]] = counts.get(r[1], 0) + 1
+    clock = max(counts, key=counts.__getitem__)
+    out, pending = [], 0.0
+    for r in rows:  # the losses of all optimizers' backward()s since the clock's previous step
+        value = float(r[3])
+        pending += value if value == value else 0.0
+        if r[1] == clock:
+            out.append(pending)
+            pending = 0.0
+    return out
+
+
 def median_step_s(per: dict[str, list[float]], skip: int = 2) -> float | None:
     """Median time between two steps of the same optimizer (the one stepped most), first `skip` dropped.
 
@@ -56,19 +77,31 @@ def main() -> None:
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
     script = os.path.abspath(sys.argv[1])
-    import torch  # noqa: F401  (the hook needs torch; the script imports it anyway)
+    import torch  # the hook needs torch; the script imports it anyway
     from torch.optim.optimizer import register_optimizer_step_post_hook
 
     path = os.environ.get("PITSTOP_CORPUS_STEPS")
     out = open(path, "a", buffering=1) if path else None
     per: dict[str, list[float]] = {}
 
+    losses: list[Any] = []
+    backward = torch.autograd.backward
+
+    def recording(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(tensors, torch.Tensor) and tensors.numel() == 1:
+            losses.append(tensors.detach())
+        return backward(tensors, *args, **kwargs)
+
+    torch.autograd.backward = recording
+
     def hook(optimizer: Any, args: Any, kwargs: Any) -> None:
         now = time.perf_counter()
         key = f"{id(optimizer):x}"
         per.setdefault(key, []).append(now)
+        loss = sum(float(x) for x in losses) if losses else float("nan")
+        losses.clear()
         if out is not None:
-            out.write(f"{now:.6f} {key} {type(optimizer).__name__}\n")
+            out.write(f"{now:.6f} {key} {type(optimizer).__name__} {loss:.6g}\n")
 
     register_optimizer_step_post_hook(hook)
 

@@ -47,3 +47,13 @@ def test_optimizer_implementation_as_torch_optim_picks_it():
     assert describe_optimizer(torch.optim.Adam(params), "Adam")["impl"] == "for-loop"  # CPU tensors: for-loop
     assert describe_optimizer(torch.optim.Adam(params, foreach=True), "Adam")["impl"] == "foreach"
     assert describe_optimizer(torch.optim.LBFGS(params), "LBFGS")["impl"] == "unknown"
+
+
+def test_the_verdict_hands_over_a_runnable_train_command():
+    """profile has seen the script: its next action is `pitstop train SCRIPT ARGS`, the same arguments."""
+    observed = Observations(Session())
+    observed.params["fp32"] = 1000
+    command = "pitstop train train.py --epochs 1 --data 'my dir'"
+    found = verdict(Facts({**SHARES, "forward": 0.5, "backward": 0.4}, [], observed, True, 4, False, 10.0, command))
+    actions = [v["action"] for v in found if v["cause"] in ("compute-fp32", "compute-bound")]
+    assert actions and all(f"`{command}`" in a for a in actions)

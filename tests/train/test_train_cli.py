@@ -105,19 +105,28 @@ def build():
 '''
 
 
+TRAIN_PY = (Path(__file__).parent / "scripts" / "plain_loop.py").read_text().replace('"--iters"', '"--max-iters"') \
+    .replace("args.iters", "args.max_iters")
+
+
 def help_examples() -> list[list[str]]:
-    text = TRAIN_EPILOG.split("\n\n")[0].replace("\\\n", " ")
-    return [shlex.split(line.strip())[1:] for line in text.splitlines() if line.strip().startswith("pitstop train")]
+    """The help's example command lines (their trailing comments, after three spaces, left out)."""
+    import re
+
+    text = re.sub(r"\\\n\s*", " ", TRAIN_EPILOG.split("\n\n")[0])
+    return [shlex.split(re.split(r"\s{3,}", line.strip())[0])[1:]
+            for line in text.splitlines() if line.strip().startswith("pitstop train")]
 
 
 def test_help_lists_the_examples():
-    assert len(help_examples()) == 3
+    assert len(help_examples()) == 4
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("example", help_examples(), ids=lambda e: e[1])
 def test_help_examples_run(example, tmp_path):
     (tmp_path / "my_model.py").write_text(MY_MODEL)
+    (tmp_path / "train.py").write_text(TRAIN_PY)
     short = ["--time-budget-s", "15", "--techniques", "zero_grad", "--replicas", "1"]  # the example, briefly
     proc = pitstop(*example, *short, cwd=str(tmp_path), timeout=900)
     assert proc.returncode == 0, proc.stderr

@@ -27,8 +27,9 @@ def blocks(language: str) -> list[str]:
 def test_readme_cli_examples_are_the_help_examples():
     import shlex
 
-    shell = blocks("")[0].replace("\\\n", " ")
-    readme = [shlex.split(line)[1:] for line in shell.splitlines() if line.startswith("pitstop train")]
+    shell = re.sub(r"\\\n\s*", " ", blocks("")[0] + blocks("")[1])
+    readme = [shlex.split(re.split(r"\s{3,}#", line)[0])[1:] for line in shell.splitlines()
+              if line.startswith("pitstop train")]
     assert readme == help_examples()
 
 

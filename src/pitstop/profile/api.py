@@ -46,6 +46,7 @@ class Profiler:
         self.consumers.append(FirstSteps(self.session, self.observed))
         self.crash: dict[str, str] | None = None
         self.script: str | None = None
+        self.command: list[str] | None = None  # the script and its arguments (pitstop profile SCRIPT ARGS)
         self.attached = False
         self._report: ProfileReport | None = None
 
@@ -110,6 +111,14 @@ class Profiler:
             self._report = report
         return report
 
+    def train_command(self) -> str:
+        """The command that measures the fixes inside the profiled script (its own arguments kept)."""
+        import shlex
+
+        if not self.command:
+            return "pitstop train YOUR_TRAINING_SCRIPT.py"
+        return "pitstop train " + shlex.join(self.command)
+
     def _make_report(self) -> ProfileReport:
         from pitstop._env import cpu_flags, physical_cores
 
@@ -120,7 +129,7 @@ class Profiler:
         if native is None:
             native = _native_bf16(self.observed.device, cpu_flags())
         facts = Facts(shares, syncs, self.observed, native, self.settings.physical_cores or physical_cores(),
-                      bool(torch.backends.cudnn.benchmark), step_ms["median"] or 0.0)
+                      bool(torch.backends.cudnn.benchmark), step_ms["median"] or 0.0, self.train_command())
         drill = self.drill
         exit_: dict[str, Any] = {"status": "ok"}
         if self.crash:

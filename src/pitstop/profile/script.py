@@ -25,6 +25,7 @@ def run_profile(path: str, args: list[str], settings: ProfileSettings,
     doctor = Doctor(checks=[])
     doctor.session.unsubscribe(doctor.readings)
     profiler = Profiler(session=doctor.session, settings=settings).attach()
+    profiler.command = [path, *args]
     if on_attach is not None:
         on_attach(profiler)
     try:

@@ -33,6 +33,12 @@ class Facts:
     physical_cores: int
     cudnn_benchmark: bool
     step_ms: float
+    train_command: str = "pitstop train train.py"  # the runnable command: this script, its own arguments
+
+    @property
+    def train(self) -> str:
+        """``pitstop train SCRIPT ARGS`` as a command to paste."""
+        return f"`{self.train_command}`"
 
     def share(self, *phases: str) -> float:
         return sum(self.shares.get(p) or 0.0 for p in phases)
@@ -75,8 +81,8 @@ def optimizer_bound(f: Facts) -> dict[str, Any] | None:
     return _entry("optimizer-bound", share, 0.5 * share,
                   f"{share:.0%} of each step is {o['label']}.step(), a for-loop over {o['params']} parameters "
                   f"(median {o['median_numel']} elements)",
-                  f"{o['label']}(..., foreach=True) or fused=True; pitstop train measures for-loop, foreach and "
-                  "fused optimizers on this model")
+                  f"{o['label']}(..., foreach=True) or fused=True; {f.train} measures for-loop, foreach and fused "
+                  "optimizers inside this script and hands back the patch")
 
 
 def compute_fp32(f: Facts) -> dict[str, Any] | None:
@@ -86,8 +92,8 @@ def compute_fp32(f: Facts) -> dict[str, Any] | None:
         return None
     return _entry("compute-fp32", share, 0.3 * share,
                   f"{share:.0%} of each step is forward and backward in float32, on a {o.device.upper()} with "
-                  "native bfloat16", "pitstop train measures bf16 autocast and torch.compile on this model, gated on "
-                  "training the same")
+                  "native bfloat16", f"{f.train} measures bf16 autocast and torch.compile inside this script, gated "
+                  "on training the same, and hands back the patch")
 
 
 def debug_mode(f: Facts) -> dict[str, Any] | None:
@@ -120,7 +126,7 @@ def zero_grad_in_place(f: Facts) -> dict[str, Any] | None:
     share = f.share("optimizer", "backward")
     return _entry("zero-grad-in-place", share, 0.02 * share, "gradients are zeroed in place "
                   "(zero_grad(set_to_none=False)) and then added to", "optimizer.zero_grad() with set_to_none=True "
-                  "(the default): pitstop train measures set_to_none on this model")
+                  f"(the default): {f.train} measures set_to_none inside this script")
 
 
 def conv_bias_before_bn(f: Facts) -> dict[str, Any] | None:
@@ -141,7 +147,7 @@ def cudnn_benchmark_off(f: Facts) -> dict[str, Any] | None:
     share = f.share("forward", "backward")
     return _entry("cudnn-benchmark-off", share, 0.1 * share, "convolutions on CUDA with fixed input shapes and "
                   "torch.backends.cudnn.benchmark off", "torch.backends.cudnn.benchmark = True before training; "
-                  "pitstop train measures it")
+                  f"{f.train} measures the step techniques inside this script")
 
 
 def compute_bound(f: Facts, found: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -149,8 +155,8 @@ def compute_bound(f: Facts, found: list[dict[str, Any]]) -> dict[str, Any] | Non
     if share < 0.5 or any(v["cause"] in ("compute-fp32", "debug-mode", "threads-oversubscribed") for v in found):
         return None
     return _entry("compute-bound", share, 0.0, f"{share:.0%} of each step is forward and backward, already in its "
-                  "best precision: nothing obvious left", "pitstop train measures torch.compile and the other "
-                  "step techniques on this model; the top ops per phase show where the compute goes")
+                  "best precision: nothing obvious left", f"{f.train} measures torch.compile and the other step "
+                  "techniques inside this script; the top ops per phase show where the compute goes")
 
 
 RULES = (input_bound, sync_bound, optimizer_bound, compute_fp32, debug_mode, threads_oversubscribed,

@@ -117,7 +117,10 @@ class TrainGroup:
             spec = self.source.input_spec
             job["source"] = {"kind": "spec", "spec": self.source.spec.text, "input": str(spec) if spec else None}
             return job, None if s.isolate else {"reason": "isolation turned off"}
-        module, inputs = self.source.materialize(s.batch_size or self.source.inputs.batch_size() or 1)
+        if s.batch_dim == 0:
+            module, inputs = self.source.materialize(s.batch_size or self.source.inputs.batch_size() or 1)
+        else:  # the inputs as given: resizing works on dimension 0 only
+            module, inputs = self.source.materialize(self.source.inputs.batch_size() or 1)
         path, reason = self.source.worker_source(module, self.workdir) if s.isolate else \
             (None, "isolation turned off")
         if reason:

@@ -127,8 +127,10 @@ def _extras(spec: Any, seed: int) -> dict[str, Any]:
 
 
 def _batch_size(job: dict[str, Any], inputs: Inputs) -> int:
-    size = job.get("batch_size") or inputs.batch_size() or 1
-    return int(size)
+    """The job's batch size, else the inputs' common size along the batch dimension."""
+    dim = int(job.get("batch_dim", 0))
+    sizes = {t.shape[dim] for t in inputs.tensors() if t.dim() > dim}
+    return int(job.get("batch_size") or (sizes.pop() if len(sizes) == 1 else 1))
 
 
 def _check_batch(inputs: Inputs, target: Any, batch_size: int, dim: int, flag: str) -> None:

@@ -1,0 +1,198 @@
+"""Does `pitstop train SCRIPT` make real training scripts faster, as a patch, and do they still train
+the same? (issue 25)
+
+For each script of `benchmarks/scripts_corpus.json` (nanoGPT, pytorch/examples word_language_model,
+dcgan, mnist, imagenet, Lightning's transformer example; files git-ignored, see
+scripts_corpus.py):
+
+1. the search: `pitstop train --time-budget-s B --json --patch SCRIPT ARGS` in a prepared copy (a git
+   work tree), its wall time, exit code, winner and predicted speed-up; with `--load`, the same
+   search twice more while one busy process per core runs (`while True: pass`);
+2. the patch applied with `git apply` to a fresh copy (whether it applies);
+3. the re-measurement, quiet (no busy process): the original script, each patched copy, and the
+   hand-written edit of the manifest (`hand_edit`: bf16 autocast around forward and loss plus the
+   fused, else foreach, optimizer) each run as whole processes (`python SCRIPT ARGS` under the
+   step-timing wrapper), interleaved over `--rounds` rounds in rotating order. Per copy: the median
+   time between optimizer steps (the first two steps left out) and the loss at the last step every
+   copy reached.
+
+It prints one line per script and copy: step ms, speed-up over the original, ratio to the hand edit,
+the loss, the patch's lines; then the targets of issue 25 as met / not met. Load average is printed
+with every timing; on a busy machine the figures are indicative only.
+
+    python benchmarks/train_scripts.py [--only nanogpt dcgan] [--budget-s 300] [--rounds 3] [--load]
+                                       [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import scripts_corpus as corpus  # noqa: E402
+import scripts_corpus_steps as steps  # noqa: E402
+
+
+def prepare(entry: dict[str, Any], root: Path, hand: bool = False) -> Path:
+    """A copy of the script's files in a git work tree under ``root``; its folder."""
+    cwd = corpus.prepare(entry, root, hand=hand)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return cwd
+
+
+def search(entry: dict[str, Any], cwd: Path, budget_s: float, tag: str) -> dict[str, Any]:
+    """One `pitstop train` search on the prepared copy: its outcome and the patch."""
+    out, patch = cwd / f"train-{tag}.json", cwd / f"speedup-{tag}.diff"
+    argv = [sys.executable, "-m", "pitstop", "train", "--time-budget-s", str(budget_s), "--json", str(out),
+            "--patch", str(patch), Path(entry["path"]).name, *entry["args"]]
+    load = os.getloadavg()[0]
+    start = time.monotonic()
+    proc = subprocess.run(argv, cwd=cwd, env=corpus.environ(entry), capture_output=True, text=True,
+                          timeout=budget_s * 3 + 300)
+    wall = time.monotonic() - start
+    doc = json.loads(out.read_text()) if out.exists() else {}
+    winner = doc.get("winner") or {}
+    return {"tag": tag, "rc": proc.returncode, "search_s": wall, "loadavg": [load, os.getloadavg()[0]],
+            "winner": winner.get("variant"), "predicted": (winner.get("speedup") or {}).get("median"),
+            "changes": (doc.get("script") or {}).get("changes", []),
+            "patch": patch.read_text() if patch.exists() else "",
+            "machine": (doc.get("environment") or {}).get("load"),
+            "error": proc.stderr.strip().splitlines()[-1] if proc.returncode and proc.stderr.strip() else ""}
+
+
+def applied(entry: dict[str, Any], root: Path, patch: str) -> tuple[Path | None, str]:
+    """A fresh copy with ``patch`` applied by git apply: its folder, or None and git's message."""
+    cwd = prepare(entry, root)
+    if not patch:
+        return cwd, "no patch (the unmodified script stays)"
+    proc = subprocess.run(["git", "apply", "-"], cwd=root, input=patch, text=True, capture_output=True)
+    return (cwd, "applies") if proc.returncode == 0 else (None, proc.stderr.strip()[:200])
+
+
+def measure(entry: dict[str, Any], copies: dict[str, Path], rounds: int, timeout: float) -> dict[str, dict[str, Any]]:
+    """Each copy run whole ``rounds`` times, interleaved in rotating order: step times and losses."""
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in copies}
+    names = list(copies)
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            runs[name].append(once(entry, copies[name], timeout))
+    return {name: summary(rs) for name, rs in runs.items()}
+
+
+def once(entry: dict[str, Any], cwd: Path, timeout: float) -> dict[str, Any]:
+    log = Path(tempfile.mkstemp(prefix="steps-", suffix=".txt", dir=cwd)[1])
+    env = {**corpus.environ(entry), "PITSTOP_CORPUS_STEPS": str(log)}
+    load = os.getloadavg()[0]
+    try:
+        proc = subprocess.run(corpus.command(entry), cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        rc = 124
+    lines = log.read_text().splitlines()
+    log.unlink()
+    return {"rc": rc, "step_s": steps.median_step_s(steps.step_times(lines)), "losses": steps.losses_of(lines),
+            "loadavg": load}
+
+
+def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [r for r in runs if r["rc"] == 0 and r["step_s"]]
+    return {"rc": [r["rc"] for r in runs], "step_ms": statistics.median(r["step_s"] for r in ok) * 1e3 if ok else None,
+            "runs_ms": [r["step_s"] * 1e3 for r in ok], "losses": [r["losses"] for r in ok],
+            "loadavg": [r["loadavg"] for r in runs]}
+
+
+def final_loss(measured: dict[str, Any], at: int) -> float | None:
+    values = [run[at - 1] for run in measured["losses"] if len(run) >= at]
+    return statistics.mean(values) if values else None
+
+
+def bench(entry: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix=f"train-scripts-{entry['name']}-") as tmp:
+        tmp_path = Path(tmp)
+        work = prepare(entry, tmp_path / "search")
+        searches = [search(entry, work, args.budget_s, "quiet")]
+        if args.load:
+            for k in (1, 2):
+                burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                           for _ in range(os.cpu_count() or 1)]
+                try:
+                    searches.append(search(entry, work, args.budget_s, f"loaded{k}"))
+                finally:
+                    for b in burners:
+                        b.kill()
+                        b.wait()
+        copies = {"original": prepare(entry, tmp_path / "original"),
+                  "hand": prepare(entry, tmp_path / "hand", hand=True)}
+        for s in searches:
+            cwd, s["applies"] = applied(entry, tmp_path / s["tag"], s["patch"])
+            if cwd is not None and s["patch"]:
+                copies[s["tag"]] = cwd
+        measured = measure(entry, copies, args.rounds, args.timeout)
+    at = min((len(run) for m in measured.values() for run in m["losses"]), default=0)
+    return {"name": entry["name"], "kind": entry["kind"], "searches": searches, "measured": measured, "loss_at": at,
+            "losses": {name: final_loss(m, at) for name, m in measured.items()}}
+
+
+def report(r: dict[str, Any]) -> list[str]:
+    m, base = r["measured"], r["measured"]["original"]["step_ms"]
+    hand = m["hand"]["step_ms"]
+    lines = [f"{r['name']} ({r['kind']}): loss at step {r['loss_at']}"]
+    for s in r["searches"]:
+        lines.append(f"  search {s['tag']:8} exit {s['rc']}  {s['search_s']:5.0f} s  load {s['loadavg'][0]:.1f}->"
+                     f"{s['loadavg'][1]:.1f}  winner {s['winner']} (predicted {s['predicted'] or 1:.2f}x)  patch: "
+                     f"{s['applies'] if 'applies' in s else '-'}  {s['error']}")
+        for change in s["changes"]:
+            lines.append(f"      {change}")
+    for name, got in m.items():
+        ms = got["step_ms"]
+        speed = f"{base / ms:.2f}x" if base and ms else "-"
+        vs_hand = f"{hand / ms:.2f}" if hand and ms else "-"
+        loss = r["losses"].get(name)
+        lines.append(f"  {name:9} step {ms or 0:8.1f} ms  speed-up {speed:>6}  vs hand {vs_hand:>5}  "
+                     f"loss {loss if loss is None else round(loss, 4)}  runs {[round(x, 1) for x in got['runs_ms']]} "
+                     f"load {[round(x, 1) for x in got['loadavg']]}")
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", nargs="+", metavar="NAME")
+    ap.add_argument("--budget-s", type=float, default=300.0, help="pitstop train --time-budget-s (default 300)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved whole-process runs per copy (default 3)")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds per whole run (default 900)")
+    ap.add_argument("--load", action="store_true", help="also search twice with one busy process per core")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    entries = [e for e in corpus.load_manifest() if not args.only or e["name"] in args.only]
+    absent = corpus.missing(entries)
+    if absent:
+        print(f"corpus files absent for {', '.join(absent)}: run python benchmarks/scripts_corpus.py --collect "
+              "/work/.mirror first (the files are never committed)")
+        return 0
+    if shutil.which("git") is None:
+        print("git is needed (the patch is applied with git apply)")
+        return 0
+    results = []
+    for entry in entries:
+        result = bench(entry, args)
+        results.append(result)
+        print("\n".join(report(result)), flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
