@@ -119,7 +119,7 @@ def help_examples() -> list[list[str]]:
 
 
 def test_help_lists_the_examples():
-    assert len(help_examples()) == 4
+    assert len(help_examples()) == 5
 
 
 @pytest.mark.slow

@@ -79,9 +79,7 @@ def test_sequence_first_batches_split_along_their_batch_dimension():
 
 
 def test_batch_dim_mismatch_is_one_line():
-    from problem_models import SeqFirst
-
-    from problem_models import seq_loss
+    from problem_models import SeqFirst, seq_loss
 
     with pytest.raises(UsageError, match="target: its batch dimension 1 must be the batch size 8"):
         pitstop.train(SeqFirst(), (torch.randint(0, 30, (12, 8)),), torch.zeros(12, 7, dtype=torch.long),

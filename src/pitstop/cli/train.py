@@ -9,7 +9,6 @@ from pitstop.cli._args import ScriptParser, _env_pairs, _fraction, _positive, _s
 from pitstop.cli._output import Output, _check_dir, _progress
 
 TRAIN_AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint")
-SCRIPT_ONLY = ("--patch",)
 MODEL_ONLY = ("--input", "--target", "--optimizer", "--lr", "--weight-decay", "--batch-size", "--batch-dim",
               "--memory-budget-mb", "--save")
 
@@ -18,6 +17,7 @@ examples:
   pitstop train train.py --max-iters 200            the script's own arguments follow its path
   pitstop train --time-budget-s 600 --json t.json --patch speedup.diff train.py
   git apply speedup.diff                            the winner, as the exact lines to change
+  pitstop train --nproc-per-node 2 --patch ddp.diff train.py   each variant a torchrun job
   pitstop train zoo:cnn --target 'int64[B]{0,10}' --batch-size 32 --save out/
   pitstop train my_model.py:build --input 'float32[B,3,64,64]' --target 'int64[B]{0,10}' \\
       --optimizer adamw --lr 1e-3 --batch-size 32 --save out/
@@ -55,7 +55,7 @@ class _TrainParser(ScriptParser):
               "--batch-dim",
               "--time-budget-s", "--steps", "--techniques", "--trajectory-steps", "--tolerance", "--memory-budget-mb",
               "--threads", "--device", "--seed", "--replicas", "--timeout-s", "--worker-env", "--save", "--json",
-              "--html", "--patch")
+              "--html", "--patch", "--nproc-per-node")
 
     def _after(self, script: str) -> tuple[str, ...]:
         if is_script(script):
@@ -74,6 +74,9 @@ def _add_train(sub: Any) -> None:
                                  "package.module:factory")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
     p.add_argument("--patch", metavar="FILE", help="script: write the winner as a unified diff (git apply FILE)")
+    p.add_argument("--nproc-per-node", type=_positive(int), default=1, metavar="N",
+                   help="script: run each variant as a torchrun job of N ranks on this machine (its DDP knobs "
+                        "searched too; the slowest rank's step is the step)")
     p.add_argument("--input", metavar="SPEC", help="model: input spec, e.g. 'float32[B,3,64,64]' (a keyword input: "
                    "'input_ids=int64[B,128]{0,50257}')")
     p.add_argument("--target", metavar="SPEC", help="model: target spec, e.g. 'int64[B]{0,10}' (default: the "
@@ -136,8 +139,8 @@ def _train(args: argparse.Namespace) -> int:
     if script and given:
         raise UsageError(f"{sorted(given)[0]} applies to a model spec, not to a script: the script's own data, "
                          "loss and optimizer are used")
-    if not script and (args.patch or args.args):
-        extra = "--patch" if args.patch else f"{args.args[0]!r}"
+    if not script and (args.patch or args.args or args.nproc_per_node > 1):
+        extra = "--patch" if args.patch else "--nproc-per-node" if args.nproc_per_node > 1 else f"{args.args[0]!r}"
         raise UsageError(f"{extra}: {args.model!r} is a model spec; a patch and arguments go with a script "
                          "(pitstop train train.py ARGS)")
     return _train_script(args) if script else _train_model(args)
@@ -155,6 +158,7 @@ def _train_script(args: argparse.Namespace) -> int:
         techniques = tuple(t.strip() for t in (args.techniques or ",".join(SCRIPT_AXES)).split(",") if t.strip())
         options = {k: v for k, v in {"threads": args.threads}.items() if v is not None}
         settings = TrainSettings(time_budget_s=args.time_budget_s, steps=args.steps, axes=techniques,
+                                 nproc_per_node=args.nproc_per_node,
                                  trajectory_steps=args.trajectory_steps, tolerance=args.tolerance, seed=args.seed,
                                  replicas=args.replicas, timeout_s=args.timeout_s,
                                  worker_env=tuple(sorted(_env_pairs(args.worker_env).items())), **options)

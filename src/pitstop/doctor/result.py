@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -166,60 +162,24 @@ def _order(f: Finding) -> tuple[int, int, str]:
 
 def merge_dir() -> Path:
     """Where the ranks of one torchrun job leave their findings (``PITSTOP_DOCTOR_DIR`` overrides)."""
-    explicit = os.environ.get("PITSTOP_DOCTOR_DIR")
-    if explicit:
-        return Path(explicit)
-    job = os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("MASTER_PORT", "0")
-    return Path(tempfile.gettempdir()) / f"pitstop-doctor-{os.getuid() if hasattr(os, 'getuid') else 0}-{job}"
+    from pitstop.ranks import merge_dir as folder
+
+    return folder("doctor")
 
 
 def merge_ranks(report: DoctorReport, rank: int, timeout_s: float = 60.0) -> DoctorReport:
     """Under a multi-process job (``WORLD_SIZE`` > 1) rank 0 gets every rank's findings and merges
-    them: one finding per (code, where), naming the ranks that saw it. Over the job's own process
-    group while it exists (``gather_object``: works across nodes); without one (never created, or
-    already destroyed) through files in a shared directory (``merge_dir``)."""
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world <= 1:
+    them: one finding per (code, where), naming the ranks that saw it (``pitstop.ranks.gather``: over
+    the job's own process group while it exists, else through files in ``merge_dir``)."""
+    from pitstop.ranks import gather, world
+
+    size = world()
+    if size <= 1:
         return report
-    docs = _gather(report, world) if _group_alive() else _gather_files(report, rank, world, timeout_s)
+    docs = gather(report.to_dict(), "doctor", timeout_s)
     if rank != 0 or docs is None:
         return report
-    return _merge(report, docs, world, timeout_s)
-
-
-def _group_alive() -> bool:
-    import torch.distributed as dist
-
-    return dist.is_available() and dist.is_initialized()
-
-
-def _gather(report: DoctorReport, world: int) -> list[dict[str, Any] | None] | None:
-    """Every rank's report on rank 0 (None elsewhere), over the default process group."""
-    import torch.distributed as dist
-
-    gathered: list[Any] | None = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
-    dist.gather_object(report.to_dict(), gathered, dst=0)
-    return gathered
-
-
-def _gather_files(report: DoctorReport, rank: int, world: int, timeout_s: float) -> list[dict[str, Any] | None] | None:
-    """Every rank's report on rank 0 (None elsewhere), through files in ``merge_dir()``."""
-    folder = merge_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".rank{rank}.json"
-    tmp.write_text(json.dumps(report.to_dict()))
-    tmp.replace(folder / f"rank{rank}.json")
-    if rank != 0:
-        return None
-    deadline = time.monotonic() + timeout_s
-    paths = [folder / f"rank{r}.json" for r in range(world)]
-    while not all(p.exists() for p in paths) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    docs: list[dict[str, Any] | None] = []
-    for path in paths:
-        docs.append(json.loads(path.read_text()) if path.exists() else None)
-        path.unlink(missing_ok=True)
-    return docs
+    return _merge(report, docs, size, timeout_s)
 
 
 def _merge(report: DoctorReport, docs: list[dict[str, Any] | None], world: int, timeout_s: float) -> DoctorReport:

@@ -1,43 +1,46 @@
-"""Where in the user's code something happened: ``file.py:LINE`` outside torch and pitstop."""
+"""Where in the user's code something happened: the deepest frame in the user's own files, with
+the library frame that did the work after it (``train.py:57 (via lightning/.../apply_func.py:134)``);
+torch's and pitstop's frames are never shown."""
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
+from types import FrameType
 
-import torch
+from pitstop._frames import kind_of, short_path, site
 
-_SKIP_FILES = (os.path.dirname(torch.__file__), os.path.dirname(os.path.dirname(__file__)), "<frozen ")
+__all__ = ["crash_site", "format_exception_line", "short_path", "user_site"]
 
 
 def user_site(skip: int = 2) -> str:
-    """``file.py:LINE`` of the innermost caller outside torch and pitstop ("" when none)."""
-    frame = sys._getframe(skip)
+    """``file.py:LINE`` of the innermost caller in the user's files ("" when none), with the
+    innermost library frame between it and torch after it."""
+    frame: FrameType | None = sys._getframe(skip)
+    library = None
     while frame is not None:
         path = frame.f_code.co_filename
-        if not path.startswith(_SKIP_FILES) and "/runpy.py" not in path:
-            return f"{short_path(path)}:{frame.f_lineno}"
-        frame = frame.f_back  # type: ignore[assignment]
-    return ""
+        kind = kind_of(path)
+        if kind == "user":
+            return site((path, frame.f_lineno), library)
+        if kind == "library" and library is None:
+            library = (path, frame.f_lineno)
+        frame = frame.f_back
+    return site(None, library)
 
 
 def crash_site(exc: BaseException) -> str:
-    """``file.py:LINE`` of the innermost traceback frame outside torch and pitstop."""
-    site = ""
+    """The deepest traceback frame in the user's files, with the library frame below it that raised."""
+    user, library = None, None
     for frame in traceback.extract_tb(exc.__traceback__):
-        if not frame.filename.startswith(_SKIP_FILES) and "runpy" not in frame.filename:
-            site = f"{short_path(frame.filename)}:{frame.lineno}"
-    return site
-
-
-def short_path(path: str) -> str:
-    """``path`` relative to the working directory when it lies below it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return rel if not rel.startswith("..") else path
+        kind = kind_of(frame.filename)
+        if kind == "user":
+            user, library = (frame.filename, frame.lineno or 0), None
+        elif kind == "library" and user is not None and library is None:
+            library = (frame.filename, frame.lineno or 0)
+        elif kind == "library" and user is None:
+            library = (frame.filename, frame.lineno or 0)
+    return site(user, library)
 
 
 def format_exception_line(exc: BaseException) -> str:

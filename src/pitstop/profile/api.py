@@ -15,13 +15,16 @@ from torch import nn
 
 from pitstop.doctor.session import Consumer, Session
 from pitstop.doctor.sites import crash_site, format_exception_line
+from pitstop.profile.comm import CommWatch
 from pitstop.profile.drill import DrillDown
 from pitstop.profile.observe import FirstSteps, Observations
 from pitstop.profile.phases import PhaseTimer
+from pitstop.profile.ranks import analyze
 from pitstop.profile.result import ProfileReport, summarize_steps, timeline
 from pitstop.profile.settings import ProfileSettings
 from pitstop.profile.syncs import SyncWatch
 from pitstop.profile.verdict import Facts, verdict
+from pitstop.ranks import world
 
 
 class Profiler:
@@ -42,11 +45,16 @@ class Profiler:
         self.drill = DrillDown(self.settings, self.timer, self.session) if self.settings.drill_down else None
         self.syncs = SyncWatch(self.timer, self._excluded)
         self.observed = Observations(self.session, self._in_window)
-        self.consumers: list[Consumer] = [c for c in (self.drill, self.timer, self.syncs, self.observed) if c]
+        self.comm = CommWatch(self._excluded)
+        self.consumers: list[Consumer] = [c for c in (self.drill, self.timer, self.syncs, self.observed, self.comm)
+                                          if c]
         self.consumers.append(FirstSteps(self.session, self.observed))
         self.crash: dict[str, str] | None = None
         self.script: str | None = None
         self.command: list[str] | None = None  # the script and its arguments (pitstop profile SCRIPT ARGS)
+        self._gathered: list[dict[str, Any] | None] | None = None  # rank 0 under torchrun: every rank's summary
+        self._gathered_elsewhere = False  # another rank gathered (this one sent its summary)
+        self._restore_destroy: Any = None
         self.attached = False
         self._report: ProfileReport | None = None
 
@@ -72,8 +80,26 @@ class Profiler:
         self.timer.start()
         if self.drill is not None:
             self.drill.start()
+        if world() > 1 and self._restore_destroy is None:  # the job's end: gather while the group exists
+            from pitstop.ranks import before_destroy
+
+            self._restore_destroy = before_destroy(self._gather)
         self.attached, self._report = True, None
         return self
+
+    def _gather(self) -> None:
+        """Every rank's summary on rank 0 (``pitstop.ranks.gather``), once."""
+        if self._gathered is not None or self._gathered_elsewhere:
+            return
+        from pitstop.profile.ranks import summary
+        from pitstop.ranks import gather
+
+        local = self._make_report(distributed=False).to_dict()
+        docs = gather(summary(local, self.comm.median_ms(), self.comm.ddp), "profile")
+        if docs is None:
+            self._gathered_elsewhere = True  # not rank 0: rank 0 reports for the job
+        else:
+            self._gathered = docs
 
     def detach(self) -> None:
         """Stop: the session too when it is the profiler's own; else only the profiler's consumers."""
@@ -88,6 +114,9 @@ class Profiler:
                     consumer.on_finish()
                 self.session.unsubscribe(consumer)
         self.syncs.uninstall()
+        if self._restore_destroy is not None:
+            self._restore_destroy()
+            self._restore_destroy = None
 
     def __enter__(self) -> Profiler:
         return self.attach()
@@ -119,10 +148,11 @@ class Profiler:
             return "pitstop train YOUR_TRAINING_SCRIPT.py"
         return "pitstop train " + shlex.join(self.command)
 
-    def _make_report(self) -> ProfileReport:
+    def _make_report(self, distributed: bool = True) -> ProfileReport:
         from pitstop._env import cpu_flags, physical_cores
 
-        step_ms, phases = summarize_steps(self.timer.steps, self.timer.seen)
+        summary = summarize_steps(self.timer.steps, self.timer.seen)
+        step_ms, phases = summary.step_ms, summary.phases
         shares = {p["name"]: p["share"] for p in phases}
         syncs = self.syncs.rows()
         native = self.settings.native_bf16
@@ -134,14 +164,22 @@ class Profiler:
         exit_: dict[str, Any] = {"status": "ok"}
         if self.crash:
             exit_ = {"status": "crashed", **self.crash}
+        found = verdict(facts) if step_ms["median"] else []
+        job = None
+        if distributed and world() > 1 and not self.attached:
+            self._gather()
+            if self._gathered is not None:
+                job, per_rank = analyze(self._gathered)
+                found = sorted([*found, *per_rank], key=lambda v: -v["saves"])
         return ProfileReport(
-            step_ms, phases, syncs, drill.top_ops if drill else {}, verdict(facts) if step_ms["median"] else [],
+            step_ms, phases, syncs, drill.top_ops if drill else {}, found,
             self.session.counter.completed(), timeline(self.timer.steps),
             {"steps": list(drill.recorded) if drill and drill.recorded else None,
              "left_out": [self.settings.wait, self.settings.window[1]] if drill else None,
              "trace": drill.trace_path if drill else None, "error": drill.error if drill else None},
             "CUDA events" if self.timer.clock.device == "cuda" else "wall clock", self.script, exit_,
-            list(self.session.internal))
+            list(self.session.internal), evaluation=summary.evaluation, stalls=summary.stalls, distributed=job,
+            comm_wait_ms=self.comm.median_ms())
 
 
 def _native_bf16(device: str, flags: list[str]) -> bool:

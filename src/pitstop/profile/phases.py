@@ -7,6 +7,13 @@ phase is ``other``. Every switch is one clock mark, so a step's phases add up to
 exactly (the time between the two marks that end it and the step before). A step ends when the
 session's ``on_iteration`` says so (gradient accumulation and closures as the doctor counts them).
 
+An evaluation is not a training step: from a forward of a model that trains, run without autograd
+(``no_grad``, ``inference_mode``: a validation loop, Lightning's or HF's eval loop), until training
+resumes (a forward with autograd, a ``backward()``, an optimizer step, the step's end), all time is
+``eval`` (its data, its forwards, its metrics), kept out of the step's phases and reported apart.
+A model run without autograd that never trains here (a teacher, a frozen encoder) stays ``forward``:
+it is part of the step.
+
 Inside torch.profiler's window (``marking``) each phase is also a ``pitstop:<phase>`` range in the
 trace, so the drill-down can put every op under the phase that ran it."""
 
@@ -21,7 +28,8 @@ import torch
 from pitstop.doctor.session import Consumer
 from pitstop.profile.clock import CudaClock, WallClock, clock_for
 
-PHASES = ("data", "h2d", "forward", "backward", "optimizer", "sync", "other")
+PHASES = ("data", "h2d", "forward", "backward", "optimizer", "sync", "other")  # a training step's
+EVAL = "eval"  # an evaluation between steps: never in the step's phases
 MAX_STEPS = 5000  # steps kept in detail (a long run's later steps add nothing to the picture)
 
 
@@ -51,6 +59,9 @@ class PhaseTimer(Consumer):
         self._pending: deque[tuple[int, list[tuple[str, Any]], Any, bool, WallClock | CudaClock]] = deque()
         self._clock_chosen = False
         self._discard = False
+        self.trained: set[int] = set()  # roots seen in a forward with autograd
+        self.evaluating = False
+        self._forwards: list[bool] = []  # per open root forward: did it enter the forward phase
 
     # -- the timeline ------------------------------------------------------------------------
 
@@ -88,6 +99,8 @@ class PhaseTimer(Consumer):
         self._switch(self._stack[-1][0] if self._stack else "other")
 
     def _switch(self, phase: str) -> None:
+        if self.evaluating:
+            phase = EVAL  # everything of an evaluation is eval, whatever it calls
         if self._marks and self._marks[-1][0] != phase:
             self._marks.append((phase, self.clock.mark()))
 
@@ -102,24 +115,43 @@ class PhaseTimer(Consumer):
     def on_root_forward_start(self, module: torch.nn.Module) -> None:
         if not self._clock_chosen:
             self._choose_clock(module)
-        self.enter("forward")
+        training = torch.is_grad_enabled()
+        if training:
+            self.trained.add(id(module))
+            self._end_eval()
+        elif id(module) in self.trained and not self.evaluating:
+            self.evaluating = True
+            self.enter(EVAL)
+        self._forwards.append(not self.evaluating)
+        if not self.evaluating:
+            self.enter("forward")
 
     def on_root_forward(self, module: torch.nn.Module, output: Any, grad_enabled: bool) -> None:
-        self.leave("forward")
+        if self._forwards.pop() if self._forwards else True:
+            self.leave("forward")
+
+    def _end_eval(self) -> None:
+        """Training resumes: the evaluation's phase ends."""
+        if self.evaluating:
+            self.evaluating = False
+            self.leave(EVAL)
 
     def on_backward(self, tensors: list[torch.Tensor], gradients: list[Any], retain_graph: bool, site: str) -> None:
+        self._end_eval()
         self.enter("backward")
 
     def on_backward_done(self, tensors: list[torch.Tensor], retain_graph: bool, site: str) -> None:
         self.leave("backward")
 
     def on_step_start(self, optimizer: torch.optim.Optimizer) -> None:
+        self._end_eval()
         self.enter("optimizer")
 
     def on_step_done(self, optimizer: torch.optim.Optimizer) -> None:
         self.leave("optimizer")
 
     def on_iteration(self, step: int) -> None:
+        self._end_eval()
         while self._stack:  # a phase left open (a backward that raised) ends with its step
             self.leave(self._stack[0][0])
         end = self.clock.mark()
@@ -151,7 +183,7 @@ class PhaseTimer(Consumer):
                     return
                 clock.wait(end)
             self._pending.popleft()
-            times = dict.fromkeys(PHASES, 0.0)
+            times = dict.fromkeys((*PHASES, EVAL), 0.0)
             for (phase, a), (_, b) in zip(marks, [*marks[1:], ("", end)], strict=True):
                 times[phase] += clock.seconds(a, b)
             wall = clock.seconds(marks[0][1], end)

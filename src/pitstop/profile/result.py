@@ -1,10 +1,14 @@
 """``ProfileReport``: the values of a profile run (renderers live in ``pitstop.report.profile``).
 
-Statistics come from the measured steps (the first step and the drill-down's window left out):
-the step's median and the 95% interval of that median; each phase's share of the total time over
-those steps, and its ``median_ms`` as that share of the median step, so the phases add up to the
-median step exactly. A phase that was never measured (no DataLoader, no CUDA copies) has
-``median_ms`` and ``share`` None: shown as "not measured", never as 0."""
+Statistics come from the measured steps (the first step and the drill-down's window left out),
+each step's time without its evaluation (``eval``: a validation loop between two steps, reported
+apart: ``evaluation``) and without the stalls (a step far outside the distribution: more than 3x
+the median and 10 median absolute deviations above it; each reported with its step and the phase
+that took the time, never spread over the others). The step's median and the 95% interval of that
+median; each phase's ``median_ms`` and ``ci95`` from its own per-step values (so the value lies
+inside its interval, and one slow step moves nothing), its ``share`` that median over the median
+step (the shares need not add up to 100%: medians do not add). A phase that was never measured (no
+DataLoader, no CUDA copies) has ``median_ms`` and ``share`` None: "not measured", never 0."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from typing import Any
 
 from pitstop import _render
 from pitstop._document import envelope
-from pitstop.profile.phases import PHASES, StepTimes
+from pitstop.profile.phases import EVAL, PHASES, StepTimes
 from pitstop.stats import median_ci
 
 
@@ -35,6 +39,10 @@ class ProfileReport:
     exit: dict[str, Any] = field(default_factory=lambda: {"status": "ok"})
     internal: list[str] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
+    evaluation: dict[str, Any] | None = None  # {"count", "median_ms", "share_of_wall"}: validation between steps
+    distributed: dict[str, Any] | None = None  # under torchrun, on rank 0: world, ranks (summaries), skew, straggler
+    comm_wait_ms: float | None = None  # this rank's median wait for the gradient all-reduce per step
+    stalls: list[dict[str, Any]] = field(default_factory=list)  # {"step", "wall_ms", "median_ms", "phase", "phase_ms"}
 
     def share(self, phase: str) -> float | None:
         """A phase's share of the step (None: not measured)."""
@@ -50,12 +58,13 @@ class ProfileReport:
         return envelope("profile", self.environment, script=self.script, exit=self.exit, steps=self.steps,
                         clock=self.clock, step_ms=self.step_ms, phases=self.phases, syncs=self.syncs,
                         top_ops=self.top_ops, drill_down=self.drill_down, verdict=self.verdict,
-                        timeline=self.timeline, internal=self.internal)
+                        evaluation=self.evaluation, stalls=self.stalls, distributed=self.distributed,
+                        comm_wait_ms=self.comm_wait_ms, timeline=self.timeline, internal=self.internal)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ProfileReport:
         keys = ("step_ms", "phases", "syncs", "top_ops", "verdict", "steps", "timeline", "drill_down", "clock",
-                "script", "exit", "internal", "environment")
+                "script", "exit", "internal", "environment", "evaluation", "stalls", "distributed", "comm_wait_ms")
         return cls(**{k: d[k] for k in keys if k in d and d[k] is not None})
 
     def table(self) -> str:
@@ -68,23 +77,72 @@ class ProfileReport:
         return _render.html(self)
 
 
-def summarize_steps(steps: list[StepTimes], seen: set[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """``step_ms`` and the phase rows over the measured steps (all steps when none is measured)."""
+STALL_RATIO, STALL_MADS = 3.0, 10.0  # a stall: over 3x the median step and 10 MADs above it
+
+
+@dataclass
+class Summary:
+    """What the measured steps say: the step, each phase, the evaluation between steps, the stalls."""
+
+    step_ms: dict[str, Any]
+    phases: list[dict[str, Any]]
+    evaluation: dict[str, Any] | None = None
+    stalls: list[dict[str, Any]] = field(default_factory=list)
+
+
+def summarize_steps(steps: list[StepTimes], seen: set[str]) -> Summary:
+    """The statistics of the measured steps (all steps when none is measured); see the module's docstring."""
     chosen = [s for s in steps if s.measured] or steps
-    walls = [s.wall_s * 1e3 for s in chosen]
-    if not walls or sum(walls) <= 0:
-        return ({"median": None, "ci95": None, "n": 0},
-                [{"name": p, "median_ms": None, "share": None, "ci95": None} for p in PHASES])
-    median, total = statistics.median(walls), sum(walls)
+    train = [(s, (s.wall_s - s.phases.get(EVAL, 0.0)) * 1e3) for s in chosen]
+    if not train or sum(ms for _, ms in train) <= 0:
+        return Summary({"median": None, "ci95": None, "n": 0},
+                       [{"name": p, "median_ms": None, "share": None, "ci95": None} for p in PHASES],
+                       _evaluation(steps))
+    kept, stalls = _without_stalls(train)
+    walls = [ms for _, ms in kept]
+    median = statistics.median(walls)
     rows: list[dict[str, Any]] = []
     for phase in PHASES:
         if phase not in seen:
             rows.append({"name": phase, "median_ms": None, "share": None, "ci95": None})
             continue
-        per_step = [s.phases[phase] * 1e3 for s in chosen]
-        share = sum(per_step) / total
-        rows.append({"name": phase, "median_ms": share * median, "share": share, "ci95": list(median_ci(per_step))})
-    return {"median": median, "ci95": list(median_ci(walls)), "n": len(walls)}, rows
+        per_step = [s.phases[phase] * 1e3 for s, _ in kept]
+        value = statistics.median(per_step)
+        rows.append({"name": phase, "median_ms": value, "share": value / median if median else None,
+                     "ci95": list(median_ci(per_step))})
+    return Summary({"median": median, "ci95": list(median_ci(walls)), "n": len(walls)}, rows, _evaluation(steps),
+                   stalls)
+
+
+Timed = list[tuple[StepTimes, float]]  # a step and its training time (ms)
+
+
+def _without_stalls(train: Timed) -> tuple[Timed, list[dict[str, Any]]]:
+    """The steps without the stalls, and the stalls: each with the phase that took the excess time."""
+    walls = [ms for _, ms in train]
+    median = statistics.median(walls)
+    mad = statistics.median(abs(w - median) for w in walls)
+    limit = max(STALL_RATIO * median, median + STALL_MADS * mad)
+    if len(train) < 5:
+        return train, []
+    kept = [(s, ms) for s, ms in train if ms <= limit]
+    typical = {p: statistics.median(s.phases[p] * 1e3 for s, _ in kept) for p in PHASES}
+    stalls = []
+    for s, ms in train:
+        if ms > limit:
+            phase = max(PHASES, key=lambda p: s.phases[p] * 1e3 - typical[p])
+            stalls.append({"step": s.step, "wall_ms": ms, "median_ms": median, "phase": phase,
+                           "phase_ms": s.phases[phase] * 1e3})
+    return kept, stalls
+
+
+def _evaluation(steps: list[StepTimes]) -> dict[str, Any] | None:
+    """The evaluations between steps: how many, the median time of one, their share of the run."""
+    evals = [s.phases.get(EVAL, 0.0) * 1e3 for s in steps if s.phases.get(EVAL, 0.0) > 0]
+    wall = sum(s.wall_s for s in steps) * 1e3
+    if not evals or wall <= 0:
+        return None
+    return {"count": len(evals), "median_ms": statistics.median(evals), "share_of_wall": sum(evals) / wall}
 
 
 def timeline(steps: list[StepTimes], limit: int = 500) -> list[dict[str, Any]]:

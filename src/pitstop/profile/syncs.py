@@ -25,8 +25,8 @@ from typing import Any
 
 import torch
 
+from pitstop._frames import kind_of, site
 from pitstop.doctor.session import Consumer
-from pitstop.doctor.sites import short_path
 from pitstop.profile.phases import PhaseTimer
 
 _TORCH = os.path.dirname(torch.__file__)
@@ -138,18 +138,20 @@ class SyncWatch(Consumer):
             record[1] += spent
 
     def _where(self, frame: Any, on_device: bool) -> str | None:
-        """The user's ``file:line`` for a call made from ``frame``; None when it is not the user's."""
+        """The user's ``file:line`` for a call made from ``frame`` (the deepest frame in the user's
+        files, the library frame that made the call after it); None for pitstop's and torch's own."""
+        library = None
         while frame is not None:
             path = frame.f_code.co_filename
-            shown = self._paths.get(path, "")
-            if shown == "":
-                shown = self._paths[path] = _user_path(path)
-            if shown is not None:
-                return f"{shown}:{frame.f_lineno}"
+            kind = kind_of(path)
+            if kind == "user":
+                return site((path, frame.f_lineno), library)
             if path.startswith(_PITSTOP) or (not on_device and path.startswith(_TORCH)):
-                return None
+                return None  # pitstop's own call, or torch calling itself on the host
+            if kind == "library" and library is None:
+                library = (path, frame.f_lineno)
             frame = frame.f_back
-        return None
+        return site(None, library) or None
 
     # -- session events ---------------------------------------------------------------------------
 
@@ -177,13 +179,6 @@ class SyncWatch(Consumer):
             spent = spent + [0.0] * (n - len(spent))
             rows.append({"where": where, "kind": kind, "per_step": calls / n, "ms": statistics.median(spent) * 1e3})
         return sorted(rows, key=lambda r: (-r["ms"], r["where"]))
-
-
-def _user_path(path: str) -> str | None:
-    """The path as shown for user code; None for torch, pitstop and the interpreter's own frames."""
-    if path.startswith((_TORCH, _PITSTOP, "<frozen ")) or path.endswith("/runpy.py"):
-        return None
-    return short_path(path)
 
 
 def _target(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:

@@ -54,8 +54,21 @@ def input_bound(f: Facts) -> dict[str, Any] | None:
         return None
     o = f.observed
     loader = f"{o.dataset or 'the Dataset'}" + (f", batch size {o.batch_size}" if o.batch_size else "")
-    return _entry("input-bound", share, 0.9 * share,
-                  f"{share:.0%} of each step waits for the DataLoader ({loader}; num_workers={o.workers})",
+    evidence = f"{share:.0%} of each step waits for the DataLoader ({loader}; num_workers={o.workers})"
+    if o.workers == 0 and o.dataset == "TensorDataset" and (o.batch_size or 0) > 1:
+        return _entry("input-bound", share, 0.8 * share, evidence + ": the tensors are in memory, indexed one "
+                      f"sample at a time ({o.batch_size} __getitem__ calls and a collate per batch)",
+                      "index a batch at a time, no worker needed: DataLoader(dataset, batch_size=None, "
+                      f"sampler=BatchSampler(RandomSampler(dataset), batch_size={o.batch_size}, drop_last=False)) "
+                      "(a TensorDataset takes a list of indices); pitstop profile again measures it")
+    spare = f.physical_cores - o.threads
+    if o.workers == 0 and spare <= 0:
+        return _entry("input-bound", share, 0.3 * share, evidence + f"; torch computes on {o.threads} threads of "
+                      f"{f.physical_cores} physical cores, so loader workers would compete with it",
+                      "make __getitem__ and the collate cheaper first (workers have no core of their own here); "
+                      "pitstop data FILE.py:FACTORY (a factory returning this Dataset) measures workers against "
+                      "threads on this machine")
+    return _entry("input-bound", share, 0.9 * share, evidence,
                   "pitstop data FILE.py:FACTORY (a factory returning this Dataset) measures num_workers, "
                   "pin_memory and prefetch on it and recommends the fastest")
 

@@ -32,15 +32,53 @@ def _headline(doc: dict[str, Any]) -> str:
 
 
 def _phase_lines(doc: dict[str, Any]) -> list[str]:
-    lines = [f"{'phase':<10} {'ms/step':>9} {'share':>6}  95% CI of its median (ms)"]
+    """Each phase's median over the training steps and its interval (the value lies inside it)."""
+    lines = [f"{'phase':<10} {'ms/step':>9} {'share':>6}  95% CI of its median (ms)   (medians per step: they need "
+             "not add up)"]
     for p in doc.get("phases", []):
         if p.get("share") is None:
             lines.append(f"{p['name']:<10} {NOT_MEASURED.get(p['name'], 'not measured')}")
             continue
         ci = p.get("ci95") or [None, None]
         lines.append(f"{p['name']:<10} {p['median_ms']:>9.3g} {p['share']:>6.0%}  {_num(ci[0])}-{_num(ci[1])}")
-    total = sum(p["median_ms"] for p in doc.get("phases", []) if p.get("median_ms") is not None)
-    lines.append(f"{'step':<10} {total:>9.3g} {'100%':>6}")
+    step = doc.get("step_ms") or {}
+    lines.append(f"{'step':<10} {step.get('median') or 0:>9.3g} {'100%':>6}  {_num((step.get('ci95') or [None])[0])}-"
+                 f"{_num((step.get('ci95') or [None, None])[1])}")
+    return lines
+
+
+def _rank_lines(doc: dict[str, Any]) -> list[str]:
+    """Under torchrun: one line per rank (its step, its work per phase, its all-reduce wait)."""
+    job = doc.get("distributed")
+    if not job:
+        return []
+    skew = f"; step-time skew {job['skew']:.2f}x (slowest / fastest rank)" if job.get("skew") else ""
+    lines = [f"ranks: {job['world']}{skew}", f"  {'rank':<5} {'step ms':>8} {'data':>7} {'forward':>8} {'backward':>9} "
+                                             f"{'optimizer':>10} {'all-reduce wait':>16}"]
+    for r in job.get("ranks", []):
+        if r.get("missing"):
+            lines.append(f"  {r['rank']:<5} left no summary (crashed, or still running when rank 0 ended)")
+            continue
+        ph = r.get("phases", {})
+        lines.append(f"  {r['rank']:<5} {_num(r.get('step_ms')):>8} {_num(ph.get('data')):>7} "
+                     f"{_num(ph.get('forward')):>8} {_num(ph.get('backward')):>9} {_num(ph.get('optimizer')):>10} "
+                     f"{_num(r.get('comm_wait_ms')):>16}")
+    return lines
+
+
+def _apart_lines(doc: dict[str, Any]) -> list[str]:
+    """The evaluation between steps and the stalls, each kept out of the phases above."""
+    lines = []
+    ev = doc.get("evaluation")
+    if ev:
+        lines.append(f"eval (the trained model without autograd between steps: validation): {ev['count']} time(s), "
+                     f"{ev['median_ms']:.3g} ms each (median), {ev['share_of_wall']:.0%} of the run's wall time; "
+                     "not in the steps above")
+    for s in (doc.get("stalls") or [])[:5]:
+        lines.append(f"stall at step {s['step']}: {s['wall_ms']:.3g} ms (median step {s['median_ms']:.3g} ms), "
+                     f"{s['phase_ms']:.3g} ms of it in {s['phase']}; left out of the phases above")
+    if len(doc.get("stalls") or []) > 5:
+        lines.append(f"... and {len(doc['stalls']) - 5} more stalls")
     return lines
 
 
@@ -74,7 +112,9 @@ def _verdict_lines(doc: dict[str, Any]) -> list[str]:
         return ["verdict: no cause found"]
     lines = ["verdict (largest expected saving first):"]
     for i, v in enumerate(verdict, 1):
-        lines.append(f"  {i}. {v['cause']} ({v['share']:.0%} of the step; fix saves ~{v['saves']:.0%}): "
+        who = f" on rank {v['rank']}" if v.get("rank") is not None else ""
+        lines.append(f"  {i}. {v['cause']}{who} ({v['share']:.0%} of the step; fix saves ~{v['saves']:.0%}, "
+                     "an estimate): "
                      f"{v['evidence']}")
         lines.append(f"     -> {v['action']}")
     return lines
@@ -84,7 +124,10 @@ def render_text(doc: dict[str, Any]) -> str:
     """The terminal report."""
     parts = [_headline(doc)]
     if (doc.get("step_ms") or {}).get("median"):
-        parts += ["\n".join(_phase_lines(doc)), "\n".join(_sync_lines(doc))]
+        parts += ["\n".join(_phase_lines(doc))]
+        parts += ["\n".join(_apart_lines(doc))] if _apart_lines(doc) else []
+        parts += ["\n".join(_rank_lines(doc))] if _rank_lines(doc) else []
+        parts += ["\n".join(_sync_lines(doc))]
         ops = _op_lines(doc)
         if ops:
             parts.append("\n".join(ops))

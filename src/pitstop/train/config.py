@@ -18,6 +18,7 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "optimizer": ("for-loop", "foreach", "fused"),
     "zero_grad": ("none", "zeros"),
     "layout": (None, "channels_last"),
+    "ddp": (None, "grad-view", "static-graph", "bucket-100"),
 }
 
 
@@ -33,6 +34,7 @@ class TrainConfig:
     threads: int | None = None  # None = the run's thread count
     micro_batch: int | None = None  # None = the whole batch; else accumulate batch/micro_batch passes
     checkpoint: tuple[str, ...] = ()  # blocks run under activation checkpointing
+    ddp: str | None = None  # a DDP knob (a script under torchrun): gradient_as_bucket_view, static_graph, bucket size
 
     def __post_init__(self) -> None:
         for axis, choices in _CHOICES.items():
@@ -63,6 +65,8 @@ class TrainConfig:
             parts.append(f"micro{self.micro_batch}")
         if self.checkpoint:
             parts.append(f"checkpoint{len(self.checkpoint)}")
+        if self.ddp:
+            parts.append(f"ddp-{self.ddp}")
         if self.threads is not None:
             parts.append(f"threads{self.threads}")
         return parts
@@ -104,6 +108,8 @@ _PARTS: dict[str, tuple[str, Any]] = {
     "compile-reduce-overhead": ("compile", "reduce-overhead"), "compiled-autograd": ("compile", "compiled-autograd"),
     "foreach": ("optimizer", "foreach"), "fused": ("optimizer", "fused"),
     "zero-grad-zeros": ("zero_grad", "zeros"), "channels_last": ("layout", "channels_last"),
+    "ddp-grad-view": ("ddp", "grad-view"), "ddp-static-graph": ("ddp", "static-graph"),
+    "ddp-bucket-100": ("ddp", "bucket-100"),
 }
 
 

@@ -34,6 +34,7 @@ _OPTIONS: dict[str, tuple[Any, ...]] = {
     "optimizer": ("foreach", "fused"),
     "zero_grad": ("zeros",),
     "layout": ("channels_last",),
+    "ddp": ("grad-view", "static-graph", "bucket-100"),
 }
 
 
@@ -157,7 +158,8 @@ class TrainSearch(StagedSearch):
     def singles(self) -> list[TrainConfig]:
         """Each technique alone (gated ones become ``skipped`` rows)."""
         axes, b = self.settings.axes, self.settings.batch
-        configs = [NAIVE.with_(**{axis: option}) for axis in axes if axis in _OPTIONS for option in _OPTIONS[axis]]
+        configs = [NAIVE.with_(**{axis: option}) for axis in axes if axis in _OPTIONS for option in _OPTIONS[axis]
+                   if axis != "ddp" or self.group.target.ddp]
         if "threads" in axes:
             from pitstop._env import physical_cores
 

@@ -10,7 +10,7 @@ from pitstop._settings import check_numbers
 from pitstop.bench.timer import TimingPolicy
 from pitstop.errors import SettingError
 
-AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint")
+AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint", "ddp")
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,13 @@ class TrainSettings:
     axes: tuple[str, ...] = AXES
     memory_budget_bytes: int | None = None  # checkpointing and micro-batches are tried to fit it
     batch_dim: int = 0  # the batch dimension of the inputs and the target (1 for sequence-first batches)
+    nproc_per_node: int = 1  # a script: each variant a torchrun job of this many ranks
     policy: TimingPolicy = field(default_factory=TimingPolicy)
     worker_env: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         check_numbers(self)
-        for name in ("threads", "replicas", "seeds", "trajectory_steps"):
+        for name in ("threads", "replicas", "seeds", "trajectory_steps", "nproc_per_node"):
             _positive_int(name, getattr(self, name))
         for name in ("batch_size", "steps", "memory_budget_bytes"):
             if getattr(self, name) is not None:
@@ -74,7 +75,8 @@ class TrainSettings:
                 "trajectory_steps": self.trajectory_steps, "seeds": self.seeds, "tolerance": self.tolerance,
                 "replicas": self.replicas, "isolate": self.isolate, "timeout_s": self.timeout_s,
                 "techniques": list(self.axes), "memory_budget_bytes": self.memory_budget_bytes,
-                "batch_dim": self.batch_dim, "worker_env": dict(self.worker_env), "timing": self.policy.to_dict()}
+                "batch_dim": self.batch_dim, "nproc_per_node": self.nproc_per_node, "worker_env": dict(self.worker_env),
+                "timing": self.policy.to_dict()}
 
 
 def _positive_int(name: str, value: Any) -> None:

@@ -23,7 +23,8 @@ class Watched:
     params: list[weakref.ref[torch.Tensor]] = field(default_factory=list)  # not yet seen changing
     first: list[float] = field(default_factory=list)  # their norms before the first update
     changed: set[int] = field(default_factory=set)
-    compared: set[int] = field(default_factory=set)  # compared at least once while alive
+    compared: set[int] = field(default_factory=set)  # compared exactly at least once while alive
+    snapshots: dict[int, torch.Tensor] = field(default_factory=dict)  # a suspect's values (CPU copy)
     size: int = 0  # parameters in its groups when last recorded
     checked_at: int = 0  # steps when the values were last compared
 
@@ -35,7 +36,10 @@ class ParameterNotLearning(Check):
 
     Values are compared with their first-step norms at sync points, less often as the run goes
     on (after 2, 4, 8, ... steps) and only for parameters not yet seen changing: usually every
-    parameter has changed at the first comparison and nothing more is read."""
+    parameter has changed at the first comparison and nothing more is read. A norm that did not
+    move proves nothing (an embedding whose rows are updated sparsely keeps its norm to 8 digits):
+    such a suspect is copied once and later compared element by element (``torch.equal``), and
+    only a parameter whose every element stayed is "never changed"."""
 
     code = "PIT105"
 
@@ -82,10 +86,25 @@ class ParameterNotLearning(Check):
         alive = [(i, p) for i, p in enumerate(r() for r in w.params) if p is not None]
         if alive:
             now = _norms([p for _, p in alive])
-            w.compared.update(id(p) for _, p in alive)
             w.changed.update(id(p) for (i, p), v in zip(alive, now, strict=True) if v != w.first[i])
+            for _, p in alive:
+                if id(p) not in w.changed:
+                    self._exactly(w, p)
         keep = [i for i, p in alive if id(p) not in w.changed]
         w.params, w.first = [w.params[i] for i in keep], [w.first[i] for i in keep]
+        w.snapshots = {k: v for k, v in w.snapshots.items() if k not in w.changed}
+
+    def _exactly(self, w: Watched, p: torch.Tensor) -> None:
+        """A suspect (its norm did not move): compared with its copy element by element, or copied now."""
+        with torch.no_grad():
+            values = p.detach().to("cpu", copy=True)
+        before = w.snapshots.get(id(p))
+        if before is None:
+            w.snapshots[id(p)] = values
+            return
+        w.compared.add(id(p))
+        if not torch.equal(values, before):
+            w.changed.add(id(p))
 
     def on_finish(self) -> None:
         for w in self.watched.values():

@@ -13,7 +13,7 @@ from pitstop.train.script.group import ScriptGroup, ScriptSource
 from pitstop.train.search import TrainOutcome, TrainSearch
 from pitstop.train.settings import TrainSettings
 
-SCRIPT_AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads")
+SCRIPT_AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "ddp")
 
 
 def train_script(script: str, args: list[str], settings: TrainSettings, *, json_path: Any = None,

@@ -125,6 +125,8 @@ class Server:
         path = self.job.get("reference")
         if not path:
             return {}
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # each rank of a torchrun job has its own shard's gradients
+            path = f"{path}.rank{os.environ.get('RANK', '0')}"
         if self.job.get("discover"):
             torch.save(self.probe.first_grads, path)
             return {}
@@ -269,8 +271,15 @@ def _exit(code: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Entry point: ready, the setup request, then the script."""
-    conn = Connection(int(argv[1]))
+    """Entry point: ready, the setup request, then the script. ``FD``: the connection pitstop passed;
+    ``--connect ADDRESS``: a rank of a torchrun job connects to pitstop's listener and says its rank."""
+    if argv[1] == "--connect":
+        from multiprocessing.connection import Client
+
+        conn = Client(argv[2], family="AF_UNIX")
+        conn.send(("rank", int(os.environ.get("RANK", "0"))))
+    else:
+        conn = Connection(int(argv[1]))
     conn.send(("ready", time.monotonic()))
     try:
         method, job = conn.recv()

@@ -81,6 +81,8 @@ def plan(config: TrainConfig, found: dict[str, Any], device: str = "cpu") -> lis
         changes += _zero_grad(found, kind)
     if config.layout:
         changes += [_before_training(found, "{model}.to(memory_format=torch.channels_last)", "channels_last")]
+    if config.ddp:
+        changes.append(_ddp(config, found))
     if config.threads is not None:
         changes.append(Change("after-imports", found["script"], 1, f"torch.set_num_threads({int(config.threads)})",
                               why=f"threads{config.threads}"))
@@ -156,6 +158,17 @@ def _unique(sites: list[dict[str, Any]]) -> list[dict[str, Any]]:
             seen.add(key)
             out.append(o)
     return out
+
+
+def _ddp(config: TrainConfig, found: dict[str, Any]) -> Change:
+    from pitstop.train.variants.ddp import KEYWORDS
+
+    sites = [d for d in (found.get("sites") or {}).get("ddp", []) if d.get("site")]
+    if not sites:
+        raise NotMechanical("the DistributedDataParallel is not built in your files")
+    site = sites[0]["site"]
+    return Change("keyword", site["file"], site["line"], KEYWORDS[str(config.ddp)],
+                  callee="DistributedDataParallel|DDP", why=f"ddp-{config.ddp}")
 
 
 def _zero_grad(found: dict[str, Any], kind: str) -> list[Change]:

@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 from types import FrameType
 from typing import Any
 
-_LIBRARY = tuple(sorted({os.path.realpath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")
-                         if (p := sysconfig.get_paths().get(key))}, key=len, reverse=True))
+from pitstop._frames import is_user_file
+
 _PITSTOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__)))) + os.sep
-
-
-def is_user_file(path: str) -> bool:
-    """Whether ``path`` is the user's code (not a library's, not pitstop's, not generated)."""
-    if not path or path.startswith("<"):
-        return False
-    real = os.path.realpath(path)
-    return not real.startswith(_PITSTOP) and not real.startswith(_LIBRARY) and "site-packages" not in real
 
 
 def user_frames(frame: FrameType | None) -> list[FrameType]:

@@ -59,7 +59,7 @@ class ScriptGroup(TrainGroup):
         """Run the unmodified script (seed 0) for a few steps and learn where its training step is."""
         s = self.settings
         self.on_event("phase", {"text": f"{self.script.name}: finding the training step (a few steps of the script)"})
-        worker = ScriptWorker(self.workdir / "discover.log", None, self._env(NAIVE))
+        worker = self._worker(NAIVE, self.workdir / "discover.log")
         try:
             worker.send("setup", **self._script_job(NAIVE, seed=0, discover=True))
             worker.receive(s.timeout_s)
@@ -95,6 +95,8 @@ class ScriptGroup(TrainGroup):
                                   compiler=bool(found["peaks"].get("compiler")),
                                   physical_cores=int(found["peaks"].get("physical_cores", 1)),
                                   has_4d_input=4 in forward.get("input_dims", []), batch_size=1,
+                                  ddp=self.settings.nproc_per_node > 1 and any(
+                                      d.get("site") for d in (found.get("sites") or {}).get("ddp", [])),
                                   optimizer_flags=tuple(sorted(set.intersection(*flags))) if flags else ("fused",))
         self.problem = Problem(OptimizerSpec.named(found.get("optimizers", ["AdamW"])[0] or "AdamW"),
                                LossSpec("what the script calls backward() on", kind="own"))
@@ -134,6 +136,10 @@ class ScriptGroup(TrainGroup):
         return None
 
     def _worker(self, config: TrainConfig, log: Path) -> Any:
+        if self.settings.nproc_per_node > 1:
+            from pitstop.train.script.torchrun import TorchrunWorker
+
+            return TorchrunWorker(log, self.settings.nproc_per_node, self._env(config))
         return ScriptWorker(log, None, self._env(config))
 
     def _setup_request(self, v: _Live, k: int, i: int, workdir: Path, policy: TimingPolicy) -> dict[str, Any]:

@@ -37,7 +37,7 @@ class Probe:
         self.first_grads: dict[str, torch.Tensor] = {}  # step-1 gradients, by optimizer/group/param index
         self.optimizers: list[torch.optim.Optimizer] = []
         self.sites: dict[str, Any] = {"optimizers": [], "zero_grad": [], "forward": None, "backward": None,
-                                      "model": None, "trainers": []}
+                                      "model": None, "trainers": [], "ddp": []}
         self._handles: list[Any] = []
         self._orig: dict[str, Any] = {}
 
@@ -68,6 +68,20 @@ class Probe:
         torch.optim.Optimizer.zero_grad = zero_grad  # type: ignore[method-assign,assignment]
         for cls in (torch.no_grad, torch.inference_mode):
             self._time_regions(cls)
+        if self.discover:
+            self._watch_ddp()
+
+    def _watch_ddp(self) -> None:
+        """Where the script builds its DistributedDataParallel (its knobs are keywords of that call)."""
+        from torch.nn.parallel import DistributedDataParallel
+
+        original, sites = DistributedDataParallel.__init__, self.sites["ddp"]
+
+        def __init__(module: Any, *args: Any, **kwargs: Any) -> None:
+            sites.append({"site": caller_site(), "keywords": sorted(kwargs)})
+            original(module, *args, **kwargs)
+
+        DistributedDataParallel.__init__ = __init__  # type: ignore[method-assign,assignment]
 
     def _time_regions(self, cls: Any) -> None:
         """Time spent under ``no_grad`` / ``inference_mode`` (validation inside a step's interval)."""

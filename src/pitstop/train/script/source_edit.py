@@ -114,8 +114,8 @@ def wrap(text: str, forward: Where, backward: Where, header: str) -> str:
 def _call_at(tree: ast.Module, line: int, callee: str | None) -> ast.Call:
     """The call covering ``line`` (its callee named ``callee`` when given): the innermost such."""
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and n.lineno <= line <= (n.end_lineno or n.lineno)]
-    if callee:
-        calls = [c for c in calls if _callee_name(c).endswith(callee)]
+    if callee:  # "A|B": either name
+        calls = [c for c in calls if _callee_name(c).endswith(tuple(callee.split("|")))]
     if not calls:
         raise NotMechanical(f"no call{f' to {callee}' if callee else ''} at line {line}")
     starting = [c for c in calls if c.lineno == line] or calls

@@ -8,6 +8,7 @@ from pitstop.train.config import TrainConfig
 from pitstop.train.variants.base import Code, Technique, TrainTarget
 from pitstop.train.variants.checkpointing import Checkpointing
 from pitstop.train.variants.compile import Compile
+from pitstop.train.variants.ddp import DistributedKnobs
 from pitstop.train.variants.layout import Layout
 from pitstop.train.variants.micro_batch import MicroBatch
 from pitstop.train.variants.optimizer import OptimizerImpl
@@ -16,7 +17,7 @@ from pitstop.train.variants.threads import Threads
 from pitstop.train.variants.zero_grad import ZeroGrad
 
 TECHNIQUES: tuple[Technique, ...] = (Threads(), Precision(), Layout(), Checkpointing(), Compile(), OptimizerImpl(),
-                                     ZeroGrad(), MicroBatch())
+                                     ZeroGrad(), MicroBatch(), DistributedKnobs())
 
 __all__ = ["TECHNIQUES", "Code", "Technique", "TrainTarget", "codes", "gate"]
 

@@ -1,0 +1,58 @@
+"""Issue 28: ``pitstop train --nproc-per-node 2 SCRIPT``: each variant a torchrun job (gloo, 2
+ranks), every rank running the same edit, the slowest rank's step the step; DDP's own knobs are
+searched and the patch edits the DDP construction line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+JOB = """
+import torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = DDP(nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 4)))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+g = torch.Generator().manual_seed(dist.get_rank())
+for step in range(400):
+    x = torch.randn(32, 64, generator=g)
+    y = x[:, :4].argmax(1)
+    opt.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux" or shutil.which("git") is None, reason="torchrun on localhost, git")
+def test_each_variant_is_a_torchrun_job_and_the_ddp_knobs_are_searched(tmp_path):
+    (tmp_path / "job.py").write_text(textwrap.dedent(JOB))
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "40",
+                           "--techniques", "optimizer,ddp", "--replicas", "1", "--json", "t.json", "--patch",
+                           "ddp.diff", "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=900,
+                          env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert doc["settings"]["nproc_per_node"] == 2
+    assert doc["script"]["sites"]["ddp"][0]["site"]["line"] == 8  # model = DDP(...)
+    knobs = {r["variant"]: r["status"] for r in doc["results"] if r["variant"].startswith("ddp-")}
+    assert set(knobs) == {"ddp-grad-view", "ddp-static-graph", "ddp-bucket-100"} and "failed" not in knobs.values()
+    naive = next(r for r in doc["results"] if r["variant"] == "naive" and r["stage"] == "final")
+    assert len(naive["fidelity"]["trajectory"]["losses"]) == 3  # the gate ran on the job's rank 0
+    if (tmp_path / "ddp.diff").exists():
+        subprocess.run(["git", "apply", "--check", "ddp.diff"], cwd=tmp_path, check=True)
+        if "ddp-" in doc["winner"]["variant"]:
+            assert "model = DDP(nn.Sequential" in (tmp_path / "ddp.diff").read_text()
