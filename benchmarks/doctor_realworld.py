@@ -1,7 +1,8 @@
 """Does `pitstop doctor` hold up on training scripts nobody here wrote? (issue 17)
 
 Runs each public training script of `benchmarks/doctor_realworld.json` (pytorch/examples,
-nanoGPT: repo, path, commit, arguments, recorded edits, expected verdict) plain
+nanoGPT, Lightning's transformer example, the Hugging Face course's plain loop and Trainer: repo,
+path, commit, arguments, recorded edits, expected verdict) plain
 (`python script.py ARGS`) and under the doctor (`python -m pitstop doctor --json F
 --fail-on never script.py ARGS`), interleaved (plain/doctor, then doctor/plain, ...), in one
 prepared temp copy per script, and prints one line per script:
@@ -22,8 +23,9 @@ The third-party files are never committed. They live in a git-ignored corpus fol
 `OWNER+NAME/COMMIT/PATH`; `--collect MIRRORS` fills it from git mirrors laid out as
 `MIRRORS/OWNER+NAME/repo` (what the search tool's fetch gives). With the files absent the
 script says so in one line and exits 0. Packages this machine lacks (torchvision, gymnasium,
-matplotlib, requests) are stood in for by `benchmarks/doctor_realworld_shims/` (data and
-environments only), first on PYTHONPATH for both runs alike.
+matplotlib, requests, datasets, evaluate) are stood in for by `benchmarks/doctor_realworld_shims/` (data and
+environments only), first on PYTHONPATH for both runs alike (an entry's `shims` list narrows them to
+the packages it names).
 
     python benchmarks/doctor_realworld.py [--rounds 3] [--only mnist dcgan] [--json out.json]
     python benchmarks/doctor_realworld.py --collect /work/.mirror
@@ -94,9 +96,27 @@ def prepare(entry: dict[str, Any], corpus: Path, root: Path) -> Path:
     return cwd
 
 
+def shim_folder(entry: dict[str, Any]) -> Path:
+    """The shim folder for the entry: all of doctor_realworld_shims/, or only the packages its `shims` lists.
+
+    A stand-in a script does not need can mislead a library that probes for it (torchmetrics, under
+    Lightning, finds the torchvision and matplotlib shims and imports parts they lack; transformers finds
+    torchvision)."""
+    names = entry.get("shims")
+    if names is None:
+        return SHIMS
+    folder = HERE / ".corpus" / ("shims-" + "-".join(sorted(names)) if names else "shims-none")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        link = folder / name
+        if not link.exists():
+            link.symlink_to(SHIMS / name, target_is_directory=True)
+    return folder
+
+
 def environ(entry: dict[str, Any]) -> dict[str, str]:
     env = dict(os.environ, **entry.get("env", {}))
-    env["PYTHONPATH"] = os.pathsep.join([str(SHIMS), str(SRC)])
+    env["PYTHONPATH"] = os.pathsep.join([str(shim_folder(entry)), str(SRC)])
     env.setdefault("OMP_NUM_THREADS", "2")
     return env
 

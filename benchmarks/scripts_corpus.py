@@ -129,20 +129,9 @@ def prepare(entry: dict[str, Any], root: Path, hand: bool = False, corpus: Path 
 
 
 def shims(entry: dict[str, Any]) -> Path:
-    """The shim folder for the entry: all of doctor_realworld_shims/, or only the packages its `shims` lists.
-
-    A stand-in a script does not need can mislead a library that probes for it (torchmetrics, under
-    Lightning, finds the torchvision and matplotlib shims and imports parts they lack)."""
-    names = entry.get("shims")
-    if names is None:
-        return SHIMS
-    folder = HERE / ".corpus" / ("shims-" + "-".join(sorted(names)) if names else "shims-none")
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        link = folder / name
-        if not link.exists():
-            link.symlink_to(SHIMS / name, target_is_directory=True)
-    return folder
+    """The shim folder for the entry: all of doctor_realworld_shims/, or only the packages its `shims` lists
+    (shared with the doctor bench: `doctor_realworld.shim_folder`)."""
+    return _doctor.shim_folder(entry)
 
 
 def environ(entry: dict[str, Any]) -> dict[str, str]:

@@ -161,6 +161,11 @@ def _import_path() -> list[str]:
     return [os.path.abspath(p or os.getcwd()) for p in sys.path if p == "" or os.path.isdir(p)]
 
 
+def last_line_of(path: Path) -> str:
+    """The last non-empty line of a worker's log (cut to 300 characters), or ""."""
+    return _last_line(path)
+
+
 def _last_line(path: Path) -> str:
     try:
         lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]

@@ -40,7 +40,7 @@ def run_script(path: str, args: list[str], doctor: Doctor) -> tuple[DoctorReport
             print(exc.code, file=sys.stderr)
     except KeyboardInterrupt as exc:
         code = 130
-        doctor.crash = {"error": f"KeyboardInterrupt ({exc or 'Ctrl-C'})", "where": crash_site(exc)}
+        doctor.crash = {"error": f"KeyboardInterrupt ({str(exc) or 'Ctrl-C'})", "where": crash_site(exc)}
     except BaseException as exc:  # the script's own crash: its traceback, then the explanation
         traceback.print_exception(type(exc), exc, _user_tb(exc.__traceback__))
         doctor.explain(exc)

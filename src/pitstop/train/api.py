@@ -25,10 +25,8 @@ OptimizerFactory = Callable[[Any], torch.optim.Optimizer]
 
 
 def train(model: nn.Module | str, inputs: Any = None, target: Any = None, *, loss_fn: Any = None,
-          optimizer: OptimizerFactory | OptimizerSpec | None = None, time_budget_s: float = 300.0,
-          settings: TrainSettings | None = None, save: str | Path | None = None, json_path: Any = None,
-          on_event: Callable[[str, dict[str, Any]], None] | None = None, techniques: Any = None,
-          memory_budget_mb: float | None = None, **options: Any) -> TrainSetup:
+          optimizer: OptimizerFactory | OptimizerSpec | None = None, settings: TrainSettings | None = None,
+          save: str | Path | None = None, **options: Any) -> TrainSetup:
     """Find the fastest training step for ``model`` here that still trains the same, and return it.
 
     ``inputs``: a tensor, a tuple of tensors (``model(*inputs)``), a dict (``model(**inputs)``) or
@@ -46,12 +44,11 @@ def train(model: nn.Module | str, inputs: Any = None, target: Any = None, *, los
     ``threads``, ``device``, ``seed``, ``steps`` (the planned run length: compilation must pay for
     itself), ``trajectory_steps``, ``tolerance``, ``replicas``, ``isolate``, ``timeout_s``,
     ``worker_env``; ``techniques`` (axes), ``memory_budget_mb``, ``save`` (a directory for
-    recipe.py, written whole), ``json_path``, ``on_event``. Returns a ``TrainSetup``:
+    recipe.py, written whole), ``json_path``, ``on_event``, ``time_budget_s`` (default 300). Returns a ``TrainSetup``:
     ``model, optimizer, step = setup.apply(model)``; ``setup.report``; ``setup.recipe``. Raises
     ``ReferenceFailed`` when the fp32 reference itself fails (nothing is recommended or saved)."""
-    report = run_train(model, inputs, target, loss_fn=loss_fn, optimizer=optimizer, time_budget_s=time_budget_s,
-                       settings=settings, save=save, json_path=json_path, on_event=on_event, techniques=techniques,
-                       memory_budget_mb=memory_budget_mb, **options)
+    report = run_train(model, inputs, target, loss_fn=loss_fn, optimizer=optimizer, settings=settings, save=save,
+                       **options)
     if report.outcome.interrupted:
         raise KeyboardInterrupt  # the partial report is in json_path
     if report.outcome.failed:
@@ -60,12 +57,14 @@ def train(model: nn.Module | str, inputs: Any = None, target: Any = None, *, los
 
 
 def run_train(model: nn.Module | str, inputs: Any = None, target: Any = None, *, loss_fn: Any = None,
-              optimizer: OptimizerFactory | OptimizerSpec | None = None, time_budget_s: float = 300.0,
-              settings: TrainSettings | None = None, save: str | Path | None = None, json_path: Any = None,
-              on_event: Callable[[str, dict[str, Any]], None] | None = None, techniques: Any = None,
-              memory_budget_mb: float | None = None, target_flag: str = "target", **options: Any) -> TrainReport:
-    """The search alone, returning the report (the CLI prints it even when interrupted or failed)."""
-    resolved = _settings(settings, options, time_budget_s, techniques, memory_budget_mb)
+              optimizer: OptimizerFactory | OptimizerSpec | None = None, settings: TrainSettings | None = None,
+              save: str | Path | None = None, **options: Any) -> TrainReport:
+    """The search alone, returning the report (the CLI prints it even when interrupted or failed).
+    Besides ``TrainSettings`` fields, ``options`` take ``json_path``, ``on_event``, ``techniques``,
+    ``memory_budget_mb`` and ``target_flag`` (the option that gave a target spec, for messages)."""
+    json_path, on_event = options.pop("json_path", None), options.pop("on_event", None)
+    target_flag = options.pop("target_flag", "target")
+    resolved = _settings(settings, options)
     source = make_source(model, inputs, resolved.seed)
     request = _request(source, target, loss_fn, optimizer, target_flag)
     out = _result_file(json_path)
@@ -84,10 +83,11 @@ def run_train(model: nn.Module | str, inputs: Any = None, target: Any = None, *,
     return report
 
 
-def _settings(settings: TrainSettings | None, options: dict[str, Any], time_budget_s: float, techniques: Any,
-              memory_budget_mb: float | None) -> TrainSettings:
-    """The settings: ``options`` over ``settings``, the budget, axes and memory budget folded in."""
-    extra: dict[str, Any] = {"time_budget_s": time_budget_s}
+def _settings(settings: TrainSettings | None, options: dict[str, Any]) -> TrainSettings:
+    """The settings: ``options`` over ``settings``, the axes (``techniques``) and the memory budget
+    (``memory_budget_mb``) folded in."""
+    techniques, memory_budget_mb = options.pop("techniques", None), options.pop("memory_budget_mb", None)
+    extra: dict[str, Any] = {}
     if techniques is not None:
         extra["axes"] = tuple(techniques)
     if memory_budget_mb is not None:

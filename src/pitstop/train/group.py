@@ -66,6 +66,7 @@ class TrainGroup:
         self.isolation = "process"
         self.band: dict[str, Any] | None = None
         self.info: dict[str, Any] = {}
+        self.one_thread = False  # a busy machine: every variant measured on one thread, compared by CPU time
         self._groups = 0
         self._prepared = False
 
@@ -217,12 +218,19 @@ class TrainGroup:
         """A worker for one replica of ``config``."""
         if self.inline:
             return InlineTrainWorker(self.module)
-        return TrainProcessWorker(log, config.threads or self.settings.threads, self._env(config))
+        return TrainProcessWorker(log, self.measured(config).threads or self.settings.threads, self._env(config))
+
+    def measured(self, config: TrainConfig) -> TrainConfig:
+        """The config as it is measured: on one thread when the machine is busy (``one_thread``).
+        On two cores with both busy, a two-thread step spends most of its time waiting for the
+        descheduled thread at every barrier; one thread's CPU time per step is the work itself."""
+        return config.with_(threads=1) if self.one_thread else config
 
     def _setup_request(self, v: _Live, k: int, i: int, workdir: Path, policy: TimingPolicy) -> dict[str, Any]:
         """The ``setup`` request of replica ``i`` of the ``k``-th variant."""
-        return {"payload_path": str(self.payload), "recipe": self.recipe(v.config),
-                "threads": v.config.threads or self.settings.threads, "device": self.settings.device,
+        config = self.measured(v.config)
+        return {"payload_path": str(self.payload), "recipe": self.recipe(config),
+                "threads": config.threads or self.settings.threads, "device": self.settings.device,
                 "policy": policy.to_dict(), "seed": v.seeds[i], "workdir": str(workdir / f"v{k}r{i}")}
 
     def _setup(self, live: list[_Live], workdir: Path, policy: TimingPolicy) -> None:
@@ -306,6 +314,9 @@ class TrainGroup:
         if chunk:
             v.row.replica_samples_s[i].extend(chunk["times"])
             v.spent_s += sum(chunk["times"])
+            if chunk.get("cpu_times"):  # CPU seconds per step: what a busy machine's choice is made on
+                cpu = v.row.details.setdefault("cpu_samples_s", [[] for _ in v.row.replica_samples_s])
+                cpu[i].extend(chunk["cpu_times"])
             if chunk.get("ended"):  # the script ran out of steps: timed on what it gave
                 v.finished = True
                 v.row.details = {**(v.row.details or {}), "timed_until_the_script_ended": chunk["steps"]}

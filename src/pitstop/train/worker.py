@@ -80,7 +80,15 @@ class TrainSession:
         grads = {n: None if p.grad is None else p.grad.detach().cpu().float() / scale for n, p in params.items()}
         self.optimizer.zero_grad(set_to_none=True)
         train_step, model, optimizer, batch = self.ns["train_step"], self.model, self.optimizer, self.batch
-        self.fn = lambda: self._counted(train_step(model, optimizer, batch))
+        self.cpu: list[float] = []  # the process's CPU seconds per step (what other processes do not move)
+
+        def step() -> torch.Tensor:
+            start = time.process_time()
+            loss = self._counted(train_step(model, optimizer, batch))
+            self.cpu.append(time.process_time() - start)
+            return loss
+
+        self.fn = step
         cuda = self.device.type == "cuda"
         self.timer = CudaEventTimer(self.fn, sync=torch.cuda.synchronize) if cuda else CallTimer(self.fn)
         return {"first_call_s": first_s, "gradients": gradient_report(grads, self.reference),
@@ -123,7 +131,10 @@ class TrainSession:
 
     def run(self, n: int) -> dict[str, Any]:
         """Seconds for each of ``n`` timed steps, and GradScaler's skips so far."""
-        return {"times": self.timer.times(n), "skipped": self.skipped, "steps": self.steps}
+        before = len(self.cpu)
+        times = self.timer.times(n)
+        return {"times": times, "cpu_times": self.cpu[before:][-len(times):], "skipped": self.skipped,
+                "steps": self.steps}
 
     def memory(self) -> dict[str, Any]:
         """Peak memory of one training step."""

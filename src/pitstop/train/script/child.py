@@ -104,17 +104,21 @@ class Server:
             tail = sorted(probe.step_times[-5:])
             return {"losses": losses, "times": list(probe.step_times), "per_call_s": tail[len(tail) // 2],
                     "seed": self.job.get("seed", 0), "skipped": 0, "steps": probe.steps}
-        training = self._training_times()
+        training, cpu = self._training_times()
         if self.pending == "warmup":
             return {"per_call_s": statistics.median(training or done), "calls": len(done)}
-        return {"times": training, "skipped": 0, "steps": probe.steps, "eval_steps": len(done) - len(training)}
+        return {"times": training, "cpu_times": cpu, "skipped": 0, "steps": probe.steps,
+                "eval_steps": len(done) - len(training)}
 
-    def _training_times(self) -> list[float]:
-        """The pending request's step times, those spent mostly in an evaluation (no_grad,
-        inference_mode: a validation loop between two steps) left out, unless most were."""
-        times = self.probe.step_times[self.mark:]
-        kept = [t for t, ev in zip(times, self.probe.eval_steps[self.mark:], strict=False) if not ev]
-        return kept if len(kept) * 2 >= len(times) else times
+    def _training_times(self) -> tuple[list[float], list[float]]:
+        """The pending request's step times and CPU times, the steps spent mostly in an evaluation
+        (no_grad, inference_mode: a validation loop between two steps) left out, unless most were."""
+        probe = self.probe
+        rows = list(zip(probe.step_times[self.mark:], probe.step_cpu[self.mark:], probe.eval_steps[self.mark:],
+                        strict=False))
+        kept = [r for r in rows if not r[2]]
+        chosen = kept if len(kept) * 2 >= len(rows) else rows
+        return [r[0] for r in chosen], [r[1] for r in chosen]
 
     def _gradients(self) -> dict[str, Any]:
         """Step 1's gradients: the discovery run keeps them as the reference; a variant compares."""
@@ -186,6 +190,10 @@ class Server:
         from pitstop.train.script.trainers import TrainerWatch
 
         job = self.job
+        if job.get("threads"):  # a busy machine: measured on this many threads (the script may set its own later)
+            import torch
+
+            torch.set_num_threads(int(job["threads"]))
         seed_with_offset(int(job.get("seed", 0)))
         EditedSources(job.get("sources", {})).install()
         self.watch = TrainerWatch()
@@ -207,7 +215,8 @@ class Server:
         steps = self.probe.steps
         why = error or f"the script ended after {steps} optimizer step(s)"
         if self.pending == "run" and error is None:  # timed steps cut short: what was timed still counts
-            self._reply({"times": self._training_times(), "skipped": 0, "steps": steps, "ended": True})
+            times, cpu = self._training_times()
+            self._reply({"times": times, "cpu_times": cpu, "skipped": 0, "steps": steps, "ended": True})
         elif self.pending is not None:
             wanted = "; pitstop needed more: give arguments that train longer (e.g. more iterations)" \
                 if error is None and self.pending in STEP_REQUESTS else ""

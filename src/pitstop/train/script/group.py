@@ -136,11 +136,14 @@ class ScriptGroup(TrainGroup):
         return None
 
     def _worker(self, config: TrainConfig, log: Path) -> Any:
+        env = self._env(config)
+        if self.one_thread:  # a busy machine: one thread, compared by CPU time (TrainGroup.measured)
+            env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         if self.settings.nproc_per_node > 1:
             from pitstop.train.script.torchrun import TorchrunWorker
 
-            return TorchrunWorker(log, self.settings.nproc_per_node, self._env(config))
-        return ScriptWorker(log, None, self._env(config))
+            return TorchrunWorker(log, self.settings.nproc_per_node, env)
+        return ScriptWorker(log, None, env)
 
     def _setup_request(self, v: _Live, k: int, i: int, workdir: Path, policy: TimingPolicy) -> dict[str, Any]:
         return self._script_job(v.config, seed=v.seeds[i])
@@ -148,7 +151,7 @@ class ScriptGroup(TrainGroup):
     def _script_job(self, config: TrainConfig, seed: int, discover: bool = False) -> dict[str, Any]:
         return {"script": self.script.script, "args": list(self.script.args),
                 "sources": self.sources(config) if config != NAIVE else {}, "seed": int(seed),
-                "reference": str(self.reference), "discover": discover}
+                "reference": str(self.reference), "discover": discover, "threads": 1 if self.one_thread else None}
 
 
 def _finite(x: float) -> bool:

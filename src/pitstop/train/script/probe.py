@@ -31,6 +31,8 @@ class Probe:
         self.losses: list[torch.Tensor] = []  # values backward() was called on since the last step
         self.step_losses: list[float] = []
         self.step_times: list[float] = []
+        self.step_cpu: list[float] = []  # the process's CPU seconds (all threads) per step: what load does not move
+        self.cpu_resumed = time.process_time()
         self.eval_steps: list[bool] = []  # steps whose interval was mostly no_grad / inference_mode (validation)
         self.nograd_s, self._nograd_depth, self._nograd_since = 0.0, 0, 0.0
         self.resumed = time.perf_counter()
@@ -148,17 +150,18 @@ class Probe:
         self.steps += 1
         wall = now - self.resumed
         self.step_times.append(wall)
+        self.step_cpu.append(time.process_time() - self.cpu_resumed)
         self.eval_steps.append(self.nograd_s > 0.5 * wall)  # mostly an evaluation: not a training step's time
         self.nograd_s = 0.0
         self.step_losses.append(_sum(self.losses))
         self.losses = []
         self.pause("step")
-        self.resumed = time.perf_counter()
+        self.resumed, self.cpu_resumed = time.perf_counter(), time.process_time()
 
     def pause(self, where: str) -> None:
         """Give control to pitstop (it returns when the script may go on)."""
         self.on_pause(where, self)
-        self.resumed = time.perf_counter()
+        self.resumed, self.cpu_resumed = time.perf_counter(), time.process_time()
 
     def _backward(self, tensors: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(tensors, torch.Tensor) and tensors.numel() == 1:

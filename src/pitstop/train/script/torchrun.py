@@ -17,7 +17,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from pitstop.bench.launch import START_LIMIT_S, WorkerFailed, _import_path, _last_line
+from pitstop.bench.launch import START_LIMIT_S, WorkerFailed, last_line_of
+from pitstop.scripts.launch import import_path
 
 
 class TorchrunWorker:
@@ -29,7 +30,7 @@ class TorchrunWorker:
         self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.server.bind(address)
         self.server.listen(nproc)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(_import_path()), **extra_env}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(import_path()), **extra_env}
         with open(log_path, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
@@ -101,7 +102,7 @@ class TorchrunWorker:
     def _raise_dead(self, what: str, rank: int | None = None) -> None:
         code = self.proc.wait(timeout=30)
         who = f"rank {rank} of " if rank is not None else ""
-        tail = _last_line(self.log_path)
+        tail = last_line_of(self.log_path)
         raise WorkerFailed(f"{who}the torchrun job exited with code {code} during {what}"
                            + (f": {tail}" if tail else ""))
 
@@ -142,6 +143,9 @@ def merge(method: str, replies: list[Any]) -> Any:
         width = min(len(r["times"]) for r in replies)
         times = [max(r["times"][i] for r in replies) for i in range(width)]
         merged = {**first, "times": times}
+        if all("cpu_times" in r for r in replies):
+            cpu = min(len(r["cpu_times"]) for r in replies)
+            merged["cpu_times"] = [max(r["cpu_times"][i] for r in replies) for i in range(cpu)]
         if method == "trajectory":
             tail = sorted(times[-5:])
             merged["per_call_s"] = tail[len(tail) // 2] if tail else first.get("per_call_s")
