@@ -6,14 +6,20 @@ VENV ?= .venv
 TORCH_SPEC ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.pitstop-installed
+DOCS_STAMP := $(VENV)/.pitstop-docs-installed
 
-.PHONY: demo test test-all test-gpu lint typecheck bench clean
+.PHONY: demo test test-all test-gpu lint typecheck docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install "$(TORCH_SPEC)"
 	$(BIN)/python -m pip install -e ".[dev,onnx,zoo,quant]"
 	touch $(STAMP)
+
+# mkdocs, mkdocs-material, mkdocstrings (the `docs` extra), only for `make docs`
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install -e ".[docs]"
+	touch $(DOCS_STAMP)
 
 demo: $(STAMP)
 	$(BIN)/pitstop bench zoo:mlp
@@ -35,6 +41,11 @@ lint: $(STAMP) typecheck
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# the site in site/; docs/gen_pages.py (an mkdocs hook) generates the --help texts and PIT code pages.
+# NO_MKDOCS_2_WARNING: mkdocs-material prints an end-of-life banner on every build otherwise.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/grad_modes.py
 	$(BIN)/python benchmarks/harness_overhead.py
@@ -51,4 +62,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/fault_injection.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist site src/*.egg-info .pytest_cache .ruff_cache

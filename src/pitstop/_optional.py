@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import logging
+import os
+import re
+import sys
 from types import ModuleType
 
 from pitstop.errors import MissingExtraError
@@ -20,6 +24,7 @@ EXTRAS = {
 
 def require(module: str, feature: str) -> ModuleType:
     """Import ``module`` or fail with the exact pip command that provides it."""
+    quiet_torchao()  # transformers imports torchao when it is installed
     try:
         return importlib.import_module(module)
     except ImportError as exc:
@@ -34,3 +39,38 @@ def version_of(dist: str) -> str | None:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
+
+
+# torchao tries every ``_C*.so`` of its folder and logs one warning per file that fails to load
+# (torchao/__init__.py: ``logger.warning(f"Failed to load {file}: {e}")``).
+_TORCHAO_SO = re.compile(r"^Failed to load (?P<path>.*?[\\/]torchao[\\/]_C[^\\/]*?\.so): ")
+
+
+class _UnloadableTorchaoBinary(logging.Filter):
+    """Drops torchao's load warning for a binary that can never load in this process: built for
+    another Python (``_C_mxfp8.cpython-310-...so`` under 3.11), or one of its CUDA-only kernel
+    libraries (``_C_cutlass_90a``, ``_C_mxfp8``: torchao/csrc/cuda) under a CPU build of torch.
+    Every other record passes: another torchao warning, or a binary that should have loaded (the
+    same Python, and CUDA torch or a library that is not CUDA-only)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        found = _TORCHAO_SO.match(record.getMessage())
+        return found is None or not _cannot_load_here(os.path.basename(found["path"]))
+
+
+def _cannot_load_here(name: str) -> bool:
+    tag = re.search(r"\.(cpython-\d+)", name)
+    if tag is not None and tag[1] != sys.implementation.cache_tag:
+        return True
+    torch = sys.modules.get("torch")  # torchao imports torch before it loads its binaries
+    cpu_torch = torch is not None and getattr(torch.version, "cuda", None) is None
+    return cpu_torch and re.match(r"_C_(cutlass|mxfp8)", name) is not None
+
+
+def quiet_torchao() -> None:
+    """Silence torchao's warnings about binaries that cannot load here (see
+    ``_UnloadableTorchaoBinary``); call before torchao (or transformers, which imports it) is
+    imported. Cheap and idempotent: it imports nothing."""
+    logger = logging.getLogger("torchao")
+    if not any(isinstance(f, _UnloadableTorchaoBinary) for f in logger.filters):
+        logger.addFilter(_UnloadableTorchaoBinary())

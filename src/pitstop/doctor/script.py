@@ -16,6 +16,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+from pitstop._optional import quiet_torchao
 from pitstop.doctor.api import Doctor
 from pitstop.doctor.result import DoctorReport
 from pitstop.doctor.sites import crash_site
@@ -31,6 +32,7 @@ def run_script(path: str, args: list[str], doctor: Doctor) -> tuple[DoctorReport
     sys.argv = [str(script), *args]  # argv[0] as typed, like python SCRIPT
     sys.path.insert(0, str(script.parent.resolve() if script.is_file() else script.resolve()))
     code, namespace = 0, types.ModuleType("__main__")
+    quiet_torchao()  # a transformers script imports torchao: no warnings about binaries that cannot load
     doctor.attach()
     try:
         _exec_main(script, namespace)

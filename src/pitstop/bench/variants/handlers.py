@@ -16,6 +16,7 @@ from typing import Any
 
 from torch import nn
 
+from pitstop._optional import quiet_torchao
 from pitstop.bench.variants.base import Code, Target, Technique
 from pitstop.bench.variants.code import render
 from pitstop.bench.variants.compile import Compile
@@ -58,6 +59,7 @@ def build(source: str, path: Path, name: str = "pitstop_recipe") -> dict[str, An
     filename = str(path)
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict[str, Any] = {"__name__": name, "__file__": filename}
+    quiet_torchao()  # an int8 recipe imports torchao
     exec(compile(source, filename, "exec"), namespace)
     return namespace
 

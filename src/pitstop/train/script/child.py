@@ -245,6 +245,9 @@ def run_script(path: str, args: list[str], sources: dict[str, str]) -> None:
     import importlib.machinery
     import types
 
+    from pitstop._optional import quiet_torchao
+
+    quiet_torchao()  # a transformers script imports torchao: no warnings about binaries that cannot load
     file = os.path.realpath(path)
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(file))
