@@ -72,3 +72,27 @@ def test_drift_is_a_move_beyond_noise():
     slowing = [[0.1] * 10 + [0.12] * 10 + [0.15] * 10]
     assert "moved from 100 ms to 150 ms" in drift(slowing)
     assert drift([[0.1, 0.2]]) is None  # too few samples to say
+
+
+def test_drift_is_judged_on_the_clock_the_variants_are_compared_by():
+    """A busy stage compares by CPU time per step: its wall time moving (another process came
+    and went) is no drift when the CPU time of a step held still; a quiet stage is judged by wall time."""
+    from types import SimpleNamespace
+
+    from pitstop.bench.result import BenchResult, Measurement
+    from pitstop.bench.stages import Stage
+    from pitstop.train.search import TrainSearch
+
+    wall = [[0.1] * 10 + [0.12] * 10 + [0.15] * 10]  # slowed by 50% as a neighbour started
+    cpu = [[0.1 + 0.001 * (i % 3) for i in range(30)]]
+    row = Measurement(variant="naive", config={}, batch_size=16, replica_samples_s=wall,
+                      details={"cpu_samples_s": cpu})
+    search = object.__new__(TrainSearch)
+    search.group = SimpleNamespace(one_thread=False, settings=SimpleNamespace(batch=16))
+    stage = Stage("final", BenchResult(model="m", inputs={}, settings={}, environment={}, baseline="naive",
+                                       rows=[row]))
+    assert "step time moved from 100 ms to 150 ms" in search._drifted(stage)
+    stage.load = {"busy": True}
+    assert search._drifted(stage) is None
+    row.details["cpu_samples_s"] = wall
+    assert "CPU time per step moved from 100 ms to 150 ms" in search._drifted(stage)

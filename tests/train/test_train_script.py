@@ -131,3 +131,32 @@ def test_options_after_the_script_path_that_only_models_take_are_the_scripts(tmp
                                       "--lr", "0.1", "--time-budget-s", "30"])
     assert args.args == ["--device=cuda", "--lr", "0.1"] and args.time_budget_s == 30
     assert args.device == "cpu" and args.lr is None  # pitstop's own stayed at their defaults
+
+
+@pytest.mark.skipif(GIT is None, reason="git is not installed")
+def test_a_gan_step_gets_autocast_around_each_of_its_backwards_forwards(tmp_path):
+    """Three forwards and two backwards per step: bf16 autocast must cover each forward, not
+    only the first one seen (the later ones would run in fp32 and the speed-up would be lost)."""
+    from pitstop.train.config import TrainConfig
+
+    script = repo(tmp_path, "gan_loop.py")
+    group = _discover(script, "30")
+    try:
+        pairs = group.found["sites"]["pairs"]
+        assert len(pairs) == 3  # D(real)->errD_real, G/D(fake)->errD_fake, D(fake)->errG
+        changes = [c.describe(str(tmp_path)) for c in group.changes(TrainConfig(precision="bf16-autocast"))]
+        patch = group.recipe(TrainConfig(precision="bf16-autocast"))
+    finally:
+        group.close()
+    assert len(changes) == 3 and all("torch.autocast" in c for c in changes)
+    (tmp_path / "p.diff").write_text(patch)
+    subprocess.run(["git", "apply", "p.diff"], cwd=tmp_path, check=True)
+    text = script.read_text()
+    assert text.count("with torch.autocast('cpu', dtype=torch.bfloat16):") == 3
+    body = text.split("for step in range(iters):")[1]
+    for forward in ("output = netD(real)", "fake = netG(noise)", "output = netD(fake)\n"):
+        line = next(ln for ln in body.splitlines(keepends=True) if forward.strip() in ln)
+        assert line.startswith(" " * 12), line  # inside a with block, one level deeper than the loop body
+    after = run(script.name, "30", cwd=tmp_path, pitstop=False)
+    assert after.returncode == 0, after.stderr
+    assert final_loss(after.stdout) == final_loss(after.stdout)

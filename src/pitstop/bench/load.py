@@ -112,7 +112,7 @@ def _proc_cpu_s(pid: int) -> float:
 DRIFT = 0.25  # the reference's step time moving by more than 25% within a stage, beyond its noise (warm-up trends less)
 
 
-def drift(replica_samples_s: list[list[float]]) -> str | None:
+def drift(replica_samples_s: list[list[float]], what: str = "step time") -> str | None:
     """Whether the reference drifted during a stage: the first third of each replica's timed
     samples against the last third (medians, their 95% intervals apart and more than ``DRIFT``);
     the reason, or None."""
@@ -126,5 +126,5 @@ def drift(replica_samples_s: list[list[float]]) -> str | None:
     m1, m2 = sorted(first)[len(first) // 2], sorted(last)[len(last) // 2]
     apart = hi1 < lo2 or hi2 < lo1
     if apart and abs(m2 / m1 - 1) > DRIFT:
-        return f"the reference's step time moved from {m1 * 1e3:.3g} ms to {m2 * 1e3:.3g} ms while it was measured"
+        return f"the reference's {what} moved from {m1 * 1e3:.3g} ms to {m2 * 1e3:.3g} ms while it was measured"
     return None

@@ -57,13 +57,13 @@ class Output:
     def __init__(self, json_path: str | None = None, html_path: str | None = None) -> None:
         import os
 
+        if json_path not in (None, "-"):
+            check_writable(json_path, "--json")  # as the user typed it: the message names it so
+        if html_path:
+            check_writable(html_path, "--html")
         self.json_path = json_path if json_path in (None, "-") else os.path.abspath(json_path)
         self.html_path = os.path.abspath(html_path) if html_path else None
         self.shown_json = json_path  # as the user typed it, for messages
-        if self.json_file:
-            check_writable(self.json_file, "--json")
-        if self.html_path:
-            check_writable(self.html_path, "--html")
         self.result = ResultFile(self.json_file) if self.json_file else None
         self.console = _console(self.to_stdout)
 

@@ -151,7 +151,7 @@ class Profiler:
     def _make_report(self, distributed: bool = True) -> ProfileReport:
         from pitstop._env import cpu_flags, physical_cores
 
-        summary = summarize_steps(self.timer.steps, self.timer.seen)
+        summary = summarize_steps(self.timer.steps, self.timer.seen, self.timer.tail_eval_s)
         step_ms, phases = summary.step_ms, summary.phases
         shares = {p["name"]: p["share"] for p in phases}
         syncs = self.syncs.rows()

@@ -35,13 +35,15 @@ MAX_STEPS = 5000  # steps kept in detail (a long run's later steps add nothing t
 
 @dataclass
 class StepTimes:
-    """One optimizer step: its wall time and each phase's share of it, in seconds. ``measured``:
-    the step counts in the statistics (the first step warms up; the drill-down's steps are slower)."""
+    """One optimizer step: its wall time and each phase's share of it, in seconds; ``eval_s``: an
+    evaluation that ran before it (in ``wall_s``, never in ``phases``). ``measured``: the step counts
+    in the statistics (the first step warms up; the drill-down's steps are slower)."""
 
     step: int
     wall_s: float
     phases: dict[str, float]
     measured: bool = True
+    eval_s: float = 0.0
 
 
 class PhaseTimer(Consumer):
@@ -51,6 +53,7 @@ class PhaseTimer(Consumer):
         self.excluded = excluded  # step -> bool: kept out of the statistics
         self.clock: WallClock | CudaClock = WallClock()
         self.steps: list[StepTimes] = []
+        self.tail_eval_s = 0.0  # an evaluation after the last step
         self.seen: set[str] = {"other"}
         self.marking = False
         self.copies_watched = False  # h2d copies are wrapped: on a GPU run, none seen is a measured 0
@@ -161,7 +164,15 @@ class PhaseTimer(Consumer):
         self._resolve(block=False)
 
     def on_finish(self) -> None:
+        """The run ends: an evaluation after the last step (a final validation) is kept in ``tail_eval_s``."""
         self._resolve(block=True)
+        if not any(phase == EVAL for phase, _ in self._marks):
+            return
+        self._end_eval()
+        end = self.clock.mark()
+        self.clock.wait(end)
+        self.tail_eval_s = sum(self.clock.seconds(a, b) for (phase, a), (_, b)
+                               in zip(self._marks, [*self._marks[1:], ("", end)], strict=True) if phase == EVAL)
 
     # -- reading the marks -------------------------------------------------------------------------
 
@@ -187,4 +198,5 @@ class PhaseTimer(Consumer):
             for (phase, a), (_, b) in zip(marks, [*marks[1:], ("", end)], strict=True):
                 times[phase] += clock.seconds(a, b)
             wall = clock.seconds(marks[0][1], end)
-            self.steps.append(StepTimes(step, wall, times, not (discard or self.excluded(step))))
+            eval_s = times.pop(EVAL)
+            self.steps.append(StepTimes(step, wall, times, not (discard or self.excluded(step)), eval_s))

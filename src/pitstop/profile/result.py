@@ -18,7 +18,7 @@ from typing import Any
 
 from pitstop import _render
 from pitstop._document import envelope
-from pitstop.profile.phases import EVAL, PHASES, StepTimes
+from pitstop.profile.phases import PHASES, StepTimes
 from pitstop.stats import median_ci
 
 
@@ -90,14 +90,15 @@ class Summary:
     stalls: list[dict[str, Any]] = field(default_factory=list)
 
 
-def summarize_steps(steps: list[StepTimes], seen: set[str]) -> Summary:
-    """The statistics of the measured steps (all steps when none is measured); see the module's docstring."""
+def summarize_steps(steps: list[StepTimes], seen: set[str], tail_eval_s: float = 0.0) -> Summary:
+    """The statistics of the measured steps (all steps when none is measured); see the module's
+    docstring. ``tail_eval_s``: an evaluation after the last step."""
     chosen = [s for s in steps if s.measured] or steps
-    train = [(s, (s.wall_s - s.phases.get(EVAL, 0.0)) * 1e3) for s in chosen]
+    train = [(s, (s.wall_s - s.eval_s) * 1e3) for s in chosen]
     if not train or sum(ms for _, ms in train) <= 0:
         return Summary({"median": None, "ci95": None, "n": 0},
                        [{"name": p, "median_ms": None, "share": None, "ci95": None} for p in PHASES],
-                       _evaluation(steps))
+                       _evaluation(steps, tail_eval_s))
     kept, stalls = _without_stalls(train)
     walls = [ms for _, ms in kept]
     median = statistics.median(walls)
@@ -110,7 +111,7 @@ def summarize_steps(steps: list[StepTimes], seen: set[str]) -> Summary:
         value = statistics.median(per_step)
         rows.append({"name": phase, "median_ms": value, "share": value / median if median else None,
                      "ci95": list(median_ci(per_step))})
-    return Summary({"median": median, "ci95": list(median_ci(walls)), "n": len(walls)}, rows, _evaluation(steps),
+    return Summary({"median": median, "ci95": list(median_ci(walls)), "n": len(walls)}, rows, _evaluation(steps, tail_eval_s),
                    stalls)
 
 
@@ -136,16 +137,19 @@ def _without_stalls(train: Timed) -> tuple[Timed, list[dict[str, Any]]]:
     return kept, stalls
 
 
-def _evaluation(steps: list[StepTimes]) -> dict[str, Any] | None:
-    """The evaluations between steps: how many, the median time of one, their share of the run."""
-    evals = [s.phases.get(EVAL, 0.0) * 1e3 for s in steps if s.phases.get(EVAL, 0.0) > 0]
-    wall = sum(s.wall_s for s in steps) * 1e3
+def _evaluation(steps: list[StepTimes], tail_eval_s: float = 0.0) -> dict[str, Any] | None:
+    """The evaluations between steps (and after the last): how many, the median time of one, their
+    share of the run."""
+    evals = [s.eval_s * 1e3 for s in steps if s.eval_s > 0] + ([tail_eval_s * 1e3] if tail_eval_s > 0 else [])
+    wall = sum(s.wall_s for s in steps) * 1e3 + tail_eval_s * 1e3
     if not evals or wall <= 0:
         return None
     return {"count": len(evals), "median_ms": statistics.median(evals), "share_of_wall": sum(evals) / wall}
 
 
 def timeline(steps: list[StepTimes], limit: int = 500) -> list[dict[str, Any]]:
-    """Per step (the first ``limit``): wall ms, each phase's ms, whether it counts in the statistics."""
+    """Per step (the first ``limit``): wall ms, each phase's ms, an evaluation's ms before it, whether
+    it counts in the statistics."""
     return [{"step": s.step, "wall_ms": s.wall_s * 1e3, "measured": s.measured,
-             "phases": {p: v * 1e3 for p, v in s.phases.items() if v}} for s in steps[:limit]]
+             "phases": {p: v * 1e3 for p, v in s.phases.items() if v},
+             **({"eval_ms": s.eval_s * 1e3} if s.eval_s else {})} for s in steps[:limit]]

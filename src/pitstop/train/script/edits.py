@@ -99,13 +99,20 @@ def _precision(config: TrainConfig, found: dict[str, Any], kind: str, device: st
         return [_trainer_keyword(found, "lightning", 'precision="bf16-mixed"', "bf16-mixed")]
     if kind == "hf":
         return [_trainer_keyword(found, "hf-arguments", "bf16=True", "bf16")]
-    forward, backward = (found.get("sites") or {}).get("forward"), (found.get("sites") or {}).get("backward")
-    if not forward or not backward:
+    sites = found.get("sites") or {}
+    pairs = sites.get("pairs") or ([{"forward": sites["forward"]["stack"], "backward": sites["backward"]["stack"]}]
+                                   if sites.get("forward") and sites.get("backward") else [])
+    if not pairs:
         raise NotMechanical("the forward or the backward of the training step was not seen in your files")
-    f, b = _common(forward["stack"], backward["stack"])
     header = f"with torch.autocast({device.split(':')[0]!r}, dtype=torch.bfloat16):"
-    return [Change("wrap", f["file"], f["line"], header, first_line=f["first_line"], function=f["function"],
-                   end_line=b["line"], why="bf16-autocast")]
+    changes: list[Change] = []
+    for pair in pairs:  # each backward of a step, with the forwards that led to it (a GAN has three)
+        f, b = _common(pair["forward"], pair["backward"])
+        change = Change("wrap", f["file"], f["line"], header, first_line=f["first_line"], function=f["function"],
+                        end_line=b["line"], why="bf16-autocast")
+        if change not in changes:
+            changes.append(change)
+    return changes
 
 
 def _common(fwd: list[dict[str, Any]], bwd: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:

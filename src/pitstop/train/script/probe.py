@@ -39,7 +39,7 @@ class Probe:
         self.first_grads: dict[str, torch.Tensor] = {}  # step-1 gradients, by optimizer/group/param index
         self.optimizers: list[torch.optim.Optimizer] = []
         self.sites: dict[str, Any] = {"optimizers": [], "zero_grad": [], "forward": None, "backward": None,
-                                      "model": None, "trainers": [], "ddp": []}
+                                      "model": None, "trainers": [], "ddp": [], "events": [], "pairs": []}
         self._handles: list[Any] = []
         self._orig: dict[str, Any] = {}
 
@@ -112,8 +112,30 @@ class Probe:
             nn.Module.__call__ = orig  # type: ignore[method-assign]
             if self.discover:
                 self._record_forward(module, args, kwargs)
+                self._watch_first_step()
             self.pause("start")
         return orig(module, *args, **kwargs)
+
+    def _watch_first_step(self) -> None:
+        """Through the first two steps (discovery only): every training forward from outside a module
+        and every backward, in order, so that each backward is paired with the forwards that led to it
+        (a GAN's three: D on real data, G then D on fakes, D for G's loss)."""
+        depth = [0]
+        events = self.sites["events"] = []
+
+        def pre(module: nn.Module, args: Any) -> None:
+            if depth[0] == 0 and torch.is_grad_enabled():
+                events.append(("forward", [site_of(f) for f in user_frames(sys._getframe(1))]))
+            depth[0] += 1
+
+        def post(module: nn.Module, args: Any, output: Any) -> None:
+            depth[0] = max(0, depth[0] - 1)
+
+        from torch.nn.modules import module as modules
+
+        self._step1_hooks: list[Any] | None = [modules.register_module_forward_pre_hook(pre),
+                                               modules.register_module_forward_hook(post, always_call=True)]
+        # installed before the first forward runs its hooks: it records that forward too
 
     def _record_forward(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         frames = user_frames(sys._getframe(2))
@@ -148,6 +170,8 @@ class Probe:
             return
         now = time.perf_counter()
         self.steps += 1
+        if self.discover and self.steps == 2:  # two: a step counted at D's optimizer has G's update after it
+            self._end_first_step()
         wall = now - self.resumed
         self.step_times.append(wall)
         self.step_cpu.append(time.process_time() - self.cpu_resumed)
@@ -166,10 +190,28 @@ class Probe:
     def _backward(self, tensors: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(tensors, torch.Tensor) and tensors.numel() == 1:
             self.losses.append(tensors.detach())
-            if self.discover and self.sites["backward"] is None:
-                frames = user_frames(sys._getframe(1))
-                self.sites["backward"] = {"stack": [site_of(f) for f in frames]}
+            if self.discover and (self.sites["backward"] is None or getattr(self, "_step1_hooks", None)):
+                stack = [site_of(f) for f in user_frames(sys._getframe(1))]
+                self.sites["backward"] = self.sites["backward"] or {"stack": stack}
+                if getattr(self, "_step1_hooks", None):
+                    self.sites["events"].append(("backward", stack))
         return self._orig["backward"](tensors, *args, **kwargs)
+
+    def _end_first_step(self) -> None:
+        """Two steps are over: the distinct forward/backward pairs, and the hooks removed."""
+        for handle in getattr(self, "_step1_hooks", None) or []:
+            handle.remove()
+        self._step1_hooks = None
+        pairs, since = [], []
+        for kind, stack in self.sites.get("events", []):
+            if kind == "forward":
+                since.append(stack)
+            elif since:
+                pair = {"forward": since[0], "backward": stack}
+                if pair not in pairs:
+                    pairs.append(pair)
+                since = []
+        self.sites["pairs"] = pairs
 
     # -- where the optimizer is made and zeroed ------------------------------------------------
 

@@ -1,0 +1,104 @@
+"""``pitstop doctor``'s report from its JSON document: the findings table (most severe first), the
+notes (how the script ended, what was not watched, internal warnings) and the summary line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from pitstop.codes import CODES, SEVERITIES
+
+_COLOUR = {"error": "red", "warning": "yellow", "info": "cyan"}
+
+
+def summary(doc: dict[str, Any]) -> str:
+    """``pitstop doctor: 1 error, 2 warnings in 100 optimizer step(s) (...)``."""
+    findings = doc.get("findings", [])
+    counts = {s: sum(1 for f in findings if f.get("severity") == s) for s in SEVERITIES}
+    found = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n) or "no findings"
+    extra = []
+    if doc.get("data_wait_share") is not None:
+        extra.append(f"{doc['data_wait_share']:.0%} of step time waiting for data")
+    skipped = (doc.get("guard") or {}).get("skipped_steps") or []
+    if skipped:
+        extra.append(f"guard skipped {len(skipped)} step(s)")
+    if (doc.get("ranks") or 1) > 1:
+        extra.append(f"{doc['ranks']} ranks")
+    tail = f" ({'; '.join(extra)})" if extra else ""
+    return f"pitstop doctor: {found} in {_steps_seen(doc)}{tail}"
+
+
+def _steps_seen(doc: dict[str, Any]) -> str:
+    watched, steps = doc.get("watched") or {}, doc.get("steps", 0)
+    optimizers, total = watched.get("optimizers", 1), watched.get("optimizer_steps", steps)
+    manual = watched.get("manual_steps", 0)
+    if optimizers > 1:
+        return f"{total} optimizer steps of {optimizers} optimizers (at most {steps} each)"
+    if manual and not total:
+        return (f"{manual} step(s) of parameters updated by hand after backward (no optimizer: PIT101, PIT105 "
+                "and PIT107 watch optimizer steps and did not run)")
+    return f"{steps} optimizer step(s)"
+
+
+def exit_line(exit_: dict[str, Any], steps: int) -> str:
+    """How the script ended, in one line (for any status but ok)."""
+    status, where = exit_.get("status"), f" at {exit_['where']}" if exit_.get("where") else ""
+    if status == "interrupted":
+        return (f"the script was interrupted by {exit_.get('error') or 'KeyboardInterrupt'}{where} after {steps} "
+                "optimizer step(s): the findings cover the run up to there")
+    if status == "exited":
+        return f"the script exited with code {exit_.get('code')}"
+    return f"the script {status}: {exit_.get('error', '')}{where}"
+
+
+def notes(doc: dict[str, Any]) -> list[str]:
+    """How the script ended, what was not watched, internal warnings: one line each."""
+    exit_ = doc.get("exit") or {}
+    lines = [exit_line(exit_, doc.get("steps", 0))] if exit_.get("status") not in ("ok", None) else []
+    lines += [f"not watched: {line}" for line in (doc.get("watched") or {}).get("not_watched", [])]
+    return lines + [f"internal warning (training went on): {note}" for note in doc.get("internal", [])]
+
+
+def table(doc: dict[str, Any]) -> Table:
+    """One row per finding, most severe first."""
+    out = Table(title=summary(doc), title_justify="left", show_lines=True)
+    for col in ("code", "severity", "where", "first step", "steps", "what happened", "fix"):
+        out.add_column(col, overflow="fold")
+    for f in doc.get("findings", []):
+        ranks = f" (ranks {','.join(map(str, f['ranks']))})" if f.get("ranks") else ""
+        step = str(f["step"]) if f.get("step") is not None else "-"
+        fix = f.get("fix") or (CODES[f["code"]].fix if f.get("code") in CODES else "")
+        out.add_row(f"{f['code']}\n{f.get('name', '')}", Text(f.get("severity", ""), style=_COLOUR.get(
+            f.get("severity", ""), "")), f"{f.get('where', '')}{ranks}", step, str(f.get("count", 1)),
+            f.get("message", ""), fix)
+    return out
+
+
+def renderables(doc: dict[str, Any]) -> list[RenderableType]:
+    """The findings table (or the summary when there is none), then the notes."""
+    head: RenderableType = table(doc) if doc.get("findings") else Text(summary(doc))
+    return [head, *(Text(line) for line in notes(doc))]
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    """Plain text: the findings grouped by severity, the notes, the summary."""
+    lines = []
+    findings = doc.get("findings", [])
+    for severity in SEVERITIES:
+        group = [f for f in findings if f.get("severity") == severity]
+        if not group:
+            continue
+        lines.append(f"{severity.upper()}S" if len(group) > 1 else severity.upper())
+        for f in group:
+            ranks = f" [ranks {','.join(map(str, f['ranks']))}]" if f.get("ranks") else ""
+            count = f.get("count", 1)
+            seen = f"step {f.get('step')}" + (f", {count} steps" if count > 1 else "")
+            lines.append(f"  {f['code']} {f.get('name', '')} at {f.get('where', '')} ({seen}){ranks}")
+            lines.append(f"      {f.get('message', '')}")
+            lines.append(f"      fix: {f.get('fix') or (CODES[f['code']].fix if f.get('code') in CODES else '')}")
+    lines += notes(doc)
+    lines.append(summary(doc))
+    return "\n".join(lines)
