@@ -126,8 +126,8 @@ def test_two_torchrun_nodes_on_one_machine_merge_all_four_ranks(tmp_path):
            "PITSTOP_DOCTOR_DIR": str(tmp_path / "ranks")}
     nodes = [subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
                                "--rdzv-backend", "c10d", "--rdzv-endpoint", "localhost:29541", "--rdzv-id", "pitstop",
-                               "-m", "pitstop", "doctor", "--fail-on", "never", "--json", str(tmp_path / f"r{node}.json"),
-                               str(path)],
+                               "-m", "pitstop", "doctor", "--fail-on", "never",
+                               "--json", str(tmp_path / f"r{node}.json"), str(path)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
              for node in (0, 1)]
     outs = [n.communicate(timeout=120) for n in nodes]

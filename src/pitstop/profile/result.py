@@ -111,8 +111,8 @@ def summarize_steps(steps: list[StepTimes], seen: set[str], tail_eval_s: float =
         value = statistics.median(per_step)
         rows.append({"name": phase, "median_ms": value, "share": value / median if median else None,
                      "ci95": list(median_ci(per_step))})
-    return Summary({"median": median, "ci95": list(median_ci(walls)), "n": len(walls)}, rows, _evaluation(steps, tail_eval_s),
-                   stalls)
+    return Summary({"median": median, "ci95": list(median_ci(walls)), "n": len(walls)}, rows,
+                   _evaluation(steps, tail_eval_s), stalls)
 
 
 Timed = list[tuple[StepTimes, float]]  # a step and its training time (ms)
