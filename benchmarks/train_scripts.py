@@ -166,6 +166,46 @@ def report(r: dict[str, Any]) -> list[str]:
     return lines
 
 
+def targets(results: list[dict[str, Any]]) -> list[str]:
+    """Issue 25's targets over the scripts run, each met / not met with the figures behind it."""
+    applies, speed, never_slower, hand, search_s, loaded = [], [], [], [], [], []
+    for r in results:
+        m = r["measured"]
+        base, by_hand = m["original"]["step_ms"], m["hand"]["step_ms"]
+        for s in r["searches"]:
+            search_s.append((r["name"], s["tag"], s["search_s"]))
+            if s["tag"] != "quiet":
+                quiet = m.get("quiet", m["original"])["step_ms"]
+                got = m.get(s["tag"], m["original"])["step_ms"]
+                if quiet and got:
+                    loaded.append((r["name"], s["tag"], quiet / got))
+                continue
+            applies.append((r["name"], s.get("applies", "-")))
+            got = m.get("quiet", m["original"])["step_ms"]
+            if base and got:
+                never_slower.append((r["name"], base / got))
+                speed.append((r["name"], base / got))
+            if by_hand and got:
+                hand.append((r["name"], by_hand / got))
+
+    def line(name: str, ok: bool, detail: str) -> str:
+        return f"  {'met    ' if ok else 'NOT met'}  {name}: {detail}"
+
+    fmt = lambda pairs: ", ".join(f"{n} {x:.2f}x" for n, x in pairs)  # noqa: E731
+    out = ["targets (issue 25):",
+           line("the patch applies (or no patch)", all(a in ("applies", "no patch (the unmodified script stays)")
+                                                      for _, a in applies), ", ".join(f"{n}: {a}" for n, a in applies)),
+           line(">= 1.3x where the script is fp32 and compute-bound", any(x >= 1.3 for _, x in speed), fmt(speed)),
+           line("never slower than 0.97x", all(x >= 0.97 for _, x in never_slower), fmt(never_slower)),
+           line("within 5% of the hand edit (patched / hand step time)", all(x >= 0.95 for _, x in hand), fmt(hand)),
+           line("search <= 10 minutes", all(t <= 600 for *_, t in search_s),
+                ", ".join(f"{n} {tag} {t:.0f} s" for n, tag, t in search_s))]
+    if loaded:
+        out.append(line("loaded searches' patches within 5% of the quiet one's (re-measured quietly)",
+                        all(x >= 0.95 for *_, x in loaded), ", ".join(f"{n} {tag} {x:.2f}" for n, tag, x in loaded)))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", nargs="+", metavar="NAME")
@@ -191,6 +231,7 @@ def main() -> int:
         print("\n".join(report(result)), flush=True)
         if args.json:
             args.json.write_text(json.dumps(results, indent=2))
+    print("\n".join(targets(results)))
     return 0
 
 

@@ -20,7 +20,9 @@ def profiled(name, steps=12):
     for step in report.timeline:  # every step: its phases add up to its wall time
         assert sum(step["phases"].values()) == pytest.approx(step["wall_ms"], rel=1e-6)
     total = sum(p["median_ms"] for p in report.phases if p["median_ms"] is not None)
-    assert total == pytest.approx(report.step_ms["median"], rel=0.05)
+    # the median of each phase does not add up exactly to the median step (that is exact per step,
+    # above); on a busy machine with 12 steps the two drift apart by several percent
+    assert total == pytest.approx(report.step_ms["median"], rel=0.15)
     return report
 
 

@@ -66,33 +66,39 @@ def test_a_busy_machine_does_not_choose_a_thread_count(burners, tmp_path):
     assert "Machine load:" in proc.stdout
 
 
-def test_drift_is_a_move_beyond_noise():
+def test_drift_is_a_move_of_the_comparison_beyond_noise():
     steady = [[0.1 + 0.001 * (i % 3) for i in range(30)]]
-    assert drift(steady) is None
+    half = [[x / 2 for x in steady[0]]]
+    assert drift(steady, half, "v") is None
     slowing = [[0.1] * 10 + [0.12] * 10 + [0.15] * 10]
-    assert "moved from 100 ms to 150 ms" in drift(slowing)
-    assert drift([[0.1, 0.2]]) is None  # too few samples to say
+    assert drift(slowing, [[x / 2 for x in slowing[0]]], "v") is None  # a load that slows both alike moves no ratio
+    assert "v's speed-up by step time moved from 2.02x to 1.35x" in drift(steady, [[0.05] * 10 + [0.06] * 10 +
+                                                                                   [0.075] * 10], "v")
+    assert drift([[0.1, 0.2]], [[0.1, 0.2]], "v") is None  # too few samples to say
 
 
 def test_drift_is_judged_on_the_clock_the_variants_are_compared_by():
-    """A busy stage compares by CPU time per step: its wall time moving (another process came
-    and went) is no drift when the CPU time of a step held still; a quiet stage is judged by wall time."""
+    """A busy stage compares by CPU time per step: a variant's wall-time ratio moving (another
+    process came and went while it ran) is no drift when its CPU-time ratio held still; a quiet
+    stage is judged by wall time."""
     from types import SimpleNamespace
 
     from pitstop.bench.result import BenchResult, Measurement
     from pitstop.bench.stages import Stage
     from pitstop.train.search import TrainSearch
 
-    wall = [[0.1] * 10 + [0.12] * 10 + [0.15] * 10]  # slowed by 50% as a neighbour started
-    cpu = [[0.1 + 0.001 * (i % 3) for i in range(30)]]
-    row = Measurement(variant="naive", config={}, batch_size=16, replica_samples_s=wall,
-                      details={"cpu_samples_s": cpu})
+    steady = [[0.1 + 0.001 * (i % 3) for i in range(30)]]
+    slowed = [[0.05] * 10 + [0.06] * 10 + [0.075] * 10]  # slowed by 50% as a neighbour started
+    naive = Measurement(variant="naive", config={}, batch_size=16, replica_samples_s=steady,
+                        details={"cpu_samples_s": steady})
+    fast = Measurement(variant="fused", config={}, batch_size=16, replica_samples_s=slowed,
+                       details={"cpu_samples_s": [[x / 2 for x in steady[0]]]})
     search = object.__new__(TrainSearch)
     search.group = SimpleNamespace(one_thread=False, settings=SimpleNamespace(batch=16))
     stage = Stage("final", BenchResult(model="m", inputs={}, settings={}, environment={}, baseline="naive",
-                                       rows=[row]))
-    assert "step time moved from 100 ms to 150 ms" in search._drifted(stage)
+                                       rows=[naive, fast]))
+    assert "fused's speed-up by step time moved from 2.02x to 1.35x" in search._drifted(stage)
     stage.load = {"busy": True}
     assert search._drifted(stage) is None
-    row.details["cpu_samples_s"] = wall
-    assert "CPU time per step moved from 100 ms to 150 ms" in search._drifted(stage)
+    fast.details["cpu_samples_s"] = slowed
+    assert "fused's speed-up by CPU time per step moved from 2.02x to 1.35x" in search._drifted(stage)

@@ -56,3 +56,51 @@ def test_each_variant_is_a_torchrun_job_and_the_ddp_knobs_are_searched(tmp_path)
         subprocess.run(["git", "apply", "--check", "ddp.diff"], cwd=tmp_path, check=True)
         if "ddp-" in doc["winner"]["variant"]:
             assert "model = DDP(nn.Sequential" in (tmp_path / "ddp.diff").read_text()
+
+
+FSDP_JOB = """
+import torch, torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import fully_shard
+
+dist.init_process_group("gloo")
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 4))
+for layer in model:
+    if isinstance(layer, nn.Linear):
+        fully_shard(layer)
+fully_shard(model)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+g = torch.Generator().manual_seed(dist.get_rank())
+for step in range(300):
+    x = torch.randn(32, 64, generator=g)
+    y = x[:, :4].argmax(1)
+    opt.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux" or shutil.which("git") is None, reason="torchrun on localhost, git")
+def test_fsdp2_knobs_are_keywords_of_every_fully_shard_call(tmp_path):
+    """FSDP2 (``fully_shard`` per layer and on the root): ``reshard_after_forward=False`` and a bf16
+    ``MixedPrecisionPolicy`` are measured as torchrun jobs (DDP's knobs are not: no DDP here), each
+    edit a keyword on both ``fully_shard`` lines; the patch applies."""
+    (tmp_path / "job.py").write_text(textwrap.dedent(FSDP_JOB))
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "40",
+                           "--techniques", "ddp", "--replicas", "1", "--json", "t.json", "--patch", "fsdp.diff",
+                           "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=900,
+                          env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode in (0, 1), proc.stderr[-3000:] + proc.stdout[-3000:]
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert sorted({s["site"]["line"] for s in doc["script"]["sites"]["fsdp"]}) == [11, 12]
+    knobs = {r["variant"]: r for r in doc["results"] if r["stage"] == "probe" and r["variant"] != "naive"}
+    assert set(knobs) == {"fsdp-no-reshard", "fsdp-bf16-params"}, knobs
+    assert all(r["status"] == "ok" for r in knobs.values()), {k: r.get("reason") for k, r in knobs.items()}
+    if (tmp_path / "fsdp.diff").exists():
+        subprocess.run(["git", "apply", "--check", "fsdp.diff"], cwd=tmp_path, check=True)
+        patch = (tmp_path / "fsdp.diff").read_text()
+        assert patch.count("+        fully_shard(layer, ") == 1 and patch.count("+fully_shard(model, ") == 1

@@ -109,22 +109,44 @@ def _proc_cpu_s(pid: int) -> float:
         return 0.0
 
 
-DRIFT = 0.25  # the reference's step time moving by more than 25% within a stage, beyond its noise (warm-up trends less)
+DRIFT = 0.25  # a comparison moving by more than 25% within a stage, beyond its noise
 
 
-def drift(replica_samples_s: list[list[float]], what: str = "step time") -> str | None:
-    """Whether the reference drifted during a stage: the first third of each replica's timed
-    samples against the last third (medians, their 95% intervals apart and more than ``DRIFT``);
-    the reason, or None."""
+def _thirds(groups: list[list[float]]) -> tuple[list[float], list[float]]:
+    first = [t for run in groups for t in run[: len(run) // 3]]
+    last = [t for run in groups for t in run[len(run) - len(run) // 3:]]
+    return first, last
+
+
+def drift(base: list[list[float]], row: list[list[float]], name: str, what: str = "step time") -> str | None:
+    """Whether a comparison drifted during a stage: ``row``'s time over the reference's (``base``,
+    per replica, in measurement order) in the first third of the stage against the last third;
+    moved when the two ratios' 95% ranges (from the medians' intervals) are apart and differ by
+    more than ``DRIFT``. The variants are measured in interleaved rounds, so a load that slows
+    every variant alike moves no ratio: only one that moved the comparison itself counts. The
+    reason, or None."""
     from pitstop.stats import median_ci
 
-    first = [t for run in replica_samples_s for t in run[: len(run) // 3]]
-    last = [t for run in replica_samples_s for t in run[len(run) - len(run) // 3:]]
-    if len(first) < 3 or len(last) < 3:
+    (b1, b2), (r1, r2) = _thirds(base), _thirds(row)
+    if min(map(len, (b1, b2, r1, r2))) < 3:
         return None
-    (lo1, hi1), (lo2, hi2) = median_ci(first), median_ci(last)
-    m1, m2 = sorted(first)[len(first) // 2], sorted(last)[len(last) // 2]
-    apart = hi1 < lo2 or hi2 < lo1
-    if apart and abs(m2 / m1 - 1) > DRIFT:
-        return f"the reference's {what} moved from {m1 * 1e3:.3g} ms to {m2 * 1e3:.3g} ms while it was measured"
+    (blo1, bhi1), (blo2, bhi2) = median_ci(b1), median_ci(b2)
+    (rlo1, rhi1), (rlo2, rhi2) = median_ci(r1), median_ci(r2)
+    med = lambda x: sorted(x)[len(x) // 2]  # noqa: E731
+    first, last = med(b1) / med(r1), med(b2) / med(r2)  # speed-ups
+    apart = bhi1 / rlo1 < blo2 / rhi2 or bhi2 / rlo2 < blo1 / rhi1
+    if apart and abs(last / first - 1) > DRIFT:
+        return (f"{name}'s speed-up by {what} moved from {first:.2f}x to {last:.2f}x while it was measured")
+    return None
+
+
+def stage_drift(naive: Any, rows: list[Any], cpu: bool) -> str | None:
+    """The first measured row (a ``Measurement``) whose comparison with ``naive`` drifted, on the
+    clock the stage compares by: CPU time per step (``cpu``: a busy machine) or wall time."""
+    for row in (r for r in rows if r.status == "ok" and r is not naive):
+        a, b = ((x.details or {}).get("cpu_samples_s") for x in (naive, row)) if cpu else (None, None)
+        moved = drift([g for g in a if g], [g for g in b if g], row.variant, "CPU time per step") \
+            if a and b and any(a) and any(b) else drift(naive.replica_samples_s, row.replica_samples_s, row.variant)
+        if moved:
+            return moved
     return None

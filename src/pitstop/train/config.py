@@ -18,7 +18,7 @@ _CHOICES: dict[str, tuple[Any, ...]] = {
     "optimizer": ("for-loop", "foreach", "fused"),
     "zero_grad": ("none", "zeros"),
     "layout": (None, "channels_last"),
-    "ddp": (None, "grad-view", "static-graph", "bucket-100"),
+    "ddp": (None, "grad-view", "static-graph", "bucket-100", "fsdp-no-reshard", "fsdp-bf16-params"),
 }
 
 
@@ -34,7 +34,7 @@ class TrainConfig:
     threads: int | None = None  # None = the run's thread count
     micro_batch: int | None = None  # None = the whole batch; else accumulate batch/micro_batch passes
     checkpoint: tuple[str, ...] = ()  # blocks run under activation checkpointing
-    ddp: str | None = None  # a DDP knob (a script under torchrun): gradient_as_bucket_view, static_graph, bucket size
+    ddp: str | None = None  # a knob of the script's DDP or FSDP2 (under torchrun): variants/ddp.py
 
     def __post_init__(self) -> None:
         for axis, choices in _CHOICES.items():
@@ -66,7 +66,7 @@ class TrainConfig:
         if self.checkpoint:
             parts.append(f"checkpoint{len(self.checkpoint)}")
         if self.ddp:
-            parts.append(f"ddp-{self.ddp}")
+            parts.append(self.ddp if self.ddp.startswith("fsdp-") else f"ddp-{self.ddp}")
         if self.threads is not None:
             parts.append(f"threads{self.threads}")
         return parts
@@ -109,7 +109,8 @@ _PARTS: dict[str, tuple[str, Any]] = {
     "foreach": ("optimizer", "foreach"), "fused": ("optimizer", "fused"),
     "zero-grad-zeros": ("zero_grad", "zeros"), "channels_last": ("layout", "channels_last"),
     "ddp-grad-view": ("ddp", "grad-view"), "ddp-static-graph": ("ddp", "static-graph"),
-    "ddp-bucket-100": ("ddp", "bucket-100"),
+    "ddp-bucket-100": ("ddp", "bucket-100"), "fsdp-no-reshard": ("ddp", "fsdp-no-reshard"),
+    "fsdp-bf16-params": ("ddp", "fsdp-bf16-params"),
 }
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pitstop.bench.load import LoadMonitor, drift, merge
+from pitstop.bench.load import LoadMonitor, merge, stage_drift
 from pitstop.bench.result import BenchResult, Measurement
 from pitstop.bench.stages import Outcome, Stage, StagedSearch
 from pitstop.stats import Ratio, speedup_groups
@@ -23,6 +23,7 @@ from pitstop.train.config import NAIVE, NAIVE_NAME, TrainConfig
 from pitstop.train.group import OnEvent, TrainGroup
 from pitstop.train.problem import ProblemRequest
 from pitstop.train.settings import TrainSettings
+from pitstop.train.variants.ddp import fits
 
 MEANINGFUL = 1.05  # a technique combines when faster beyond noise, or by 5% (median)
 TIE = 1.03  # within 3% (and within noise): the simpler one is preferred
@@ -35,7 +36,7 @@ _OPTIONS: dict[str, tuple[Any, ...]] = {
     "optimizer": ("foreach", "fused"),
     "zero_grad": ("zeros",),
     "layout": ("channels_last",),
-    "ddp": ("grad-view", "static-graph", "bucket-100"),
+    "ddp": ("grad-view", "static-graph", "bucket-100", "fsdp-no-reshard", "fsdp-bf16-params"),
 }
 
 
@@ -115,14 +116,12 @@ class TrainSearch(StagedSearch):
                 "thread counts were not searched. Run again on a quiet machine for wall-time figures")
 
     def _drifted(self, stage: Stage) -> str | None:
-        """Whether the reference moved within ``stage``, on the clock the variants are compared by."""
+        """Whether a variant's comparison with the reference moved within ``stage``, on the clock
+        the variants are compared by (``ratio``)."""
         naive = stage.result.row(NAIVE_NAME, self.settings.batch)
-        if naive is None:
-            return None
-        cpu = (naive.details or {}).get("cpu_samples_s")
-        if (stage.load.get("busy") or self.group.one_thread) and cpu and any(cpu):
-            return drift([g for g in cpu if g], "CPU time per step")
-        return drift(naive.replica_samples_s)
+        cpu = bool(stage.load.get("busy") or self.group.one_thread)
+        return stage_drift(naive, [r for r in stage.result.rows if r.batch_size == naive.batch_size], cpu) \
+            if naive is not None else None
 
     def _reference_failed(self, stage: Stage) -> bool:
         """The naive (fp32) step failed, or its trajectory is not finite: nothing can be judged
@@ -184,7 +183,7 @@ class TrainSearch(StagedSearch):
         """Each technique alone (gated ones become ``skipped`` rows)."""
         axes, b = self.settings.axes, self.settings.batch
         configs = [NAIVE.with_(**{axis: option}) for axis in axes if axis in _OPTIONS for option in _OPTIONS[axis]
-                   if axis != "ddp" or self.group.target.ddp]
+                   if axis != "ddp" or fits(option, self.group.target)]
         if "threads" in axes and not self.group.one_thread:
             from pitstop._env import physical_cores
 

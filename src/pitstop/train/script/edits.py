@@ -82,7 +82,7 @@ def plan(config: TrainConfig, found: dict[str, Any], device: str = "cpu") -> lis
     if config.layout:
         changes += [_before_training(found, "{model}.to(memory_format=torch.channels_last)", "channels_last")]
     if config.ddp:
-        changes.append(_ddp(config, found))
+        changes += _ddp(config, found)
     if config.threads is not None:
         changes.append(Change("after-imports", found["script"], 1, f"torch.set_num_threads({int(config.threads)})",
                               why=f"threads{config.threads}"))
@@ -167,15 +167,19 @@ def _unique(sites: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _ddp(config: TrainConfig, found: dict[str, Any]) -> Change:
+def _ddp(config: TrainConfig, found: dict[str, Any]) -> list[Change]:
+    """The knob as a keyword of the DDP construction, or of every ``fully_shard`` call (FSDP2)."""
     from pitstop.train.variants.ddp import KEYWORDS
 
-    sites = [d for d in (found.get("sites") or {}).get("ddp", []) if d.get("site")]
+    knob = str(config.ddp)
+    fsdp = knob.startswith("fsdp-")
+    sites = [d for d in (found.get("sites") or {}).get("fsdp" if fsdp else "ddp", []) if d.get("site")]
     if not sites:
-        raise NotMechanical("the DistributedDataParallel is not built in your files")
-    site = sites[0]["site"]
-    return Change("keyword", site["file"], site["line"], KEYWORDS[str(config.ddp)],
-                  callee="DistributedDataParallel|DDP", why=f"ddp-{config.ddp}")
+        raise NotMechanical(f"{'fully_shard is not called' if fsdp else 'the DistributedDataParallel is not built'} "
+                            "in your files")
+    return [Change("keyword", s["site"]["file"], s["site"]["line"], KEYWORDS[knob],
+                   callee="fully_shard" if fsdp else "DistributedDataParallel|DDP", why=knob if fsdp else f"ddp-{knob}")
+            for s in (_unique(sites) if fsdp else sites[:1])]
 
 
 def _zero_grad(found: dict[str, Any], kind: str) -> list[Change]:

@@ -95,8 +95,7 @@ class ScriptGroup(TrainGroup):
                                   compiler=bool(found["peaks"].get("compiler")),
                                   physical_cores=int(found["peaks"].get("physical_cores", 1)),
                                   has_4d_input=4 in forward.get("input_dims", []), batch_size=1,
-                                  ddp=self.settings.nproc_per_node > 1 and any(
-                                      d.get("site") for d in (found.get("sites") or {}).get("ddp", [])),
+                                  ddp=self._wraps(found, "ddp"), fsdp=self._wraps(found, "fsdp"),
                                   optimizer_flags=tuple(sorted(set.intersection(*flags))) if flags else ("fused",))
         self.problem = Problem(OptimizerSpec.named(found.get("optimizers", ["AdamW"])[0] or "AdamW"),
                                LossSpec("what the script calls backward() on", kind="own"))
@@ -106,6 +105,11 @@ class ScriptGroup(TrainGroup):
         self.inline, self.module = False, None
         self.root = edits.root_of(self.script.script)
         self._prepared = True
+
+    def _wraps(self, found: dict[str, Any], wrapper: str) -> bool:
+        """Whether the script, run under torchrun, builds its DDP (``ddp``) or FSDP2 (``fsdp``) in its own code."""
+        sites = (found.get("sites") or {}).get(wrapper, [])
+        return self.settings.nproc_per_node > 1 and any(d.get("site") for d in sites)
 
     # -- variants -------------------------------------------------------------------------------
 

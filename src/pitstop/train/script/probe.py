@@ -39,7 +39,8 @@ class Probe:
         self.first_grads: dict[str, torch.Tensor] = {}  # step-1 gradients, by optimizer/group/param index
         self.optimizers: list[torch.optim.Optimizer] = []
         self.sites: dict[str, Any] = {"optimizers": [], "zero_grad": [], "forward": None, "backward": None,
-                                      "model": None, "trainers": [], "ddp": [], "events": [], "pairs": []}
+                                      "model": None, "trainers": [], "ddp": [], "fsdp": [], "events": [],
+                                      "pairs": []}
         self._handles: list[Any] = []
         self._orig: dict[str, Any] = {}
 
@@ -84,6 +85,26 @@ class Probe:
             original(module, *args, **kwargs)
 
         DistributedDataParallel.__init__ = __init__  # type: ignore[method-assign,assignment]
+        self._watch_fully_shard()
+
+    def _watch_fully_shard(self) -> None:
+        """Where the script calls FSDP2's ``fully_shard`` (before it imports the name)."""
+        import functools
+
+        try:
+            import torch.distributed.fsdp as fsdp
+        except ImportError:  # a build without distributed
+            return
+        original, sites = getattr(fsdp, "fully_shard", None), self.sites["fsdp"]
+        if original is None:
+            return
+
+        @functools.wraps(original)  # keeps its attributes (fully_shard.state)
+        def fully_shard(module: Any, *args: Any, **kwargs: Any) -> Any:
+            sites.append({"site": caller_site(), "keywords": sorted(kwargs)})
+            return original(module, *args, **kwargs)
+
+        fsdp.fully_shard = fully_shard
 
     def _time_regions(self, cls: Any) -> None:
         """Time spent under ``no_grad`` / ``inference_mode`` (validation inside a step's interval)."""
