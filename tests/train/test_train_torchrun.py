@@ -90,7 +90,7 @@ def test_fsdp2_knobs_are_keywords_of_every_fully_shard_call(tmp_path):
     edit a keyword on both ``fully_shard`` lines; the patch applies."""
     (tmp_path / "job.py").write_text(textwrap.dedent(FSDP_JOB))
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "40",
+    proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "80",
                            "--techniques", "ddp", "--replicas", "1", "--json", "t.json", "--patch", "fsdp.diff",
                            "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=900,
                           env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"})
