@@ -54,6 +54,7 @@ def test_a_plain_loop_end_to_end_the_patch_applies_and_trains_the_same(tmp_path)
     assert doc["script"]["sites"]["optimizers"][0]["groups"] == 2  # both parameter groups, as the user built them
     assert any(r.get("mfu", {}).get("fraction") for r in doc["results"])
     assert doc["environment"]["load"]["loadavg_start"] is not None
+    assert not any("not reproducible" in n for n in doc["notes"])  # seeded by pitstop: seed 0 runs agree
     winner = doc["winner"]["variant"]
     if winner == "naive":  # nothing won on this machine: nothing to apply, and it says so
         assert not (tmp_path / "speedup.diff").exists() and "naive stays" in proc.stdout
@@ -64,6 +65,17 @@ def test_a_plain_loop_end_to_end_the_patch_applies_and_trains_the_same(tmp_path)
     after = run(script.name, "--iters", "150", cwd=tmp_path, pitstop=False)  # without pitstop
     assert after.returncode == 0, after.stderr
     assert abs(final_loss(after.stdout) - final_loss(before.stdout)) < 0.1 * final_loss(before.stdout) + 0.05
+
+
+def test_a_script_whose_data_pitstop_cannot_seed_is_named(tmp_path):
+    """Data from an unseeded generator: the discovery run and the reference's seed-0 run begin at
+    different losses, and the report says the script is not reproducible under pitstop's seeds."""
+    script = repo(tmp_path, "unseeded_data.py")
+    proc = run("train", "--time-budget-s", "15", "--techniques", "zero_grad", "--replicas", "1", "--json", "t.json",
+               script.name, cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr + proc.stdout
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert any("unseeded_data.py is not reproducible under pitstop's seeds" in n for n in doc["notes"]), doc["notes"]
 
 
 def _discover(script: Path, *args: str) -> object:

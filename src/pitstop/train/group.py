@@ -201,6 +201,10 @@ class TrainGroup:
         return _Live(config, row, [self._worker(config, workdir / f"{first + i}.log") for i in range(len(seeds))],
                      seeds=seeds)
 
+    def notes_after(self, rows: list[Measurement]) -> list[str]:
+        """What a stage's rows say about the measurement itself (script mode: reproducibility)."""
+        return []
+
     def runnable(self, config: TrainConfig) -> bool:
         """Whether a planned finalist can run at all (a script variant that cannot be edited is not planned)."""
         return True

@@ -86,6 +86,7 @@ class TrainSearch(StagedSearch):
                             replicas=replicas, trajectory=True, memory=True)
         if self._reference_failed(final):
             return
+        self.outcome.notes += self.group.notes_after(final.result.rows)
         moved = self._drifted(final)
         if moved and self.left_s() > final.elapsed_s:  # measured again: a passing load should not decide
             how = "" if self.group.one_thread else " on one thread, by CPU time"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pitstop.bench.launch import ProcessWorker, WorkerFailed
+from pitstop.bench.result import Measurement
 from pitstop.bench.timer import TimingPolicy
 from pitstop.errors import ModelRunError, ReferenceFailed, UsageError
 from pitstop.train.config import NAIVE, TrainConfig
@@ -88,6 +89,7 @@ class ScriptGroup(TrainGroup):
             raise ReferenceFailed(f"{self.script.name}: the unmodified script's loss is not finite in its first "
                                   f"steps ({losses}): there is no training to compare with")
         self.found = {**found, "script": os.path.realpath(self.script.script)}
+        self.first_loss = losses[0]
         forward = (found.get("sites") or {}).get("forward") or {}
         flags = [set(o["flags"]) for o in (found.get("sites") or {}).get("optimizers", [])]
         self.target = TrainTarget(device=str(forward.get("device", "cpu")).split(":")[0],
@@ -105,6 +107,21 @@ class ScriptGroup(TrainGroup):
         self.inline, self.module = False, None
         self.root = edits.root_of(self.script.script)
         self._prepared = True
+
+    def notes_after(self, rows: list[Measurement]) -> list[str]:
+        """Whether the script is reproducible under pitstop's seeds: the unmodified script's first
+        loss with seed 0, in the discovery run and in the reference's seed-0 run. A script that
+        seeds its own randomness from elsewhere (DataLoader workers seeded by the OS, a clock)
+        differs: the gate still compares against the spread of the fp32 seeds, which covers that
+        randomness, but cannot see a technique's effect smaller than it."""
+        naive = next((r for r in rows if r.variant == NAIVE.name and r.status != "failed"), None)
+        again = (naive.details or {}).get("first_step_loss") if naive else None
+        if again is None or abs(again - self.first_loss) <= 1e-3 * max(1.0, abs(self.first_loss)):
+            return []
+        return [f"{self.script.name} is not reproducible under pitstop's seeds: two runs of the unmodified script "
+                f"with seed 0 began at loss {self.first_loss:.5g} and {again:.5g} (its data order or initialisation "
+                "comes from elsewhere, e.g. DataLoader workers seeded by the OS); the gate compares each variant with "
+                "the spread of the fp32 seeds, which includes that randomness, and cannot see smaller effects"]
 
     def _wraps(self, found: dict[str, Any], wrapper: str) -> bool:
         """Whether the script, run under torchrun, builds its DDP (``ddp``) or FSDP2 (``fsdp``) in its own code."""
