@@ -10,7 +10,8 @@ into ``docs/`` and nothing generated is committed:
 - ``<!-- pitstop-codes -->`` becomes the table of PIT codes, and ``codes/PITnnn.md`` is one page per
   entry of ``pitstop.codes.CODES``: the code table, the lint rule's four-part docstring (as
   ``pitstop explain`` reads it) and the docstrings of the doctor checks that report the code;
-- ``contributing.md`` is the repository's CONTRIBUTING.md, so it has one source.
+- ``contributing.md`` is the repository's CONTRIBUTING.md, so it has one source;
+- ``<!-- snippet: ... -->`` lines (which test runs the next block: tests/docs/snippets.py) are dropped.
 
 ``expand()``, ``code_pages()`` and ``help_text()`` are plain functions: the tests call them
 without mkdocs."""
@@ -35,6 +36,7 @@ PAGES = {
     "memory": "commands/memory.md", "gradcheck": "commands/memory.md", "data": "commands/data.md",
     "compare": "commands/compare.md", "report": "commands/compare.md", "explain": "commands/explain.md",
 }
+_SNIPPET = re.compile(r"^<!-- snippet: .* -->\n", re.M)
 _MARK = re.compile(r"^<!-- pitstop-(help|explain|commands|codes)(?: ([A-Za-z0-9 _-]+?))? -->$", re.M)
 _KINDS = {"S": "`pitstop lint`", "R": "`pitstop doctor`", "SR": "`pitstop lint` and `pitstop doctor`"}
 
@@ -159,6 +161,7 @@ def expand(markdown: str, page: str) -> str:
         "commands": lambda _: commands_table(page),
         "codes": lambda _: codes_table(page),
     }
+    markdown = _SNIPPET.sub("", markdown)
     return _MARK.sub(lambda m: makers[m.group(1)]((m.group(2) or "").strip()), markdown)
 
 
