@@ -8,7 +8,8 @@ site does not show it):
 - ``<!-- snippet: tested-by tests/PATH.py::TEST -->``: run by that test, which reads this page;
 - ``<!-- snippet: slow REASON -->``: a Python block run only with ``-m slow`` (it measures);
 - ``<!-- snippet: file NAME -->``: a Python block that is a file the page's commands name
-  (``my_metric.py``): written into the working folder of every command, and run.
+  (``my_metric.py``, ``train.py``): written into the working folder of every command, and run;
+- ``<!-- snippet: output-of COMMAND -->``: a ``text`` block that is exactly what COMMAND prints there.
 
 Without a marker, a ``bash`` block's command lines and a ``text`` block's ``$ `` lines are run, a
 ``python`` block is run, and ``toml``/``yaml`` blocks are parsed; ``text`` blocks are output."""

@@ -7,7 +7,9 @@ In the default suite every ``pitstop`` command line is parsed by the real parser
 nothing. The commands and snippets that measure (bench, optimize, train, memory, data, doctor,
 profile) run with ``-m slow``, as written plus ``FAST[command]``, which only shortens budgets,
 replicas and fidelity samples. They run in a folder holding the files the docs name
-(``train.py``, ``my_model.py:build``, ``my_data.py:make_dataset``, ...), see ``WORKDIR``."""
+(``my_model.py:build``, ``my_data.py:make_dataset``, ...: ``WORKDIR``) and the pages' ``file``
+blocks (``train.py``, the lint page's, with three mistakes). A ``text`` block marked ``output-of
+COMMAND`` is compared with what that command prints there."""
 
 from __future__ import annotations
 
@@ -44,26 +46,6 @@ FAST: dict[str, dict[str, str | None]] = {
 }
 SLOW_API = [(r"\btime_budget_s=\d+", "time_budget_s=10"), (r"\bbudget_s=\d+", "budget_s=0.1")]
 
-TRAIN_PY = """\
-import argparse
-
-import torch
-from torch import nn
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--epochs", type=int, default=1)
-args, _ = parser.parse_known_args()
-torch.manual_seed(0)
-model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-for epoch in range(args.epochs):
-    for step in range(8):
-        opt.zero_grad()
-        loss = model(torch.randn(16, 32)).pow(2).mean()
-        loss.backward()
-        opt.step()
-print("trained", args.epochs, "epoch(s)")
-"""
 MODEL_PY = """\
 import torch
 from torch import nn
@@ -101,7 +83,7 @@ import torch
 def my_function(x):
     return torch.tanh(x).pow(2).sum(-1)
 """
-WORKDIR = {"train.py": TRAIN_PY, "src/model.py": "import torch\n", "my_model.py": MODEL_PY,
+WORKDIR = {"src/model.py": "import torch\n", "my_model.py": MODEL_PY,
            "pkg/__init__.py": "", "pkg/models.py": "from my_model import make  # noqa: F401\n",
            "my_data.py": DATA_PY, "my_ops.py": OPS_PY}
 
@@ -122,9 +104,10 @@ def template(tmp_path_factory) -> Path:
     for name, text in WORKDIR.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
-    for b in BLOCKS:
-        if b.kind == "file":
-            (folder / b.arg).write_text(b.text)
+    files = [b for b in BLOCKS if b.kind == "file"]
+    assert "train.py" in {b.arg for b in files}
+    for b in files:
+        (folder / b.arg).write_text(b.text)
     before, after = _result({"train+grad": 2.0, "eval+no_grad": 1.5}), _result({"train+grad": 2.0, "eval+no_grad": 1.4})
     (folder / "before.json").write_text(json.dumps(before))
     (folder / "after.json").write_text(json.dumps(after))
@@ -210,7 +193,8 @@ def _run_python(block: Block, slow: bool) -> None:
 def test_every_block_is_classified():
     for b in BLOCKS:
         assert b.lang in LANGUAGES, f"{b.id}: a fence needs a language of {sorted(LANGUAGES)}, got {b.lang!r}"
-        assert b.kind in {"run", "skip", "tested-by", "slow", "file"}, f"{b.id}: unknown marker {b.kind!r}"
+        kinds = {"run", "skip", "tested-by", "slow", "file", "output-of"}
+        assert b.kind in kinds, f"{b.id}: unknown marker {b.kind!r}"
         if b.lang == "json":
             assert b.kind == "skip", f"{b.id}: a JSON excerpt is marked skip with its reason"
         if b.lang == "python":
@@ -273,6 +257,13 @@ MEASURING_RUNS = [(w, line) for (w, line) in OWN if argv(line)[0][0] not in CHEA
 def test_a_cheap_command_runs(where, line, workdir, capsys):
     rc, _ = _run(line, capsys)
     assert rc in (0, 1), f"{where}: `{line}` exited {rc}: {capsys.readouterr().err[-2000:]}"
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.kind == "output-of"], ids=lambda b: b.id)
+def test_an_output_block_is_what_its_command_prints(block, workdir, capsys):
+    assert block.lang == "text"
+    _, out = _run(block.arg, capsys)
+    assert out == block.text
 
 
 @pytest.mark.slow
