@@ -7,6 +7,8 @@ into ``docs/`` and nothing generated is committed:
   of the command line;
 - ``<!-- pitstop-commands -->`` becomes the table of commands, from the parser's one-line helps;
 - ``<!-- pitstop-explain CODE -->`` becomes what ``pitstop explain CODE`` prints;
+- ``<!-- pitstop-schema NAME -->`` becomes ``pitstop.schemas.NAME``, the JSON Schema the tests validate
+  the command's ``--json`` output against, in a folded block;
 - ``<!-- pitstop-codes -->`` becomes the table of PIT codes, and ``codes/PITnnn.md`` is one page per
   entry of ``pitstop.codes.CODES``: the code table, the lint rule's four-part docstring (as
   ``pitstop explain`` reads it) and the docstrings of the doctor checks that report the code;
@@ -37,7 +39,7 @@ PAGES = {
     "compare": "commands/compare.md", "report": "commands/compare.md", "explain": "commands/explain.md",
 }
 _SNIPPET = re.compile(r"^<!-- snippet: .* -->\n", re.M)
-_MARK = re.compile(r"^<!-- pitstop-(help|explain|commands|codes)(?: ([A-Za-z0-9 _-]+?))? -->$", re.M)
+_MARK = re.compile(r"^<!-- pitstop-(help|explain|commands|codes|schema)(?: ([A-Za-z0-9 _-]+?))? -->$", re.M)
 _KINDS = {"S": "`pitstop lint`", "R": "`pitstop doctor`", "SR": "`pitstop lint` and `pitstop doctor`"}
 
 
@@ -80,6 +82,19 @@ def _link(page: str, target: str) -> str:
 def commands_table(page: str) -> str:
     rows = [f"| [`pitstop {name}`]({_link(page, PAGES[name])}) | {text} |" for name, text in commands().items()]
     return "\n".join(["| command | what it does |", "|---|---|", *rows])
+
+
+def schema_block(name: str) -> str:
+    """``pitstop.schemas.NAME`` as JSON, folded (``pymdownx.details``); an unknown name fails the build."""
+    import json
+
+    from pitstop import schemas
+
+    if not name.endswith("_SCHEMA") or not hasattr(schemas, name):
+        raise KeyError(f"pitstop.schemas has no {name}")
+    body = _fence(json.dumps(getattr(schemas, name), indent=2), "json")
+    return f'??? note "The JSON Schema: `pitstop.schemas.{name}`"\n\n' + "\n".join(
+        f"    {line}" if line else "" for line in body.splitlines())
 
 
 def _explain_help(key: str) -> str:
@@ -160,6 +175,7 @@ def expand(markdown: str, page: str) -> str:
         "explain": lambda arg: _fence(_explain_help(arg)),
         "commands": lambda _: commands_table(page),
         "codes": lambda _: codes_table(page),
+        "schema": schema_block,
     }
     markdown = _SNIPPET.sub("", markdown)
     return _MARK.sub(lambda m: makers[m.group(1)]((m.group(2) or "").strip()), markdown)

@@ -88,6 +88,28 @@ def test_the_commands_table_links_each_command_page():
         assert f"[`pitstop {command}`]({page})" in table
 
 
+def test_a_schema_marker_becomes_the_schema_the_tests_validate_against():
+    import json
+
+    from pitstop.schemas import BENCH_SCHEMA
+
+    out = gen.expand("<!-- pitstop-schema BENCH_SCHEMA -->", "commands/bench.md")
+    assert out.startswith('??? note "The JSON Schema: `pitstop.schemas.BENCH_SCHEMA`"\n\n    ```json\n')
+    body = "\n".join(line.removeprefix("    ") for line in out.splitlines()[3:-1])
+    assert json.loads(body) == json.loads(json.dumps(BENCH_SCHEMA))
+    with pytest.raises(KeyError):
+        gen.expand("<!-- pitstop-schema NO_SUCH_SCHEMA -->", "commands/bench.md")
+
+
+def test_every_schema_is_on_its_commands_page():
+    import pitstop.schemas
+
+    names = {n for n in dir(pitstop.schemas) if n.endswith("_SCHEMA")}
+    shown = {n for page in (DOCS / "commands").glob("*.md") for n in re.findall(r"<!-- pitstop-schema (\w+) -->",
+                                                                              page.read_text())}
+    assert shown == names
+
+
 def test_the_explain_marker_is_what_pitstop_explain_prints():
     from pitstop.lint.explain import explain
 
