@@ -5,6 +5,8 @@ into ``docs/`` and nothing generated is committed:
 - ``<!-- pitstop-help COMMAND -->`` in a page becomes ``pitstop COMMAND --help`` as the real
   parser (``pitstop.cli.build_parser()``) formats it, so the options on the site are the options
   of the command line;
+- ``<!-- pitstop-examples COMMAND -->`` becomes the ``examples:`` of ``pitstop COMMAND --help`` as a
+  shell block, so a page's examples are the parser's (tests/docs/test_snippets.py runs them);
 - ``<!-- pitstop-commands -->`` becomes the table of commands, from the parser's one-line helps;
 - ``<!-- pitstop-explain CODE -->`` becomes what ``pitstop explain CODE`` prints;
 - ``<!-- pitstop-schema NAME -->`` becomes ``pitstop.schemas.NAME``, the JSON Schema the tests validate
@@ -24,6 +26,7 @@ import argparse
 import inspect
 import os
 import re
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,7 +42,7 @@ PAGES = {
     "compare": "commands/compare.md", "report": "commands/compare.md", "explain": "commands/explain.md",
 }
 _SNIPPET = re.compile(r"^<!-- snippet: .* -->\n", re.M)
-_MARK = re.compile(r"^<!-- pitstop-(help|explain|commands|codes|schema)(?: ([A-Za-z0-9 _-]+?))? -->$", re.M)
+_MARK = re.compile(r"^<!-- pitstop-(help|examples|explain|commands|codes|schema)(?: ([A-Za-z0-9 _-]+?))? -->$", re.M)
 _KINDS = {"S": "`pitstop lint`", "R": "`pitstop doctor`", "SR": "`pitstop lint` and `pitstop doctor`"}
 
 
@@ -68,6 +71,23 @@ def help_text(command: str) -> str:
             del os.environ["COLUMNS"]
         else:
             os.environ["COLUMNS"] = saved
+
+
+def examples(command: str) -> str:
+    """The ``examples:`` (or ``example:``) lines of ``pitstop COMMAND --help``'s epilog as shell lines:
+    a comment (after two spaces or more) gets its ``#``."""
+    epilog = _subparsers().choices[command].epilog or ""
+    found = re.search(r"^examples?:\n((?:[ ]{2}.*(?:\n|$))+)", epilog, re.M)
+    if found is None:
+        raise KeyError(f"pitstop {command} --help has no examples")
+    lines = []
+    for line in textwrap.dedent(found[1]).rstrip().splitlines():
+        parts = re.split(r"\s{2,}(?=\S)", line, maxsplit=1)
+        if line.startswith(" ") or len(parts) == 1:  # a continuation, or no comment
+            lines.append(line)
+        else:
+            lines.append(f"{parts[0]}   {'' if parts[1].startswith('#') else '# '}{parts[1]}")
+    return "\n".join(lines)
 
 
 def _fence(text: str, lang: str = "text") -> str:
@@ -172,6 +192,7 @@ def expand(markdown: str, page: str) -> str:
     """Replace each ``<!-- pitstop-... -->`` marker of ``page`` (its path under docs/)."""
     makers: dict[str, Callable[[str], str]] = {
         "help": lambda arg: _fence(help_text(arg)),
+        "examples": lambda arg: _fence(examples(arg), "bash"),
         "explain": lambda arg: _fence(_explain_help(arg)),
         "commands": lambda _: commands_table(page),
         "codes": lambda _: codes_table(page),

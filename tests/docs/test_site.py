@@ -77,6 +77,15 @@ def test_a_help_marker_becomes_the_parsers_help_text():
     assert gen.help_text("bench") == gen.help_text("bench")  # fixed width: the site does not depend on the terminal
 
 
+def test_an_examples_marker_is_the_help_examples_as_shell_lines():
+    out = gen.expand("<!-- pitstop-examples train -->", "commands/train.md")
+    assert out.startswith("```bash\npitstop train train.py --max-iters 200   # the script's own arguments")
+    assert "\\\n    --optimizer adamw" in out  # a continuation stays one
+    for command in gen.PAGES:
+        if command != "explain":
+            assert gen.examples(command).startswith("pitstop "), command
+
+
 def test_an_unknown_command_in_a_marker_fails_the_build():
     with pytest.raises(KeyError):
         gen.expand("<!-- pitstop-help no-such-command -->", "commands/bench.md")

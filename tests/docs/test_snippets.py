@@ -27,13 +27,13 @@ try:
     import tomllib
 except ImportError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
-from snippets import LANGUAGES, ROOT, Block, all_blocks, argv, command_lines, readme_table_commands
+from snippets import LANGUAGES, ROOT, Block, all_blocks, argv, command_lines, not_pitstop, readme_table_commands
 
 from pitstop.cli import build_parser, main
 
 BLOCKS = all_blocks()
 # The blocks that are not run, each with its reason in the page. A new one changes this count.
-SKIPPED = 7
+SKIPPED = 6
 CHEAP = {"lint", "explain", "gradcheck", "compare", "report"}
 # Per command: options that only shorten the run (set, or replaced where the line gives them).
 FAST: dict[str, dict[str, str | None]] = {
@@ -80,8 +80,8 @@ OPS_PY = """\
 import torch
 
 
-def my_function(x):
-    return torch.tanh(x).pow(2).sum(-1)
+def my_function(x, w=None):
+    return torch.tanh(x if w is None else x * w).pow(2).sum(-1)
 """
 WORKDIR = {"src/model.py": "import torch\n", "my_model.py": MODEL_PY,
            "pkg/__init__.py": "", "pkg/models.py": "from my_model import make  # noqa: F401\n",
@@ -216,7 +216,15 @@ def test_a_tested_by_marker_names_a_test_that_reads_its_page(block):
     path, _, name = block.arg.partition("::")
     source = (ROOT / path).read_text()
     assert re.search(rf"^def {name}\(", source, re.M), f"{block.id}: {block.arg} does not exist"
-    assert block.page in source, f"{block.id}: {path} does not read {block.page}"
+    reads = f"{block.generated.upper()}_EPILOG" if block.generated else block.page  # --help's examples, or the page
+    assert reads in source, f"{block.id}: {path} does not read {reads}"
+
+
+def test_a_help_examples_block_shows_other_commands_only_where_the_commands_tests_run_them():
+    other = {b.generated: [line.split("   #")[0] for line in not_pitstop(b)] for b in BLOCKS if b.generated}
+    assert {k: v for k, v in other.items() if v} == {
+        "train": ["git apply speedup.diff"], "doctor": ["torchrun --nproc-per-node 2 -m pitstop doctor train.py"]}
+    assert all(b.kind == "tested-by" for b in BLOCKS if b.generated in ("train", "doctor"))
 
 
 def test_the_readme_has_a_command_for_every_subcommand_and_stays_short():
