@@ -39,7 +39,7 @@ CHEAP = {"lint", "explain", "gradcheck", "compare", "report"}
 FAST: dict[str, dict[str, str | None]] = {
     "bench": {"--budget-s": "0.05", "--replicas": "1", "--inline": None},
     "optimize": {"--time-budget-s": "10", "--replicas": "1", "--fidelity-samples": "8", "--techniques": "threads"},
-    "train": {"--time-budget-s": "60", "--replicas": "1", "--trajectory-steps": "2"},
+    "train": {"--time-budget-s": "60", "--replicas": "1"},
     "memory": {"--repeats": "1"},
     "data": {"--time-budget-s": "3", "--max-workers": "1", "--batches": "2"},
     "doctor": {}, "profile": {},
@@ -248,13 +248,14 @@ def test_every_command_line_parses(where, line):
     assert getattr(parsed, "func", None) is not None
 
 
-def _run(line: str, capsys) -> tuple[int, str]:
+def _run(line: str, capture) -> tuple[int, str, str]:
+    """Run a command line as the docs write it, plus FAST; (exit code, stdout, stderr)."""
     args, out = argv(line)
     rc = main(_fast(args))
-    text = capsys.readouterr().out
+    text, err = capture.readouterr()
     if out:
         Path(out).write_text(text)
-    return rc, text
+    return rc, text, err
 
 
 _DISTINCT = list({tuple(argv(line)[0]): (w, line) for (w, line) in reversed(OWN)}.values())[::-1]  # run once each
@@ -264,23 +265,23 @@ MEASURING_RUNS = [(w, line) for (w, line) in _DISTINCT if argv(line)[0][0] not i
 
 @pytest.mark.parametrize(("where", "line"), CHEAP_RUNS, ids=[f"{w} {line[:60]}" for w, line in CHEAP_RUNS])
 def test_a_cheap_command_runs(where, line, workdir, capsys):
-    rc, _ = _run(line, capsys)
-    assert rc in (0, 1), f"{where}: `{line}` exited {rc}: {capsys.readouterr().err[-2000:]}"
+    rc, _, err = _run(line, capsys)
+    assert rc in (0, 1), f"{where}: `{line}` exited {rc}: {err[-2000:]}"
 
 
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.kind == "output-of"], ids=lambda b: b.id)
 def test_an_output_block_is_what_its_command_prints(block, workdir, capfd):
     """Exactly, but for the spaces at the ends of lines (a table is padded to the console's width)."""
     assert block.lang == "text"
-    _, out = _run(block.arg, capfd)  # capfd: a script's own output comes from its process
+    _, out, _ = _run(block.arg, capfd)  # capfd: a script's own output comes from its process
     assert [line.rstrip() for line in out.splitlines()] == block.text.splitlines()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("where", "line"), MEASURING_RUNS, ids=[f"{w} {line[:60]}" for w, line in MEASURING_RUNS])
 def test_a_measuring_command_runs(where, line, workdir, capsys):
-    rc, _ = _run(line, capsys)
-    assert rc in (0, 1), f"{where}: `{' '.join(_fast(argv(line)[0]))}` exited {rc}: {capsys.readouterr().err[-2000:]}"
+    rc, _, err = _run(line, capsys)
+    assert rc in (0, 1), f"{where}: `{' '.join(_fast(argv(line)[0]))}` exited {rc}: {err[-2000:]}"
 
 
 # ---- Python and configuration ----------------------------------------------------------------
