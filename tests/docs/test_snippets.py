@@ -45,6 +45,21 @@ FAST: dict[str, dict[str, str | None]] = {
     "doctor": {}, "profile": {},
 }
 SLOW_API = [(r"\btime_budget_s=\d+", "time_budget_s=10"), (r"\bbudget_s=\d+", "budget_s=0.1")]
+# The same for the Python API: keyword options of the measuring functions, set whatever a snippet says.
+FAST_API = {"bench": {"budget_s": 0.1, "replicas": 1, "isolate": False},
+            "optimize": {"time_budget_s": 10, "replicas": 1, "fidelity_samples": 8, "techniques": ["threads"]}}
+
+
+class _FastPitstop:
+    """``pitstop`` for a measuring snippet: its ``bench`` and ``optimize`` take FAST_API's options."""
+
+    def __getattr__(self, name: str):
+        import pitstop
+
+        function = getattr(pitstop, name)
+        if name not in FAST_API:
+            return function
+        return lambda *args, **kwargs: function(*args, **{**kwargs, **FAST_API[name]})
 
 MODEL_PY = """\
 import torch
@@ -180,11 +195,13 @@ def _python_namespace() -> dict:
 
 
 def _run_python(block: Block, slow: bool) -> None:
-    code = block.text
+    code, scope = block.text, _python_namespace()
     if slow:
         for pattern, repl in SLOW_API:
             code = re.sub(pattern, repl, code)
-    exec(compile(code, block.id, "exec"), _python_namespace())
+        code = re.sub(r"^import pitstop$", "pass  # pitstop: _FastPitstop", code, flags=re.M)
+        scope["pitstop"] = _FastPitstop()
+    exec(compile(code, block.id, "exec"), scope)
 
 
 # ---- every block is accounted for ------------------------------------------------------------
