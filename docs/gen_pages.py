@@ -5,12 +5,17 @@ into ``docs/`` and nothing generated is committed:
 - ``<!-- pitstop-help COMMAND -->`` in a page becomes ``pitstop COMMAND --help`` as the real
   parser (``pitstop.cli.build_parser()``) formats it, so the options on the site are the options
   of the command line;
+- ``<!-- pitstop-examples COMMAND -->`` becomes the ``examples:`` of ``pitstop COMMAND --help`` as a
+  shell block, so a page's examples are the parser's (tests/docs/test_snippets.py runs them);
 - ``<!-- pitstop-commands -->`` becomes the table of commands, from the parser's one-line helps;
 - ``<!-- pitstop-explain CODE -->`` becomes what ``pitstop explain CODE`` prints;
+- ``<!-- pitstop-schema NAME -->`` becomes ``pitstop.schemas.NAME``, the JSON Schema the tests validate
+  the command's ``--json`` output against, in a folded block;
 - ``<!-- pitstop-codes -->`` becomes the table of PIT codes, and ``codes/PITnnn.md`` is one page per
   entry of ``pitstop.codes.CODES``: the code table, the lint rule's four-part docstring (as
   ``pitstop explain`` reads it) and the docstrings of the doctor checks that report the code;
-- ``contributing.md`` is the repository's CONTRIBUTING.md, so it has one source.
+- ``contributing.md`` is the repository's CONTRIBUTING.md, so it has one source;
+- ``<!-- snippet: ... -->`` lines (which test runs the next block: tests/docs/snippets.py) are dropped.
 
 ``expand()``, ``code_pages()`` and ``help_text()`` are plain functions: the tests call them
 without mkdocs."""
@@ -21,6 +26,7 @@ import argparse
 import inspect
 import os
 import re
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,7 +41,8 @@ PAGES = {
     "memory": "commands/memory.md", "gradcheck": "commands/memory.md", "data": "commands/data.md",
     "compare": "commands/compare.md", "report": "commands/compare.md", "explain": "commands/explain.md",
 }
-_MARK = re.compile(r"^<!-- pitstop-(help|explain|commands|codes)(?: ([A-Za-z0-9 _-]+?))? -->$", re.M)
+_SNIPPET = re.compile(r"^<!-- snippet: .* -->\n", re.M)
+_MARK = re.compile(r"^<!-- pitstop-(help|examples|explain|commands|codes|schema)(?: ([A-Za-z0-9 _-]+?))? -->$", re.M)
 _KINDS = {"S": "`pitstop lint`", "R": "`pitstop doctor`", "SR": "`pitstop lint` and `pitstop doctor`"}
 
 
@@ -66,6 +73,23 @@ def help_text(command: str) -> str:
             os.environ["COLUMNS"] = saved
 
 
+def examples(command: str) -> str:
+    """The ``examples:`` (or ``example:``) lines of ``pitstop COMMAND --help``'s epilog as shell lines:
+    a comment (after two spaces or more) gets its ``#``."""
+    epilog = _subparsers().choices[command].epilog or ""
+    found = re.search(r"^examples?:\n((?:[ ]{2}.*(?:\n|$))+)", epilog, re.M)
+    if found is None:
+        raise KeyError(f"pitstop {command} --help has no examples")
+    lines = []
+    for line in textwrap.dedent(found[1]).rstrip().splitlines():
+        parts = re.split(r"\s{2,}(?=\S)", line, maxsplit=1)
+        if line.startswith(" ") or len(parts) == 1:  # a continuation, or no comment
+            lines.append(line)
+        else:
+            lines.append(f"{parts[0]}   {'' if parts[1].startswith('#') else '# '}{parts[1]}")
+    return "\n".join(lines)
+
+
 def _fence(text: str, lang: str = "text") -> str:
     return f"```{lang}\n{text.rstrip()}\n```"
 
@@ -78,6 +102,19 @@ def _link(page: str, target: str) -> str:
 def commands_table(page: str) -> str:
     rows = [f"| [`pitstop {name}`]({_link(page, PAGES[name])}) | {text} |" for name, text in commands().items()]
     return "\n".join(["| command | what it does |", "|---|---|", *rows])
+
+
+def schema_block(name: str) -> str:
+    """``pitstop.schemas.NAME`` as JSON, folded (``pymdownx.details``); an unknown name fails the build."""
+    import json
+
+    from pitstop import schemas
+
+    if not name.endswith("_SCHEMA") or not hasattr(schemas, name):
+        raise KeyError(f"pitstop.schemas has no {name}")
+    body = _fence(json.dumps(getattr(schemas, name), indent=2), "json")
+    return f'??? note "The JSON Schema: `pitstop.schemas.{name}`"\n\n' + "\n".join(
+        f"    {line}" if line else "" for line in body.splitlines())
 
 
 def _explain_help(key: str) -> str:
@@ -155,10 +192,13 @@ def expand(markdown: str, page: str) -> str:
     """Replace each ``<!-- pitstop-... -->`` marker of ``page`` (its path under docs/)."""
     makers: dict[str, Callable[[str], str]] = {
         "help": lambda arg: _fence(help_text(arg)),
+        "examples": lambda arg: _fence(examples(arg), "bash"),
         "explain": lambda arg: _fence(_explain_help(arg)),
         "commands": lambda _: commands_table(page),
         "codes": lambda _: codes_table(page),
+        "schema": schema_block,
     }
+    markdown = _SNIPPET.sub("", markdown)
     return _MARK.sub(lambda m: makers[m.group(1)]((m.group(2) or "").strip()), markdown)
 
 

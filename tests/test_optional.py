@@ -1,6 +1,7 @@
 """torchao's warnings about its binaries that cannot load here ("Failed to load .../torchao/_C_mxfp8
 .cpython-310-...so", once per start of every process that imports transformers or torchao) are
-silenced where pitstop imports them, and nothing else torchao logs is."""
+silenced where pitstop imports them, and nothing else torchao logs is; so is torch's deprecation
+warning about the enums torchao registers with ``register_constant()``, and only for torchao's."""
 
 from __future__ import annotations
 
@@ -52,6 +53,23 @@ def test_quiet_torchao_adds_one_filter_however_often_it_runs():
     quiet_torchao()
     quiet_torchao()
     assert len(logging.getLogger("torchao").filters) == 1
+    assert len(logging.getLogger("torch.utils._pytree").filters) == 1
+
+
+def test_only_torchaos_enums_lose_the_register_constant_deprecation():
+    import enum
+
+    quiet_torchao()
+    logger = logging.getLogger("torch.utils._pytree")
+    message = "%s is an Enum subclass and is now natively supported by torch.compile as an opaque value type."
+
+    def passes(module: str) -> bool:
+        cls = enum.Enum("KernelPreference", "AUTO", module=module)
+        return bool(logger.filter(logger.makeRecord(logger.name, logging.WARNING, __file__, 1, message, (cls,), None)))
+
+    assert not passes("torchao.quantization.quantize_.common.kernel_preference")
+    assert passes("my_project.kernels"), "the user's own Enum: their warning to read"
+    assert bool(logger.filter(logger.makeRecord(logger.name, logging.WARNING, __file__, 1, "other %s", ("x",), None)))
 
 
 @pytest.mark.skipif(not HAS_TORCHAO, reason='needs pip install "pitstop[quant]"')
@@ -69,3 +87,4 @@ def test_the_imports_pitstop_makes_print_no_load_failure(path):
     ours = subprocess.run([sys.executable, "-c", through[path]], capture_output=True, text=True, timeout=300)
     assert ours.returncode == 0, ours.stderr
     assert "Failed to load" not in ours.stderr, ours.stderr
+    assert "is an Enum subclass" not in ours.stderr, ours.stderr  # torch's deprecation about torchao's enums

@@ -67,10 +67,25 @@ def _cannot_load_here(name: str) -> bool:
     return cpu_torch and re.match(r"_C_(cutlass|mxfp8)", name) is not None
 
 
+class _TorchaoEnumRegistration(logging.Filter):
+    """Drops torch's deprecation warning for an Enum registered with ``register_constant()``
+    (torch/utils/_pytree.py: "<enum 'KernelPreference'> is an Enum subclass and is now natively
+    supported by torch.compile ..."), only for torchao's own enums, which it registers on every
+    import; the same warning about any other module's Enum passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("%s is an Enum subclass") or not record.args:
+            return True
+        cls = record.args[0] if isinstance(record.args, tuple) else None
+        return not str(getattr(cls, "__module__", "")).startswith("torchao")
+
+
 def quiet_torchao() -> None:
     """Silence torchao's warnings about binaries that cannot load here (see
-    ``_UnloadableTorchaoBinary``); call before torchao (or transformers, which imports it) is
+    ``_UnloadableTorchaoBinary``) and torch's deprecation warnings about torchao's enums (see
+    ``_TorchaoEnumRegistration``); call before torchao (or transformers, which imports it) is
     imported. Cheap and idempotent: it imports nothing."""
-    logger = logging.getLogger("torchao")
-    if not any(isinstance(f, _UnloadableTorchaoBinary) for f in logger.filters):
-        logger.addFilter(_UnloadableTorchaoBinary())
+    for name, kind in (("torchao", _UnloadableTorchaoBinary), ("torch.utils._pytree", _TorchaoEnumRegistration)):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, kind) for f in logger.filters):
+            logger.addFilter(kind())

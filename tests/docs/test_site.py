@@ -77,6 +77,15 @@ def test_a_help_marker_becomes_the_parsers_help_text():
     assert gen.help_text("bench") == gen.help_text("bench")  # fixed width: the site does not depend on the terminal
 
 
+def test_an_examples_marker_is_the_help_examples_as_shell_lines():
+    out = gen.expand("<!-- pitstop-examples train -->", "commands/train.md")
+    assert out.startswith("```bash\npitstop train train.py --max-iters 200   # the script's own arguments")
+    assert "\\\n    --optimizer adamw" in out  # a continuation stays one
+    for command in gen.PAGES:
+        if command != "explain":
+            assert gen.examples(command).startswith("pitstop "), command
+
+
 def test_an_unknown_command_in_a_marker_fails_the_build():
     with pytest.raises(KeyError):
         gen.expand("<!-- pitstop-help no-such-command -->", "commands/bench.md")
@@ -86,6 +95,28 @@ def test_the_commands_table_links_each_command_page():
     table = gen.expand("<!-- pitstop-commands -->", "index.md")
     for command, page in gen.PAGES.items():
         assert f"[`pitstop {command}`]({page})" in table
+
+
+def test_a_schema_marker_becomes_the_schema_the_tests_validate_against():
+    import json
+
+    from pitstop.schemas import BENCH_SCHEMA
+
+    out = gen.expand("<!-- pitstop-schema BENCH_SCHEMA -->", "commands/bench.md")
+    assert out.startswith('??? note "The JSON Schema: `pitstop.schemas.BENCH_SCHEMA`"\n\n    ```json\n')
+    body = "\n".join(line.removeprefix("    ") for line in out.splitlines()[3:-1])
+    assert json.loads(body) == json.loads(json.dumps(BENCH_SCHEMA))
+    with pytest.raises(KeyError):
+        gen.expand("<!-- pitstop-schema NO_SUCH_SCHEMA -->", "commands/bench.md")
+
+
+def test_every_schema_is_on_its_commands_page():
+    import pitstop.schemas
+
+    names = {n for n in dir(pitstop.schemas) if n.endswith("_SCHEMA")}
+    shown = {n for page in (DOCS / "commands").glob("*.md") for n in re.findall(r"<!-- pitstop-schema (\w+) -->",
+                                                                              page.read_text())}
+    assert shown == names
 
 
 def test_the_explain_marker_is_what_pitstop_explain_prints():

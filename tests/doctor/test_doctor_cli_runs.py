@@ -213,12 +213,11 @@ def test_an_option_the_script_also_defines_is_ambiguous_after_its_path(tmp_path)
 
 
 def examples():
-    """Every `pitstop doctor` command in --help's epilog and in the README's doctor section."""
+    """Every `pitstop doctor` command in --help's epilog, which docs/commands/doctor.md shows as its
+    examples (<!-- pitstop-examples doctor -->)."""
     from pitstop.cli.doctor import DOCTOR_EPILOG
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## `pitstop doctor`"):readme.index("## `pitstop lint`")]
-    lines = [line.strip() for line in DOCTOR_EPILOG.splitlines() + section.splitlines()]
+    lines = [line.strip() for line in DOCTOR_EPILOG.splitlines()]
     return sorted({re.split(r"\s{2,}|\s+#", line)[0] for line in lines if line.startswith("pitstop doctor ")})
 
 

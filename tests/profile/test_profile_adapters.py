@@ -14,7 +14,7 @@ def test_lightning_callback_profiles_a_fit(tmp_path):
     L = pytest.importorskip("lightning", reason="the lightning extra is part of dev")
     from pitstop.profile.adapters.lightning import ProfileCallback
 
-    assert pitstop.profile.adapters.lightning.ProfileCallback is ProfileCallback  # as the README writes it
+    assert pitstop.profile.adapters.lightning.ProfileCallback is ProfileCallback  # as the docs page writes it
 
     class Module(L.LightningModule):
         def __init__(self):

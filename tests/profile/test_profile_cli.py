@@ -1,4 +1,4 @@
-"""`pitstop profile`: every example of its --help and of the README run (in this process, through
+"""`pitstop profile`: every example of its --help and of its docs page run (in this process, through
 the command line's own entry point), the JSON in the issue's shape, the HTML page, usage errors."""
 
 import json
@@ -12,9 +12,10 @@ import pitstop
 from pitstop.cli import main
 from pitstop.cli.profile import PROFILE_EPILOG
 from pitstop.schemas import PROFILE_SCHEMA
+from tests.docs.snippets import blocks
 
 SCRIPTS = Path(__file__).parent / "scripts"
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs/commands/profile.md"
 
 TRAIN = """
 import argparse
@@ -40,14 +41,14 @@ print("trained", args.epochs, "epoch(s)")
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
     (tmp_path / "train.py").write_text(TRAIN)
-    for name in ("slow_loader.py", "_common.py"):  # the README's sample output is this script's
+    for name in ("slow_loader.py", "_common.py"):  # the docs' sample output is this script's
         shutil.copy(SCRIPTS / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
 
 def examples(text):
-    """The `pitstop profile ...` command lines of a help text or README section."""
+    """The `pitstop profile ...` command lines of a help text or a docs page."""
     lines = [line.strip().removeprefix("$ ").split("  ")[0] for line in text.splitlines()
              if line.strip().removeprefix("$ ").startswith("pitstop profile ")]
     return [line.split()[2:] for line in lines]
@@ -72,16 +73,18 @@ def test_help_examples_run(workdir, capfd):
     assert len(traces) == 1 and json.loads(traces[0].read_text())["traceEvents"]
 
 
-def test_readme_examples_run(workdir, capsys):
-    section = README.read_text().split("## `pitstop profile`")[1].split("\n## ")[0]
-    found = examples(section)
-    assert ["slow_loader.py", "--steps", "20"] in found
+def test_docs_examples_run(workdir, capsys):
+    """The blocks of docs/commands/profile.md marked `tested-by` this test: the sample output's command
+    line and the in-process example (its examples are --help's: test_help_examples_run)."""
+    mine = [b for b in blocks(PAGE) if b.kind == "tested-by" and b.arg.endswith("::test_docs_examples_run")]
+    found = examples("".join(b.text for b in mine if b.lang in ("bash", "text")))
+    assert found == [["slow_loader.py", "--steps", "20"]]
     for argv in found:
         assert main(["profile", *argv]) == 0
-    code = section.split("```python")[1].split("```")[0]  # the adapters' block: test_profile_adapters.py
+    (code,) = [b.text for b in mine if b.lang == "python"]  # the adapters' block is test_profile_adapters.py's
     loader = [(__import__("torch").randn(16, 32), __import__("torch").randn(16, 1)) for _ in range(10)]
     scope = {"pitstop": pitstop, "loader": loader}
-    exec(compile(code.replace("...", "train_step(batch)"), "README", "exec"), {**scope, "train_step": _step()})
+    exec(compile(code, str(PAGE), "exec"), {**scope, "train_step": _step()})
     assert "step" in capsys.readouterr().out
 
 
