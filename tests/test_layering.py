@@ -1,12 +1,14 @@
-"""The architecture, enforced: every import under src/pitstop (function-level ones included, the
-``if TYPE_CHECKING:`` blocks left out since they never run) is read, and the tests fail on an
-import cycle between modules, on a module outside ``cli/`` and ``report/`` importing
-``pitstop.report``, and on an import of another package's ``_private`` name."""
+"""The architecture, enforced: every import under src/pitstop is read (function-level ones,
+``if TYPE_CHECKING:`` blocks, since a type-only import of a module that imports you back is a
+cycle in the design, and ``importlib.import_module("pitstop...")`` strings, literal or an
+f-string's leading text), and the tests fail on any import cycle between modules (no whitelist),
+on ``pitstop.report`` importing a capability (it renders documents, it imports no result class),
+on a module outside ``cli/`` importing ``pitstop.report`` at module level, on rich outside
+``report/`` and ``cli/_output.py``, and on an import of another package's ``_private`` name."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,31 +25,36 @@ def module_name(path: Path) -> str:
 MODULES = {module_name(p): p for p in sorted(PKG.rglob("*.py"))}
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+def _string_imports(node: ast.Call, names: set[str]) -> list[str]:
+    """The modules ``importlib.import_module(...)`` names: a literal, or every module an f-string's
+    leading text starts (``f"pitstop.doctor.adapters.{name}"``)."""
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if called != "import_module" or not node.args:
+        return []
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return [arg.value]
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        return [m for m in names if m.startswith(str(arg.values[0].value))]
+    return []
 
 
-def _walk(node: ast.AST) -> Iterator[ast.AST]:
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and _is_type_checking(child):
-            for other in child.orelse:
-                yield other
-                yield from _walk(other)
-            continue
-        yield child
-        yield from _walk(child)
-
-
-def imports(module: str) -> list[tuple[str, str | None, int]]:
-    """(imported module, imported name or None, line) for every import statement that runs."""
-    path = MODULES[module]
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: list[tuple[str, str | None, int]] = []
-    for node in _walk(ast.parse(path.read_text(encoding="utf-8"))):
+def read_imports(source: str, module: str, is_package: bool, names: set[str] | None = None,
+                 ) -> list[tuple[str, str | None, int, bool]]:
+    """(imported module, imported name or None, line, at module level) for every import of ``source``."""
+    names = set(MODULES) if names is None else names
+    package = module if is_package else module.rpartition(".")[0]
+    tree = ast.parse(source)
+    top = set()
+    for stmt in tree.body:  # module level: the statements, and those in module-level if/try blocks
+        top |= {id(n) for n in ast.walk(stmt) if not isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)} \
+            if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else {id(stmt)}
+    found: list[tuple[str, str | None, int, bool]] = []
+    for node in ast.walk(tree):
+        level = id(node) in top
         if isinstance(node, ast.Import):
-            found += [(alias.name, None, node.lineno) for alias in node.names]
+            found += [(alias.name, None, node.lineno, level) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -55,11 +62,16 @@ def imports(module: str) -> list[tuple[str, str | None, int]]:
                 base = ".".join([*anchor, base] if base else anchor)
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
-                if sub in MODULES:  # `from pitstop.bench import api`: the submodule itself
-                    found.append((sub, None, node.lineno))
-                else:
-                    found.append((base, alias.name, node.lineno))
+                found.append((sub, None, node.lineno, level) if sub in names
+                             else (base, alias.name, node.lineno, level))
+        elif isinstance(node, ast.Call):
+            found += [(m, None, node.lineno, False) for m in _string_imports(node, names)]
     return [f for f in found if f[0] == "pitstop" or f[0].startswith("pitstop.")]
+
+
+def imports(module: str) -> list[tuple[str, str | None, int, bool]]:
+    path = MODULES[module]
+    return read_imports(path.read_text(encoding="utf-8"), module, path.name == "__init__.py")
 
 
 def _target(name: str) -> str | None:
@@ -72,7 +84,7 @@ def graph() -> dict[str, set[str]]:
     """module -> modules it imports, plus the packages whose ``__init__`` those imports run."""
     edges: dict[str, set[str]] = {m: set() for m in MODULES}
     for module in MODULES:
-        for imported, _, _ in imports(module):
+        for imported, _, _, _ in imports(module):
             target = _target(imported)
             while target:
                 if target != module and not module.startswith(target + "."):
@@ -121,12 +133,23 @@ def _capability(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def test_the_reader_sees_function_level_imports_and_skips_type_checking_blocks() -> None:
-    found = {m for m, _, _ in imports("pitstop._render")}
-    assert found == set()  # it finds the renderers by name on purpose
-    cli = {m for m, _, _ in imports("pitstop.cli.bench")}
+def test_the_reader_sees_every_kind_of_import() -> None:
+    source = """
+from typing import TYPE_CHECKING
+import importlib
+from pitstop.errors import UsageError
+if TYPE_CHECKING:
+    from pitstop.bench.result import BenchResult
+def f(name):
+    from pitstop.stats import Ratio
+    importlib.import_module("pitstop.report")
+    return importlib.import_module(f"pitstop.doctor.adapters.{name}")
+"""
+    found = {(m, level) for m, _, _, level in read_imports(source, "pitstop.x", False)}
+    assert {("pitstop.errors", True), ("pitstop.bench.result", True), ("pitstop.stats", False),
+            ("pitstop.report", False), ("pitstop.doctor.adapters.hf", False)} <= found
+    cli = {m for m, _, _, _ in imports("pitstop.cli.bench")}
     assert "pitstop.bench.api" in cli  # imported inside the handler
-    assert "pitstop.bench.api" not in {m for m, _, _ in imports("pitstop")}  # TYPE_CHECKING only
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
@@ -137,18 +160,44 @@ def test_no_import_cycles() -> None:
     assert cycles(graph()) == []
 
 
+def _is_bottom(module: str) -> bool:
+    """The shared modules under everything: files directly in ``pitstop/`` (errors, stats, _document, ...)."""
+    return module.count(".") == 1 and MODULES[module].name != "__init__.py"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _capability(m) == "report"))
+def test_report_renders_documents_and_imports_no_capability(module: str) -> None:
+    bad = [(m, line) for m, _, line, _ in imports(module)
+           if _capability(m) != "report" and not (_target(m) and _is_bottom(_target(m) or ""))]
+    assert bad == [], f"{module} imports {bad}: report/ takes documents (to_dict()), not result classes"
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_only_cli_and_report_import_renderers(module: str) -> None:
+def test_only_cli_imports_renderers_at_module_level(module: str) -> None:
     if _capability(module) in ("cli", "report"):
         return
-    bad = [(m, line) for m, _, line in imports(module) if m == "pitstop.report" or m.startswith("pitstop.report.")]
-    assert bad == [], f"{module} imports a renderer: {bad}; go through pitstop._render or return values"
+    bad = [(m, line) for m, _, line, top in imports(module)
+           if top and (m == "pitstop.report" or m.startswith("pitstop.report."))]
+    assert bad == [], f"{module} imports a renderer at module level: {bad}; call report.text(self.to_dict()) " \
+                      "inside the method"
+
+
+def test_no_rich_outside_report_and_the_cli_output() -> None:
+    bad = []
+    for module, path in MODULES.items():
+        if _capability(module) == "report" or module == "pitstop.cli._output":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            bad += [f"{module}:{node.lineno}" for n in names if n == "rich" or n.startswith("rich.")]
+    assert bad == []
 
 
 def test_no_private_name_of_another_package() -> None:
     bad = []
     for module in MODULES:
-        for imported, name, line in imports(module):
+        for imported, name, line, _ in imports(module):
             if name and name.startswith("_") and not name.startswith("__") \
                     and _capability(imported) != _capability(module):
                 bad.append(f"{module}:{line} imports {imported}.{name}")

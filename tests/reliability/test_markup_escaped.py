@@ -8,7 +8,7 @@ from reliability_helpers import QUICK, F, cli
 from rich.console import Console
 from rich.table import Table
 
-from pitstop._format import literal
+from pitstop.report.console import literal
 
 
 def test_literal_shows_markup_as_text():
@@ -32,14 +32,16 @@ def test_a_bench_of_a_path_with_markup_reports(capsys, tmp_path, monkeypatch):
 
 
 def test_the_doctor_report_prints_paths_as_written():
-    from pitstop.cli._output import _print
+    from pitstop import report
 
+    doc = {"kind": "doctor", "script": "mk[/bad]/train.py", "steps": 3,
+           "exit": {"status": "exited", "code": 1},
+           "findings": [{"code": "PIT101", "name": "stale-gradients", "severity": "error",
+                         "where": "exp[lr=0.1]/train.py:12", "message": "grads at [bold]x[/bold]", "step": 2}],
+           "watched": {"not_watched": ["exp[lr=0.1]/train.py:40 (a second loop)"]}}
     buffer = io.StringIO()
-    table = Table(title="mk[/bad]/train.py")
-    table.add_column("where")
-    table.add_row("exp[lr=0.1]/train.py:12")
-    _print(Console(file=buffer, width=100), [table, "the script exp[lr=0.1]/train.py exited"], lambda: "{}",
-           "out[/x].json")
+    report.print_to(Console(file=buffer, width=200), [*report.renderables(doc), "out[/x].json"])
     text = buffer.getvalue()
-    for shown in ("mk[/bad]/train.py", "exp[lr=0.1]/train.py:12", "script exp[lr=0.1]/train.py", "out[/x].json"):
+    for shown in ("exp[lr=0.1]/train.py:12", "grads at [bold]x[/bold]", "exp[lr=0.1]/train.py:40", "out[/x].json"):
         assert shown in text
+    assert text == report.text(doc, width=200) + "out[/x].json\n"

@@ -150,9 +150,12 @@ def test_cli_html_and_report_command(tmp_path, capsys):
     assert main(["report", str(tmp_path / "r.json"), "--html", str(tmp_path / "r.html")]) == 0
     check((tmp_path / "r.html").read_text())
     assert main(["report", str(tmp_path / "nope.json"), "--html", str(tmp_path / "x.html")]) == 2
-    (tmp_path / "lint.json").write_text(json.dumps({"kind": "lint"}))
-    assert main(["report", str(tmp_path / "lint.json"), "--html", str(tmp_path / "x.html")]) == 2
-    assert "no HTML report for kind 'lint'" in capsys.readouterr().err
+    (tmp_path / "odd.json").write_text(json.dumps({"kind": "frobnicate"}))
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "odd.json"), "--html", str(tmp_path / "x.html")]) == 2
+    err = capsys.readouterr().err
+    assert "no report for kind 'frobnicate'" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "x.html").exists()
 
 
 def chromium():

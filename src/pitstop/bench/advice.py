@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # the values call these: imported for types only
-    from pitstop.bench.result import BenchResult, Comparison
+Comparison = Any  # pitstop.bench.result.Comparison: variant, baseline, batch_size, ratio
+
+
+class Compared(Protocol):
+    """What the advice reads of a ``BenchResult`` (which calls it: a protocol, not an import)."""
+
+    baseline: str
+    rows: list[Any]
+
+    @property
+    def comparisons(self) -> list[Any]: ...
+
+    def row(self, variant: str, batch_size: int) -> Any: ...
 
 HOW = {
     "eval+inference_mode": "model.eval() with torch.inference_mode()",
@@ -24,7 +35,7 @@ def _fmt(c: Comparison) -> str:
 MEANINGFUL = 1.05  # a "faster" verdict below 5% is reported as marginal, not as a recommendation
 
 
-def advise(result: BenchResult) -> str:
+def advise(result: Compared) -> str:
     """Recommend the variant with the most significant, meaningful gains, with its evidence."""
     by_variant: dict[str, list[Comparison]] = {}
     for c in result.comparisons:

@@ -6,10 +6,18 @@ A claim says "variant V takes X% less time than baseline B"; measured here, the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal, Protocol
 
-if TYPE_CHECKING:  # the values call these: imported for types only
-    from pitstop.bench.result import BenchResult
+
+class Measured(Protocol):
+    """What the checks read of a ``BenchResult`` (which calls them: a protocol, not an import)."""
+
+    claims_key: str | None
+
+    @property
+    def batch_sizes(self) -> list[int]: ...
+
+    def comparison(self, variant: str, batch_size: int, baseline: str | None = None) -> Any: ...
 
 Holds = Literal["consistent", "does not hold here", "inconclusive", "not measured"]
 
@@ -68,7 +76,7 @@ def claims_for(key: str | None) -> tuple[Claim, ...]:
     return CLAIMS.get(key or "", ()) + _GENERIC
 
 
-def check_claims(result: BenchResult) -> list[ClaimCheck]:
+def check_claims(result: Measured) -> list[ClaimCheck]:
     """Every applicable claim at every measured batch size (the claim's own batch if stated)."""
     checks = []
     for claim in claims_for(result.claims_key):
@@ -78,7 +86,7 @@ def check_claims(result: BenchResult) -> list[ClaimCheck]:
     return [c for c in checks if c.verdict != "not measured"]
 
 
-def _check(result: BenchResult, claim: Claim, batch_size: int) -> ClaimCheck:
+def _check(result: Measured, claim: Claim, batch_size: int) -> ClaimCheck:
     comparison = result.comparison(claim.variant, batch_size, baseline=claim.baseline)
     if comparison is None:
         return ClaimCheck(claim, batch_size, None, None, "not measured")

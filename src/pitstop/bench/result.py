@@ -1,14 +1,13 @@
 """Values: one variant's measurement (raw samples kept) and a whole bench run.
 
-Statistics derive from the raw samples; rendering lives in ``pitstop.report`` (imported lazily
-by the convenience methods, never at module level)."""
+Statistics derive from the raw samples; rendering lives in ``pitstop.report``, which takes the
+JSON document: ``table()``, ``__str__`` and ``_repr_html_`` hand it ``to_dict()``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pitstop import _render
 from pitstop._document import envelope
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.stats import Ratio, Summary, speedup_groups, summarize_groups
@@ -174,10 +173,14 @@ class BenchResult:
 
     def table(self) -> str:
         """The plain-text report: tables, claims, advice."""
-        return _render.text(self)
+        from pitstop import report
+
+        return report.text(self.to_dict())
 
     def _repr_html_(self) -> str:
-        return _render.html(self)
+        from pitstop import report
+
+        return report.fragment(self.to_dict())
 
     def __str__(self) -> str:
         return self.table()

@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from pitstop import _render
 from pitstop.bench.result import BenchResult, Measurement
 from pitstop.bench.timer import TimingPolicy
 from pitstop.stats import Ratio
@@ -157,11 +156,15 @@ class StagedReport:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     def table(self) -> str:
-        """The plain-text report."""
-        return _render.text(self)
+        """The plain-text report (``pitstop.report`` renders the JSON document)."""
+        from pitstop import report
+
+        return report.text(self.to_dict())
 
     def __str__(self) -> str:
         return self.table()
 
     def _repr_html_(self) -> str:
-        return _render.html(self)
+        from pitstop import report
+
+        return report.fragment(self.to_dict())

@@ -2,16 +2,15 @@
 
 ``Output`` is the routine, once: a handler makes ``Output(args.json, args.html)`` before the run
 (both paths are checked then, not after minutes of measuring), streams partial results to
-``output.json_file`` if it wants, and ends with ``output.finish(items, document)``."""
+``output.json_file`` if it wants, and ends with ``output.finish(document)``: ``pitstop.report``
+renders the document, as ``pitstop report FILE.json`` does later."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from typing import Any
 
-from pitstop._format import literal
 from pitstop._io import ResultFile, check_writable
 from pitstop.errors import SettingError, UsageError
 
@@ -24,19 +23,6 @@ def _console(to_stdout: bool) -> Any:
     if not console.is_terminal:
         console.width = max(console.width, 200)  # pipes and CI: wide, so the tables stay readable
     return console
-
-
-def _print(console: Any, items: list[Any], to_json: Any, json_arg: str | None) -> None:
-    """The report, then the JSON on stdout (``--json -``) or a note of where it was written."""
-    for item in items:
-        if isinstance(item, str):  # text as it is: a script's path may hold [brackets]
-            console.print(item, markup=False, highlight=False, soft_wrap=True)
-        else:
-            console.print(literal(item))
-    if json_arg == "-":
-        print(to_json())
-    elif json_arg:
-        console.print(f"JSON written to {json_arg}", style="dim", markup=False)
 
 
 def _html(path: str | None, doc: dict[str, Any]) -> None:
@@ -82,22 +68,29 @@ class Output:
         if self.result is not None:
             self.result.write(document)
 
-    def finish(self, items: list[Any], document: dict[str, Any] | Callable[[], dict[str, Any]]) -> None:
-        """Write the JSON file, print ``items`` (text is printed as it is, no markup), then the JSON
-        on stdout or where it went, then write the HTML page."""
-        doc = document() if callable(document) else document
+    def finish(self, document: dict[str, Any], items: list[Any] | None = None) -> None:
+        """Write the JSON file, print the document's report (``items`` instead, where given: text is
+        printed as it is, no markup), then the JSON on stdout or where it went, then the HTML page."""
+        from pitstop.report import renderables
+
+        doc = document
         if self.result is not None:
             self.result.write(doc)
-        for item in items:
-            if isinstance(item, str):
-                self.console.print(item, markup=False, highlight=False, soft_wrap=True)
-            else:
-                self.console.print(literal(item))  # user strings in tables are text, not markup
+        from pitstop.report import print_to
+
+        print_to(self.console, renderables(doc) if items is None else items)  # table strings are text, not markup
         if self.to_stdout:
             print(json.dumps(doc, indent=2, allow_nan=False))
         elif self.result is not None:
             self.console.print(self.result.note(), style="dim", markup=False)
         _html(self.html_path, doc)
+
+
+def unmarked(text: str) -> str:
+    """``text`` for a rich status line or progress bar: its [brackets] shown, never read as markup."""
+    from rich.markup import escape
+
+    return str(escape(text))
 
 
 def _check_dir(path: str) -> str:

@@ -8,9 +8,11 @@ import sys
 from typing import Any
 
 
-def finish_script_run(output: Any, job: dict[str, Any], items: Any, timeout_s: float | None = None) -> int:
+def finish_script_run(output: Any, job: dict[str, Any], timeout_s: float | None = None,
+                      seen: Any = None) -> int:
     """Run ``job`` in the script's child process, then write and print what came back: the final
-    report, else the last snapshot marked as such; the exit code is the script's own."""
+    report, else the last snapshot marked as such (``seen(doc)`` looks at it first); the exit code is
+    the script's own."""
     from pitstop.scripts.launch import run_child
 
     outcome = run_child(job, stdout_to_stderr=output.to_stdout, timeout_s=timeout_s)
@@ -24,5 +26,7 @@ def finish_script_run(output: Any, job: dict[str, Any], items: Any, timeout_s: f
         doc["exit"] = {"status": status, "code": outcome.code,
                        "error": f"{outcome.ended}; this report is the last snapshot it sent"}
     if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 reports for the job
-        output.finish(items(doc), doc)
+        if seen is not None:
+            seen(doc)
+        output.finish(doc)
     return outcome.code

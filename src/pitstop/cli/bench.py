@@ -66,7 +66,6 @@ def _bench(args: argparse.Namespace) -> int:
     from pitstop.bench.api import bench
     from pitstop.bench.settings import BenchSettings
     from pitstop.bench.variants.config import GRAD_MODES, parse_variant
-    from pitstop.report.table import renderables
 
     output = Output(args.json, args.html)
     variants = tuple(parse_variant(v) for v in (args.variants or "").split(",") if v.strip())
@@ -78,5 +77,5 @@ def _bench(args: argparse.Namespace) -> int:
             worker_env=tuple(sorted(_env_pairs(args.worker_env).items())))
         with _progress(output.console) as on_event:
             result = bench(args.model, args.input, settings=settings, json_path=output.result, on_event=on_event)
-    output.finish(renderables(result), result.to_dict)
+    output.finish(result.to_dict())
     return 130 if result.interrupted else 0

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from pitstop.cli._args import _fraction
-from pitstop.cli._output import Output, _html
+from pitstop.cli._output import Output
 from pitstop.errors import UsageError
 
 
@@ -39,28 +39,34 @@ def _compare(args: argparse.Namespace) -> int:
     output = Output(args.json, args.html)
     with _malformed(f"{args.before!r} or {args.after!r}"):
         result = compare(args.before, args.after, args.threshold)
-    output.finish([str(result)], result.to_dict())
+    output.finish(result.to_dict())
     return 1 if result.regressions or result.nothing else 0  # nothing compared is no pass
 
 
 def _add_report(sub: Any) -> None:
-    rep = sub.add_parser("report", help="turn a saved --json result into a self-contained HTML report",
-                         description="Render any pitstop JSON result (bench, optimize, train, doctor, profile, memory, "
-                                     "compare) as "
-                                     "one self-contained HTML file: inline CSS and SVG charts, no network.",
+    rep = sub.add_parser("report", help="show a saved --json result again, or turn it into an HTML report",
+                         description="Render any saved pitstop JSON result (bench, optimize, train, profile, doctor, "
+                                     "lint, memory, data, compare): the terminal report the command printed, and "
+                                     "with --html one self-contained HTML file (inline CSS and SVG charts, no "
+                                     "network).",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
-                         epilog="example:\n  pitstop report result.json --html result.html")
+                         epilog="examples:\n  pitstop report result.json\n  pitstop report result.json --html "
+                                "result.html\n\nExit codes: 0 rendered, 2 usage error (not a pitstop result).")
     rep.add_argument("result", help="a JSON file written with --json")
-    rep.add_argument("--html", metavar="FILE", required=True, help="the HTML file to write")
+    rep.add_argument("--html", metavar="FILE", help="also write the self-contained HTML report")
     rep.set_defaults(func=_report)
 
 
 def _report(args: argparse.Namespace) -> int:
     from pitstop._document import read_document
+    from pitstop.report import kind_of, renderables
 
     doc = read_document(args.result)
+    kind_of(doc)
+    output = Output(None, args.html)
     with _malformed(repr(args.result)):
-        _html(args.html, doc)
+        items = renderables(doc)
+        output.finish(doc, items)
     return 0
 
 

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from pitstop.cli._args import _positive, flag_errors
-from pitstop.cli._output import Output
+from pitstop.cli._output import Output, unmarked
 from pitstop.cli._resolve import _resolve
 
 DATA_EPILOG = """\
@@ -39,24 +39,23 @@ def _add_data(sub: Any) -> None:
     data.add_argument("--max-workers", type=_positive(int), help="largest num_workers tried (default: 2x cores)")
     data.add_argument("--batches", type=_positive(int), default=20, help="batches per setting per round (default: 20)")
     data.add_argument("--json", metavar="FILE", help="write the JSON report ('-' = stdout)")
+    data.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
     data.set_defaults(func=_data)
 
 
 def _data(args: argparse.Namespace) -> int:
-    from rich.markup import escape
-
     from pitstop._env import environment
     from pitstop.data import LoaderSettings
     from pitstop.data.isolated import tune_isolated
 
-    output = Output(args.json)
+    output = Output(args.json, args.html)
     with flag_errors({"batches_per_trial": "--batches"}):
         settings = LoaderSettings(batch_size=args.batch_size, time_budget_s=args.time_budget_s,
                                   max_workers=args.max_workers, batches_per_trial=args.batches)
     spec = _resolve(args.dataset, "dataset", resolve=False).text  # a bad spec fails here, before any process
     with output.console.status("measuring loader settings") as status:  # the dataset runs in a child process
-        choice = tune_isolated(spec, settings, on_event=lambda text: status.update(escape(text)))
+        choice = tune_isolated(spec, settings, on_event=lambda text: status.update(unmarked(text)))
     doc = choice.to_dict()
     doc["environment"], doc["dataset"], doc["batch_size"] = environment(), args.dataset, args.batch_size
-    output.finish([choice.table(), choice.verdict, *choice.notes], doc)
+    output.finish(doc)
     return 0

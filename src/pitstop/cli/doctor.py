@@ -88,14 +88,7 @@ def _doctor(args: argparse.Namespace) -> int:
            "sync_every": args.sync_every, "select": select, "ignore": ignore}
     found: list[dict[str, Any]] = []
 
-    def items(doc: dict[str, Any]) -> list[Any]:
-        from pitstop.doctor.result import DoctorReport
-
-        found.extend(doc.get("findings", []))
-        report = DoctorReport.from_dict(doc)
-        return [report.table() if report.findings else report.summary(), *report.notes()]
-
-    code = finish_script_run(output, job, items, args.timeout_s)
+    code = finish_script_run(output, job, args.timeout_s, seen=lambda doc: found.extend(doc.get("findings", [])))
     if code:
         return code
     return 1 if args.fail_on != "never" and any(at_least(f["severity"], args.fail_on) for f in found) else 0

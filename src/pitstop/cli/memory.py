@@ -101,16 +101,15 @@ def _memory(args: argparse.Namespace) -> int:
     doc = report.to_dict()
     doc["environment"] = environment()
     doc["model"], doc["batch_size"] = args.model, args.batch_size
-    items: list[Any] = [report.table(args.top)]
+    doc["top"] = args.top  # how many modules the table shows (None: all)
     code = 0
     if args.budget is not None:
         names = [n.strip() for n in args.candidates.split(",")] if args.candidates else None
         with console.status("choosing blocks and measuring before/after"):
             plan = checkpoint(model, inputs, budget=args.budget, candidates=names, repeats=args.repeats)
         doc["checkpoint"] = plan.to_dict()
-        items.append(str(plan))
         code = 0 if plan.met else 1
-    output.finish(items, doc)
+    output.finish(doc)
     return code
 
 
@@ -125,5 +124,5 @@ def _gradcheck(args: argparse.Namespace) -> int:
         result = verify_gradients(fn, *inputs.args, second_order=not args.no_second_order)
     except ValueError as exc:
         raise UsageError(f"gradcheck {args.function}: {exc}") from None
-    output.finish([str(result)], {"function": args.function, "input": args.input, **result.to_dict()})
+    output.finish({"function": args.function, "input": args.input, **result.to_dict()}, [str(result)])
     return 0 if result.ok else 1

@@ -92,7 +92,6 @@ def _add_optimize(sub: Any) -> None:
 def _optimize(args: argparse.Namespace) -> int:
     from pitstop.optimize.api import apply_report, run_search
     from pitstop.optimize.settings import OptimizeSettings
-    from pitstop.report.optimize import renderables
 
     output = Output(args.json, args.html)
     if args.save:
@@ -111,5 +110,5 @@ def _optimize(args: argparse.Namespace) -> int:
             if args.save and not report.outcome.interrupted and not report.outcome.failed:
                 on_event and on_event("phase", {"text": f"writing the recipe to {args.save}"})
                 apply_report(source, report, args.save, sink)
-    output.finish(renderables(report), report.to_dict)
+    output.finish(report.to_dict())
     return 130 if report.outcome.interrupted else 1 if report.outcome.failed else 0

@@ -67,12 +67,4 @@ def _profile(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(f"--{str(exc).split(':')[0]}{str(exc)[str(exc).index(':'):]}") from None
     job = {"command": "profile", "script": args.script, "args": list(args.args), "settings": vars(settings)}
-    return finish_script_run(output, job, _profile_items, args.timeout_s)
-
-
-def _profile_items(doc: dict[str, Any]) -> list[Any]:
-    from rich.text import Text
-
-    from pitstop.report.profile import render_text
-
-    return [Text(render_text(doc))]
+    return finish_script_run(output, job, args.timeout_s)

@@ -147,7 +147,6 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _train_script(args: argparse.Namespace) -> int:
-    from pitstop.report.train import renderables
     from pitstop.scripts.launch import check_script
     from pitstop.train.script.api import SCRIPT_AXES, train_script
     from pitstop.train.settings import TrainSettings
@@ -165,12 +164,11 @@ def _train_script(args: argparse.Namespace) -> int:
         with _progress(output.console) as on_event:
             report = train_script(args.model, list(args.args), settings, json_path=output.result, patch=args.patch,
                                   on_event=on_event)
-    output.finish(renderables(report), report.to_dict)
+    output.finish(report.to_dict())
     return _exit_code(report)
 
 
 def _train_model(args: argparse.Namespace) -> int:
-    from pitstop.report.train import renderables
     from pitstop.train.api import run_train
     from pitstop.train.problem import OptimizerSpec
 
@@ -192,7 +190,7 @@ def _train_model(args: argparse.Namespace) -> int:
                 seed=args.seed, replicas=args.replicas, timeout_s=args.timeout_s, batch_dim=args.batch_dim,
                 worker_env=tuple(sorted(_env_pairs(args.worker_env).items())), save=save,
                 json_path=output.result, on_event=on_event, target_flag="--target", **options)
-    output.finish(renderables(report), report.to_dict)
+    output.finish(report.to_dict())
     return _exit_code(report)
 
 

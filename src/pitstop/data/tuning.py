@@ -79,22 +79,6 @@ class LoaderChoice:
                         gain=None if self.gain is None else {"median": self.gain.median, "ci95": list(self.gain.ci95)},
                         trials=[t.to_dict() for t in self.trials], notes=self.notes)
 
-    def table(self) -> Any:
-        from rich.table import Table
-
-        table = Table(title="DataLoader settings, measured (speed-up in batches/s vs num_workers=0)",
-                      title_justify="left")
-        for col in ("settings", "status", "batches/s", "first batch ms", "speed-up [95% CI]", "verdict"):
-            table.add_column(col, justify="left" if col in ("settings", "status", "verdict") else "right")
-        for t in self.trials:
-            r = t.vs_default
-            table.add_row(t.label, t.status if not t.reason else f"{t.status}: {t.reason}",
-                          "-" if t.batches_per_s is None else f"{t.batches_per_s:.1f}",
-                          "-" if t.first_batch_ms is None else f"{t.first_batch_ms:.0f}",
-                          "-" if r is None else f"{r.median:.2f}x [{r.ci95[0]:.2f}-{r.ci95[1]:.2f}]",
-                          "" if r is None else r.verdict)
-        return table
-
     def __str__(self) -> str:
         return self.verdict
 

@@ -1,4 +1,5 @@
-"""What the doctor found: grouped by severity, merged across ranks, as text, a rich table or JSON."""
+"""What the doctor found: most severe first, merged across ranks; its JSON document (``pitstop.report``
+renders it)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pitstop import _render
 from pitstop._document import envelope
-from pitstop.codes import CODES, SEVERITIES, at_least
+from pitstop.codes import SEVERITIES, at_least
 from pitstop.doctor.findings import Finding
 
 
@@ -63,81 +63,15 @@ class DoctorReport:
                    d.get("timeline", {}), d.get("watched", {}))
 
     def _repr_html_(self) -> str:
-        return _render.html(self)
+        from pitstop import report
 
-    def summary(self) -> str:
-        counts = {s: sum(1 for f in self.findings if f.severity == s) for s in SEVERITIES}
-        found = ", ".join(f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n) or "no findings"
-        extra = []
-        if self.data_share is not None:
-            extra.append(f"{self.data_share:.0%} of step time waiting for data")
-        if self.skipped_steps:
-            extra.append(f"guard skipped {len(self.skipped_steps)} step(s)")
-        if self.ranks > 1:
-            extra.append(f"{self.ranks} ranks")
-        tail = f" ({'; '.join(extra)})" if extra else ""
-        return f"pitstop doctor: {found} in {self._steps_seen()}{tail}"
-
-    def _steps_seen(self) -> str:
-        """What the step count means: one optimizer's steps, several optimizers', or updates by hand."""
-        optimizers, total = self.watched.get("optimizers", 1), self.watched.get("optimizer_steps", self.steps)
-        manual = self.watched.get("manual_steps", 0)
-        if optimizers > 1:
-            return f"{total} optimizer steps of {optimizers} optimizers (at most {self.steps} each)"
-        if manual and not total:
-            return (f"{manual} step(s) of parameters updated by hand after backward (no optimizer: PIT101, PIT105 "
-                    f"and PIT107 watch optimizer steps and did not run)")
-        return f"{self.steps} optimizer step(s)"
-
-    def notes(self) -> list[str]:
-        """How the script ended, what was not watched, and internal warnings: one line each."""
-        lines = [exit_line(self.exit, self.steps)] if self.exit.get("status") not in ("ok", None) else []
-        lines += [f"not watched: {line}" for line in self.watched.get("not_watched", [])]
-        return lines + [f"internal warning (training went on): {note}" for note in self.internal]
+        return report.fragment(self.to_dict())
 
     def __str__(self) -> str:
-        lines = []
-        for severity in SEVERITIES:
-            group = [f for f in self.findings if f.severity == severity]
-            if not group:
-                continue
-            lines.append(f"{severity.upper()}S" if len(group) > 1 else severity.upper())
-            for f in group:
-                ranks = f" [ranks {','.join(map(str, f.ranks))}]" if f.ranks else ""
-                seen = f"step {f.step}" + (f", {f.count} steps" if f.count > 1 else "")
-                lines.append(f"  {f.code} {f.name} at {f.where} ({seen}){ranks}")
-                lines.append(f"      {f.message}")
-                lines.append(f"      fix: {f.fix or CODES[f.code].fix}")
-        lines += self.notes()
-        lines.append(self.summary())
-        return "\n".join(lines)
+        """The terminal report: the findings table (or the summary line), then the notes."""
+        from pitstop import report
 
-    def table(self) -> Any:
-        """A rich renderable: one row per finding, most severe first."""
-        from rich.table import Table
-        from rich.text import Text
-
-        colour = {"error": "red", "warning": "yellow", "info": "cyan"}
-        table = Table(title=self.summary(), title_justify="left", show_lines=True)
-        for col in ("code", "severity", "where", "first step", "steps", "what happened", "fix"):
-            table.add_column(col, overflow="fold")
-        for f in self.findings:
-            where = f.where + (f" (ranks {','.join(map(str, f.ranks))})" if f.ranks else "")
-            step = str(f.step) if f.step is not None else "-"
-            table.add_row(f"{f.code}\n{f.name}", Text(f.severity, style=colour[f.severity]), where, step,
-                          str(f.count), f.message, f.fix or CODES[f.code].fix)
-        return table
-
-
-def exit_line(exit_: dict[str, Any], steps: int) -> str:
-    """How the script ended, in one line (for any status but ok)."""
-    status, where = exit_.get("status"), f" at {exit_['where']}" if exit_.get("where") else ""
-    if status == "interrupted":
-        return (f"the script was interrupted by {exit_.get('error') or 'KeyboardInterrupt'}{where} after {steps} "
-                f"optimizer step(s): the findings cover the run up to there")
-    if status == "exited":
-        return f"the script exited with code {exit_.get('code')}"
-    return f"the script {status}: {exit_.get('error', '')}{where}"
+        return report.text(self.to_dict())
 
 
 def timeline_summary(raw: dict[str, Any], top: int = 8) -> dict[str, Any]:

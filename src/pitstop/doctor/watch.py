@@ -5,14 +5,19 @@
 from __future__ import annotations
 
 import multiprocessing.process as _mp_process
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
 from pitstop.doctor.consumer import Consumer
 
-if TYPE_CHECKING:
-    from pitstop.doctor.session import Session
+
+class Steps(Protocol):
+    """What ``ManualSteps`` asks of the doctor's ``Session`` (which makes it: a protocol, not an import)."""
+
+    def unsubscribe(self, consumer: Any) -> None: ...
+
+    def manual_step(self) -> None: ...
 
 SAMPLED_PARAMS, SAMPLED_VALUES = 8, 64
 
@@ -29,7 +34,7 @@ class ManualSteps(Consumer):
     parameters were updated by hand, and that is a step. Once an optimizer steps, this consumer
     unsubscribes (no cost for ordinary loops)."""
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Steps) -> None:
         self.session = session
         self.params: list[torch.Tensor] = []
         self.samples: list[torch.Tensor] = []

@@ -18,9 +18,7 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from pitstop import _render
 from pitstop._document import envelope
-from pitstop._format import fmt_bytes as mib
 from pitstop.errors import UsageError
 from pitstop.memory.peak import _storage_key
 
@@ -81,7 +79,9 @@ class ActivationReport:
     environment: dict[str, Any] = field(default_factory=dict)
 
     def _repr_html_(self) -> str:
-        return _render.html(self)
+        from pitstop import report
+
+        return report.fragment(self.to_dict())
 
     def row(self, name: str) -> ModuleRow:
         return next(r for r in self.rows if r.name == name)
@@ -93,27 +93,11 @@ class ActivationReport:
                         peak_step_bytes=self.peak_bytes, peak_how=self.peak_how, repeats=self.repeats,
                         modules=[r.to_dict() for r in self.rows])
 
-    def table(self, top: int | None = None) -> Any:
-        from rich.table import Table
-
-        rows = self.rows if top is None else sorted(self.rows, key=lambda r: -r.subtree_bytes)[:top]
-        title = (f"activations saved for backward: {mib(self.total_bytes)} (parameters {mib(self.param_saved_bytes)} "
-                 f"and inputs {mib(self.input_saved_bytes)} apart); forward+backward {self.step_ms:.1f} ms; "
-                 f"peak of a training step {mib(self.peak_bytes)} ({self.peak_how})")
-        table = Table(title=title, title_justify="left")
-        for col in ("module", "type", "saved here", "saved in subtree", "share", "forward ms", "self ms"):
-            table.add_column(col, justify="left" if col in ("module", "type") else "right")
-        for r in rows:
-            share = r.subtree_bytes / self.total_bytes if self.total_bytes else 0.0
-            table.add_row("  " * r.depth + r.name, r.kind, mib(r.saved_bytes), mib(r.subtree_bytes),
-                          f"{share:.0%}", f"{r.forward_ms:.2f}", f"{r.self_ms:.2f}")
-        return table
-
     def __str__(self) -> str:
-        lines = [f"activations saved for backward: {mib(self.total_bytes)}; step {self.step_ms:.1f} ms"]
-        for r in sorted(self.rows, key=lambda r: -r.subtree_bytes)[:15]:
-            lines.append(f"  {r.name:<40} {mib(r.subtree_bytes):>10}  {r.forward_ms:8.2f} ms")
-        return "\n".join(lines)
+        """The terminal report: every module's activation bytes and forward time."""
+        from pitstop import report
+
+        return report.text(self.to_dict())
 
 
 def activation_report(model: nn.Module, example_inputs: Any, *, loss_fn: LossFn | None = None,

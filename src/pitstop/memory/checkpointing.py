@@ -18,8 +18,9 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint as _checkpoint
 
+from pitstop._format import fmt_bytes as mib
 from pitstop.errors import UsageError
-from pitstop.memory.accounting import ActivationReport, LossFn, _step, activation_report, as_args, default_loss, mib
+from pitstop.memory.accounting import ActivationReport, LossFn, _step, activation_report, as_args, default_loss
 from pitstop.stats import Ratio, speedup
 
 _LAST_RESORT = (nn.Embedding, nn.EmbeddingBag)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 
@@ -16,9 +16,15 @@ from pitstop.bench.variants.handlers import Target, build, recipe_source
 from pitstop.models.inputs import DEFAULT_INT_RANGE, DTYPES, InputSpec
 from pitstop.models.zoo import ZOO
 
-if TYPE_CHECKING:
-    from pitstop.optimize.result import OptimizeReport
 
+class Reported(Protocol):
+    """What the recipe files take of a ``OptimizeReport`` (which writes them: a protocol, not an import)."""
+
+    model: str
+    environment: dict[str, Any]
+    recipe: str
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 def full_recipe(config: VariantConfig, target: Target, threads: int, source: SpecSource | ModuleSource,
                 batch_size: int, header: str) -> str:
@@ -99,7 +105,7 @@ def _example_code(spec: InputSpec, batch_size: int) -> str:
             f"    return ({', '.join(tensors)},)\n")
 
 
-def recipe_files(report: OptimizeReport, directory: Path) -> dict[str, str | bytes | Path]:
+def recipe_files(report: Reported, directory: Path) -> dict[str, str | bytes | Path]:
     """recipe.py, recipe.json and the ONNX graphs (fp32, int8, external data) found in ``directory``,
     where the recipe ran."""
     doc = report.to_dict()
@@ -111,7 +117,7 @@ def recipe_files(report: OptimizeReport, directory: Path) -> dict[str, str | byt
     return files
 
 
-def write_recipe_files(report: OptimizeReport, directory: Path, ran_in: Path | None = None) -> list[str]:
+def write_recipe_files(report: Reported, directory: Path, ran_in: Path | None = None) -> list[str]:
     """The recipe's files written as the folder ``directory``, whole (``pitstop._io.write_folder``);
     ``ran_in``: where the recipe ran (its ONNX graphs are there). Returns the paths written."""
     from pitstop._io import write_folder

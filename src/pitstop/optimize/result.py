@@ -1,7 +1,7 @@
 """Values of an optimize run: the report (every stage's rows, the winner, the choice of batch
 size) and the ``OptimizedModel`` that applies the winning recipe in this process.
 
-Rendering lives in ``pitstop.report``, reached through ``pitstop._render``."""
+Rendering lives in ``pitstop.report``, which takes the JSON document (``to_dict()``)."""
 
 from __future__ import annotations
 
@@ -158,9 +158,11 @@ def optimize_document(report: OptimizeReport) -> dict[str, Any]:
     claims = []
     if probe is not None and report.claims_key:
         probe.claims_key = report.claims_key
-        claims = [{"claim": c.claim.text, "variant": c.claim.variant, "baseline": c.claim.baseline,
+        claims = [{"claim": c.claim.text, "source": c.claim.source, "variant": c.claim.variant,
+                   "baseline": c.claim.baseline, "batch_size": c.batch_size,
                    "claimed_time_cut": [c.claim.low, c.claim.high], "measured_time_cut": c.measured,
-                   "verdict": c.verdict} for c in check_claims(probe)]
+                   "measured_ci95": list(c.ci95) if c.ci95 else None, "verdict": c.verdict}
+                  for c in check_claims(probe)]
     return envelope(
         "optimize", report.environment, model=report.model, settings=report.settings,
         baseline=START.name, complete=report.outcome.complete, interrupted=report.outcome.interrupted,
@@ -168,6 +170,7 @@ def optimize_document(report: OptimizeReport) -> dict[str, Any]:
         winner=None if report.outcome.failed else {
             "variant": report.config.name, "config": report.config.to_dict(report.settings["threads"]),
             "batch_size": winner.batch_size if winner else report.settings["batch_size"],
+            "stage": report.outcome.winner_stage.name if winner and report.outcome.winner_stage else None,
             "speedup": {"median": ratio.median, "ci95": list(ratio.ci95)} if ratio else None,
             "speedup_vs": {b: {"median": r.median, "ci95": list(r.ci95)} for b in ("eval+no_grad", "train+grad")
                            if (r := report.speedup_over(b)) is not None},
@@ -183,5 +186,6 @@ def optimize_document(report: OptimizeReport) -> dict[str, Any]:
                                "variants": [r.variant for r in s.rows]} for s in report.stages]},
         claims=claims,
         advice=verdict_lines(report)[0] if report.stages else None,
+        summary=verdict_lines(report),
         saved=report.saved,
     )

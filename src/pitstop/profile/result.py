@@ -16,7 +16,6 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from pitstop import _render
 from pitstop._document import envelope
 from pitstop.profile.phases import PHASES, StepTimes
 from pitstop.stats import median_ci
@@ -68,13 +67,18 @@ class ProfileReport:
         return cls(**{k: d[k] for k in keys if k in d and d[k] is not None})
 
     def table(self) -> str:
-        return _render.text(self)
+        """The terminal report (``pitstop.report`` renders the JSON document)."""
+        from pitstop import report
+
+        return report.text(self.to_dict())
 
     def __str__(self) -> str:
-        return _render.text(self)
+        return self.table()
 
     def _repr_html_(self) -> str:
-        return _render.html(self)
+        from pitstop import report
+
+        return report.fragment(self.to_dict())
 
 
 STALL_RATIO, STALL_MADS = 3.0, 10.0  # a stall: over 3x the median step and 10 MADs above it

@@ -65,28 +65,34 @@ class Comparison:
                         nothing_compared=self.nothing)
 
     def lines(self) -> list[str]:
-        out = [f"pitstop compare: {self.before} -> {self.after} (time per call; > 1x = slower; regression "
-               f"threshold {self.threshold:.0%})"]
-        out += [f"warning: the environments differ: {w}" for w in self.env_warnings]
-        out += [f"warning: compared on partial results: {p}" for p in self.partial]
-        for c in self.changes:
-            flag = " <- REGRESSION" if c in self.regressions else ""
-            out.append(f"  b={c.batch_size:<4} {c.variant:<48} {c.before_ms:9.3f} -> {c.after_ms:9.3f} ms  "
-                       f"{c.ratio:.3f}x [{c.ci95[0]:.3f}-{c.ci95[1]:.3f}] {c.verdict}{flag}")
-        for name in self.only_before:
-            out.append(f"  only in {self.before}: {name}")
-        for name in self.only_after:
-            out.append(f"  only in {self.after}: {name}")
-        n = len(self.regressions)
-        if self.nothing:
-            out.append(f"nothing compared: {self.nothing}; no verdict")
-        else:
-            out.append(f"{n} regression(s) beyond {self.threshold:.0%}" if n else
-                       f"no regression beyond {self.threshold:.0%}")
-        return out
+        return compare_lines(self.to_dict())
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
+
+
+def compare_lines(doc: dict[str, Any]) -> list[str]:
+    """The comparison as text, from its JSON document (``kind: compare``)."""
+    threshold = doc.get("threshold", 0.05)
+    before, after = doc.get("before"), doc.get("after")
+    out = [f"pitstop compare: {before} -> {after} (time per call; > 1x = slower; regression "
+           f"threshold {threshold:.0%})"]
+    out += [f"warning: the environments differ: {w}" for w in doc.get("environment_differences", [])]
+    out += [f"warning: compared on partial results: {p}" for p in doc.get("partial", [])]
+    n = 0
+    for c in doc.get("changes", []):
+        regression = c["verdict"] == "regression" and c["ratio"] - 1 > threshold
+        n += regression
+        out.append(f"  b={c['batch_size']:<4} {c['variant']:<48} {c['before_ms']:9.3f} -> {c['after_ms']:9.3f} ms  "
+                   f"{c['ratio']:.3f}x [{c['ci95'][0]:.3f}-{c['ci95'][1]:.3f}] {c['verdict']}"
+                   f"{' <- REGRESSION' if regression else ''}")
+    out += [f"  only in {before}: {name}" for name in doc.get("only_before", [])]
+    out += [f"  only in {after}: {name}" for name in doc.get("only_after", [])]
+    if doc.get("nothing_compared"):
+        out.append(f"nothing compared: {doc['nothing_compared']}; no verdict")
+    else:
+        out.append(f"{n} regression(s) beyond {threshold:.0%}" if n else f"no regression beyond {threshold:.0%}")
+    return out
 
 
 def _load(path: str) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""``pitstop doctor``'s report from its JSON document: the findings table (most severe first), the
-notes (how the script ended, what was not watched, internal warnings) and the summary line."""
+"""``pitstop doctor``'s report from its JSON document: the findings table (most severe first), or the
+summary line when there is none, then the notes (how the script ended, what was not watched,
+internal warnings)."""
 
 from __future__ import annotations
 
@@ -81,24 +82,3 @@ def renderables(doc: dict[str, Any]) -> list[RenderableType]:
     """The findings table (or the summary when there is none), then the notes."""
     head: RenderableType = table(doc) if doc.get("findings") else Text(summary(doc))
     return [head, *(Text(line) for line in notes(doc))]
-
-
-def render_text(doc: dict[str, Any]) -> str:
-    """Plain text: the findings grouped by severity, the notes, the summary."""
-    lines = []
-    findings = doc.get("findings", [])
-    for severity in SEVERITIES:
-        group = [f for f in findings if f.get("severity") == severity]
-        if not group:
-            continue
-        lines.append(f"{severity.upper()}S" if len(group) > 1 else severity.upper())
-        for f in group:
-            ranks = f" [ranks {','.join(map(str, f['ranks']))}]" if f.get("ranks") else ""
-            count = f.get("count", 1)
-            seen = f"step {f.get('step')}" + (f", {count} steps" if count > 1 else "")
-            lines.append(f"  {f['code']} {f.get('name', '')} at {f.get('where', '')} ({seen}){ranks}")
-            lines.append(f"      {f.get('message', '')}")
-            lines.append(f"      fix: {f.get('fix') or (CODES[f['code']].fix if f.get('code') in CODES else '')}")
-    lines += notes(doc)
-    lines.append(summary(doc))
-    return "\n".join(lines)

@@ -11,7 +11,7 @@ from typing import Any
 
 from pitstop.errors import UsageError
 from pitstop.report.profile import profile_html
-from pitstop.report.svg import CSS, Bar, bar_chart, line_chart, page
+from pitstop.report.svg import CSS, Bar, bar_chart, line_chart, page, restart_ids
 
 
 def _table(headers: list[str], rows: list[list[Any]], raw: set[int] = frozenset()) -> str:  # type: ignore[assignment]
@@ -203,14 +203,41 @@ def _fragment(sections: list[str]) -> str:
     return f"<div class='pitstop'><style>{CSS}</style>" + "".join(sections) + "</div>"
 
 
+def data_html(doc: dict[str, Any], fragment: bool = False) -> str:
+    """``pitstop data``: the verdict, batches/s per DataLoader setting, every trial."""
+    trials = doc.get("trials", [])
+    ok = [t for t in trials if t.get("batches_per_s")]
+    sections = [f"<p><b>{escape(str(doc.get('verdict', '')))}</b></p>",
+                bar_chart("Batches per second per DataLoader setting", [Bar(", ".join(
+                    f"{k}={v}" for k, v in t["kwargs"].items()) or "defaults", t["batches_per_s"]) for t in ok],
+                    "batches/s") if ok else "",
+                _table(["settings", "status", "batches/s", "first batch ms", "speed-up [95% CI]", "verdict"],
+                       [[json.dumps(t["kwargs"]), t["status"] + (f": {t['reason']}" if t.get("reason") else ""),
+                         _ms(t.get("batches_per_s")), _ms(t.get("first_batch_ms")),
+                         f"{t['speedup']['median']:.2f}x" if t.get("speedup") else "-",
+                         (t.get("speedup") or {}).get("verdict", "")] for t in trials])]
+    sections += [f"<p>{escape(str(n))}</p>" for n in doc.get("notes", [])]
+    if fragment:
+        return _fragment(sections)
+    sections.append(_environment(doc.get("environment", {})))
+    return page("pitstop data", sections)
+
+
 def _train_html(doc: dict[str, Any], fragment: bool = False) -> str:
     from pitstop.report.train import train_html
 
     return train_html(doc, fragment)
 
 
+def _lint_html(doc: dict[str, Any], fragment: bool = False) -> str:
+    from pitstop.report.lint import lint_html
+
+    return lint_html(doc, fragment)
+
+
 RENDERERS = {"bench": bench_html, "optimize": bench_html, "doctor": doctor_html, "memory": memory_html,
-             "compare": compare_html, "train": _train_html, "profile": profile_html}
+             "compare": compare_html, "train": _train_html, "profile": profile_html, "data": data_html,
+             "lint": _lint_html}
 
 
 def render(doc: dict[str, Any]) -> str:
@@ -218,6 +245,7 @@ def render(doc: dict[str, Any]) -> str:
     kind = doc.get("kind")
     if kind not in RENDERERS:
         raise UsageError(f"no HTML report for kind {kind!r}; reports exist for {', '.join(RENDERERS)}")
+    restart_ids()
     return RENDERERS[kind](doc)
 
 

@@ -13,6 +13,12 @@ W, ROW, PAD_L, PAD_R, PAD_T, PAD_B = 760, 22, 300, 90, 40, 44
 _ids = [0]
 
 
+def restart_ids() -> None:
+    """Number a new page's chart ids from 1, so one document always gives the same page (a
+    notebook's fragments keep counting: they share one page)."""
+    _ids[0] = 0
+
+
 def _uid(prefix: str) -> str:
     _ids[0] += 1
     return f"{prefix}{_ids[0]}"

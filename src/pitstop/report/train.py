@@ -4,20 +4,21 @@ the HTML page of its JSON document (kind ``train``)."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Sequence
 from html import escape
 from typing import Any
 
-from rich.console import Console, RenderableType
+from rich.console import RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from pitstop._format import fmt_bytes, fmt_ms
+from pitstop._format import fmt_bytes, fmt_ms, num
+from pitstop.report.bench import speedup, status
+from pitstop.report.optimize import closing, is_winner, latest_rows
 from pitstop.report.svg import CSS, Bar, bar_chart, line_chart, page
-from pitstop.report.table import _STATUS_STYLE, _VERDICT_STYLE
-from pitstop.train.config import NAIVE_NAME
-from pitstop.train.result import TrainReport, verdict_lines
+
+Doc = dict[str, Any]
+NAIVE_NAME = "naive"  # the baseline every train stage measures alongside (pitstop.train.config)
 
 _HEADERS = ("variant", "stage", "status", "step ms [95% CI]", "samples/s", "speed-up [95% CI]", "verdict", "MFU",
             "peak mem", "grad cos min/all", "loss after N", "compile s", "break-even steps")
@@ -29,68 +30,51 @@ def fidelity_cells(fidelity: dict[str, Any] | None) -> tuple[str, str]:
     grads = fid.get("gradients") or {}
     cos = "-"
     if grads.get("min_cosine") is not None:
-        cos = f"{grads['min_cosine']:.3f}/{grads['overall_cosine']:.4f}"
+        cos = f"{num(grads['min_cosine'], '.3f')}/{num(grads.get('overall_cosine'), '.4f')}"
     loss = "-"
     trajectory, band = fid.get("trajectory") or {}, fid.get("band")
     if trajectory.get("losses"):
-        finals = ", ".join(f"{run[-1]:.3g}" for run in trajectory["losses"])
-        loss = finals + (f" in [{band['low']:.3g}, {band['high']:.3g}]" if band else "")
+        finals = ", ".join(num(run[-1], ".3g") for run in trajectory["losses"])
+        loss = finals + (f" in [{num(band['low'], '.3g')}, {num(band['high'], '.3g')}]" if band else "")
     return cos, loss
 
 
-def candidates_table(report: TrainReport) -> Table:
+def candidates_table(doc: Doc) -> Table:
     """Every variant, from the last stage that measured it."""
-    s = report.settings
-    base = "the unmodified script" if report.script else "fp32 eager, for-loop optimizer"
-    where = "" if report.script else f" · batch {s['batch_size']}"
-    table = Table(title=f"{report.model}{where} · {s['threads']} threads · {s['device']} · "
-                        f"speed-ups vs {NAIVE_NAME} ({base}), measured in the same stage",
+    s, script = doc.get("settings") or {}, doc.get("script")
+    base = "the unmodified script" if script else "fp32 eager, for-loop optimizer"
+    where = "" if script else f" · batch {s.get('batch_size')}"
+    table = Table(title=Text(f"{doc.get('model', '')}{where} · {s.get('threads')} threads · {s.get('device')} · "
+                             f"speed-ups vs {NAIVE_NAME} ({base}), measured in the same stage", style="table.title"),
                   title_justify="left")
     for header in _HEADERS:
         table.add_column(header, justify="left" if header in ("variant", "stage", "status", "verdict") else "right",
                          no_wrap=True)
-    winner = report.outcome.winner
-    for stage, row in report.candidates():
-        speed, verdict = "-", Text("")
-        comparison = stage.result.comparison(row.variant, row.batch_size)
-        if row.variant == NAIVE_NAME:
-            speed = "baseline"
-        elif comparison:
-            r = comparison.ratio
-            speed, verdict = f"{r.median:.2f}x [{r.ci95[0]:.2f}-{r.ci95[1]:.2f}]", Text(
-                r.verdict, style=_VERDICT_STYLE[r.verdict])
-        lat = row.latency
-        even = report.break_even(row, stage)
-        cos, loss = fidelity_cells(row.fidelity)
-        table.add_row(Text(row.variant, style="bold" if winner is row else ""), stage.name,
-                      Text(row.status, style=_STATUS_STYLE[row.status]),
-                      f"{fmt_ms(lat.median)} [{fmt_ms(lat.ci95[0])}-{fmt_ms(lat.ci95[1])}]" if lat else "-",
-                      f"{row.throughput:,.0f}" if row.throughput and not report.script else "-", speed, verdict,
-                      _mfu_cell(report, row), fmt_bytes(row.peak_memory_bytes), cos, loss,
-                      f"{row.compile_s:.1f}" if row.compile_s is not None else "-",
+    for row in latest_rows(doc):
+        speed, verdict = ("baseline", Text("")) if row["variant"] == NAIVE_NAME else speedup(row)
+        lat, even, used = row.get("latency_ms"), row.get("break_even_steps"), row.get("mfu") or {}
+        cos, loss = fidelity_cells(row.get("fidelity"))
+        table.add_row(Text(row["variant"], style="bold" if is_winner(doc, row) else ""), Text(row.get("stage", "")),
+                      status(row),
+                      f"{fmt_ms(lat['median'])} [{fmt_ms(lat['ci95'][0])}-{fmt_ms(lat['ci95'][1])}]" if lat else "-",
+                      f"{row['throughput_per_s']:,.0f}" if row.get("throughput_per_s") and not script else "-",
+                      speed, verdict, f"{used['fraction']:.1%}" if used.get("fraction") is not None else "-",
+                      fmt_bytes(row.get("peak_memory_bytes")), cos, loss,
+                      f"{row['compile_s']:.1f}" if row.get("compile_s") is not None else "-",
                       f"{even:,.0f}" if even is not None else "-")
     return table
 
 
-def _mfu_cell(report: TrainReport, row: Any) -> str:
-    """Achieved FLOP/s as a share of this machine's matmul peak in the variant's precision."""
-    from pitstop.train.peaks import mfu
-
-    flops, peaks = report.flops()
-    used = mfu(flops, row.latency.median / 1e3 if row.latency else None, str(row.config.get("precision", "fp32")),
-               peaks)
-    return f"{used['fraction']:.1%}" if used and used.get("fraction") is not None else "-"
-
-
-def machine_lines(report: TrainReport) -> list[str]:
+def machine_lines(doc: Doc) -> list[str]:
     """FLOPs per step and the measured peaks (what MFU is a share of), and the machine's load."""
     lines = []
-    flops, peaks = report.flops()
+    where = doc.get("script") or doc.get("problem") or {}
+    flops, peaks = where.get("flops_per_step"), where.get("peaks") or {}
     if flops and peaks:
         shown = ", ".join(f"{k} {v / 1e9:,.0f} GFLOP/s" for k, v in peaks.items())
         lines.append(f"MFU: {flops / 1e9:,.3g} GFLOP per step (torch.utils.flop_counter) against this machine's "
                      f"measured matmul peak ({shown})")
-    load = (report.environment or {}).get("load")
+    load = (doc.get("environment") or {}).get("load")
     if load:
         lines.append(load_line(load))
     return lines
@@ -105,51 +89,39 @@ def load_line(load: dict[str, Any]) -> str:
            f"{busy}{verdict}"
 
 
-def reasons(report: TrainReport) -> list[str]:
+def reasons(doc: Doc) -> list[str]:
     """Why each variant was skipped, rejected or failed, and what ran."""
     lines = []
-    for _, row in report.candidates():
-        if row.reason:
-            lines.append(f"{row.variant}: {row.status}: {row.reason}")
-        grads = (row.fidelity or {}).get("gradients") or {}
+    for row in latest_rows(doc):
+        if row.get("reason"):
+            lines.append(f"{row['variant']}: {row['status']}: {row['reason']}")
+        grads = (row.get("fidelity") or {}).get("gradients") or {}
         if grads.get("min_cosine") is not None and grads["min_cosine"] < 0.99:
-            lines.append(f"{row.variant}: step-1 gradient of {grads['min_cosine_param']} has cosine "
-                         f"{grads['min_cosine']:.3f} (reported; the trajectory decides)")
+            lines.append(f"{row['variant']}: step-1 gradient of {grads['min_cosine_param']} has cosine "
+                         f"{num(grads['min_cosine'], '.3f')} (reported; the trajectory decides)")
     return lines
 
 
-def renderables(report: TrainReport, with_recipe: bool = True) -> list[RenderableType]:
+def renderables(doc: Doc) -> list[RenderableType]:
     """Everything, in reading order."""
-    band = _band(report)
-    items: list[RenderableType] = [candidates_table(report)]
+    band = next(((r.get("fidelity") or {}).get("band") for r in latest_rows(doc)
+                 if (r.get("fidelity") or {}).get("band")), None)
+    items: list[RenderableType] = [candidates_table(doc)]
     if band:
         items.append(Text(f"Trajectory gate: the loss after {band['steps']} steps must lie within the fp32 "
-                          f"reference's {band['seeds']} seeds ({', '.join(f'{f:.4g}' for f in band['finals'])}) "
-                          f"widened by {band['tolerance']:.0%} of its decrease ({band['widened_by']:.3g}): "
-                          f"[{band['low']:.4g}, {band['high']:.4g}]"))
-    items += [Text(line) for line in reasons(report)]
-    items += [Text(line) for line in machine_lines(report)]
-    items += [Text(line, style="bold") for line in verdict_lines(report)]
-    if with_recipe and report.recipe and report.script:
+                          f"reference's {band['seeds']} seeds ({', '.join(num(f, '.4g') for f in band['finals'])}) "
+                          f"widened by {band['tolerance']:.0%} of its decrease ({num(band['widened_by'], '.3g')}): "
+                          f"[{num(band['low'], '.4g')}, {num(band['high'], '.4g')}]"))
+    items += [Text(line) for line in reasons(doc)]
+    items += [Text(line) for line in machine_lines(doc)]
+    items += [Text(line, style="bold") for line in closing(doc)]
+    recipe, script = (doc.get("winner") or {}).get("recipe"), doc.get("script")
+    if recipe and script:
         items += [Text("The change (file:line: what; --patch FILE writes it as a diff for git apply):", style="bold"),
-                  *(Text(f"  {line}") for line in report.script.get("changes", [])), Text(report.recipe)]
-    elif with_recipe and report.recipe:
-        items += [Text("Recipe (recipe.py with --save):", style="bold"), Text(report.recipe)]
+                  *(Text(f"  {line}") for line in script.get("changes", [])), Text(recipe)]
+    elif recipe:
+        items += [Text("Recipe (recipe.py with --save):", style="bold"), Text(recipe)]
     return items
-
-
-def _band(report: TrainReport) -> dict[str, Any] | None:
-    return next(((r.fidelity or {}).get("band") for _, r in report.candidates() if (r.fidelity or {}).get("band")),
-                None)
-
-
-def render_text(report: TrainReport, width: int = 220) -> str:
-    """Plain text of the whole report."""
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=width, force_terminal=False, color_system=None)
-    for item in renderables(report):
-        console.print(item)
-    return buffer.getvalue()
 
 
 def _row_cells(r: dict[str, Any]) -> list[Any]:

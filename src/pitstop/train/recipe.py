@@ -16,7 +16,7 @@ import hashlib
 import json
 import textwrap
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pitstop.bench.source import ModuleSource, SpecSource
 from pitstop.bench.variants.code import docstring_literal as _docstring
@@ -26,10 +26,20 @@ from pitstop.train.config import TrainConfig
 from pitstop.train.problem import LossSpec, OptimizerSpec
 from pitstop.train.variants import TrainTarget, codes
 
-if TYPE_CHECKING:
-    from pitstop.train.result import TrainReport
+
+class Reported(Protocol):
+    """What the recipe files take of a ``TrainReport`` (which writes them: a protocol, not an import)."""
+
+    model: str
+    environment: dict[str, Any]
+    problem: dict[str, Any]
+    recipe: str
+
+    def to_dict(self) -> dict[str, Any]: ...
+
 
 _BODY = '''
+
 def first_tensor(output):
     """The tensor the loss reads: the output itself, its .logits, or its first element."""
     if isinstance(output, torch.Tensor):
@@ -282,7 +292,7 @@ def _tensor_code(spec: InputSpec, batch_size: int) -> list[tuple[str | None, str
     return out
 
 
-def recipe_files(report: TrainReport) -> dict[str, str | bytes | Path]:
+def recipe_files(report: Reported) -> dict[str, str | bytes | Path]:
     """recipe.py and recipe.json (the winner, its evidence, the environment), as text."""
     doc = report.to_dict()
     meta = {"pitstop": doc["pitstop"], "model": report.model, "winner": doc["winner"],
@@ -290,7 +300,7 @@ def recipe_files(report: TrainReport) -> dict[str, str | bytes | Path]:
     return {"recipe.py": checked(report.recipe), "recipe.json": json.dumps(meta, indent=2, allow_nan=False) + "\n"}
 
 
-def write_recipe_files(report: TrainReport, directory: Path) -> list[str]:
+def write_recipe_files(report: Reported, directory: Path) -> list[str]:
     """recipe.py and recipe.json written as one folder (``pitstop._io.write_folder``); the paths."""
     from pitstop._io import write_folder
 

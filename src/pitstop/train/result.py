@@ -1,7 +1,7 @@
 """Values of a train run: the report (every stage's rows with their fidelity, the winner, the
 recipe) and the ``TrainSetup`` that applies the winning recipe in this process. JSON kind
 ``train``; rows are shaped like bench rows (``latency_ms`` is per training step), so
-``pitstop compare`` reads them. Rendering lives in ``pitstop.report``, through ``pitstop._render``."""
+``pitstop compare`` reads them. Rendering lives in ``pitstop.report``, which takes the document."""
 
 from __future__ import annotations
 
@@ -174,5 +174,6 @@ def train_document(report: TrainReport) -> dict[str, Any]:
                 "stages": [{"name": s.name, "elapsed_s": s.elapsed_s, "variants": [r.variant for r in s.rows],
                             "load": s.load or None} for s in report.stages]},
         notes=report.outcome.notes, advice=verdict_lines(report)[-1] if report.stages else None,
+        summary=verdict_lines(report),
         saved=report.saved, script=report.script or None,
     )

@@ -6,12 +6,33 @@ from __future__ import annotations
 import importlib.util
 import shutil
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from torch import nn
 
-if TYPE_CHECKING:
-    from pitstop.bench.variants.config import VariantConfig
+
+class Axes(Protocol):
+    """What a handler reads of a variant (``VariantConfig`` has these fields). A protocol, so the
+    handlers need not import the config, which imports them for their choices."""
+
+    @property
+    def mode(self) -> str: ...
+    @property
+    def grad(self) -> str: ...
+    @property
+    def precision(self) -> str: ...
+    @property
+    def compile(self) -> str | None: ...
+    @property
+    def quant(self) -> str | None: ...
+    @property
+    def layout(self) -> str | None: ...
+    @property
+    def threads(self) -> int | None: ...
+    @property
+    def runtime(self) -> str: ...
+    @property
+    def name(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -94,10 +115,10 @@ class Technique:
     axis = ""
     choices: tuple[Any, ...] = ()
 
-    def gate(self, config: VariantConfig, target: Target) -> str | None:
+    def gate(self, config: Axes, target: Target) -> str | None:
         """Why this config's value cannot run here, or None."""
         return None
 
-    def code(self, config: VariantConfig, target: Target) -> Code:
+    def code(self, config: Axes, target: Target) -> Code:
         """The recipe lines that apply this config's value."""
         return Code()

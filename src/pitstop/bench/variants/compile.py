@@ -3,12 +3,7 @@ graphs); on CPU inference, inductor freezes the weights into the graph of that m
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from pitstop.bench.variants.base import Code, Target, Technique
-
-if TYPE_CHECKING:
-    from pitstop.bench.variants.config import VariantConfig
+from pitstop.bench.variants.base import Axes, Code, Target, Technique
 
 CHOICES = (None, "default", "max-autotune", "reduce-overhead")
 
@@ -19,7 +14,7 @@ class Compile(Technique):
     axis = "compile"
     choices = CHOICES
 
-    def gate(self, config: VariantConfig, target: Target) -> str | None:
+    def gate(self, config: Axes, target: Target) -> str | None:
         if config.compile not in CHOICES:
             return f"unknown compile mode {config.compile!r}"
         if config.compile == "reduce-overhead" and target.device != "cuda":
@@ -28,7 +23,7 @@ class Compile(Technique):
             return "torch.compile needs a C++ compiler (g++ or clang++) for CPU kernels; none found"
         return None
 
-    def code(self, config: VariantConfig, target: Target) -> Code:
+    def code(self, config: Axes, target: Target) -> Code:
         if not config.compile:
             return Code()
         mode = "" if config.compile == "default" else f", mode={config.compile!r}"

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import torch
 
-from pitstop.bench.variants.base import Code, Target, Technique
-
-if TYPE_CHECKING:
-    from pitstop.bench.variants.config import VariantConfig
+from pitstop.bench.variants.base import Axes, Code, Target, Technique
 
 Mode = Literal["train", "eval"]
 Grad = Literal["grad", "no_grad", "inference_mode"]
@@ -30,7 +27,7 @@ class GradMode(Technique):
 
     axis = "grad"
 
-    def code(self, config: VariantConfig, target: Target) -> Code:
+    def code(self, config: Axes, target: Target) -> Code:
         grad = {"grad": "torch.enable_grad()", "no_grad": "torch.no_grad()",
                 "inference_mode": "torch.inference_mode()"}[config.grad]
         return Code(setup=[f"model.{config.mode}()"], contexts=[grad])

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from pitstop.bench.variants.base import Code, Target, Technique
-
-if TYPE_CHECKING:
-    from pitstop.bench.variants.config import VariantConfig
+from pitstop.bench.variants.base import Axes, Code, Target, Technique
 
 CHOICES = (None, "channels_last")
 
@@ -18,14 +13,14 @@ class Layout(Technique):
     axis = "layout"
     choices = CHOICES
 
-    def gate(self, config: VariantConfig, target: Target) -> str | None:
+    def gate(self, config: Axes, target: Target) -> str | None:
         if config.layout not in CHOICES:
             return f"unknown layout {config.layout!r}"
         if config.layout and not target.has_4d_input:
             return "channels_last applies to 4-D (image) inputs; this model has none"
         return None
 
-    def code(self, config: VariantConfig, target: Target) -> Code:
+    def code(self, config: Axes, target: Target) -> Code:
         if not config.layout:
             return Code()
         return Code(setup=["model = model.to(memory_format=torch.channels_last)"],

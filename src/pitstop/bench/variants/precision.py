@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from pitstop.bench.variants.base import Code, Target, Technique
-
-if TYPE_CHECKING:
-    from pitstop.bench.variants.config import VariantConfig
+from pitstop.bench.variants.base import Axes, Code, Target, Technique
 
 CHOICES = ("fp32", "bf16-autocast", "fp16-autocast", "bf16-weights")
 
@@ -18,7 +13,7 @@ class Precision(Technique):
     axis = "precision"
     choices = CHOICES
 
-    def gate(self, config: VariantConfig, target: Target) -> str | None:
+    def gate(self, config: Axes, target: Target) -> str | None:
         if config.precision == "fp16-autocast" and target.device != "cuda":
             return "fp16 autocast needs CUDA; on CPU fp16 matmuls are emulated and slow"
         if config.precision.startswith("bf16") and not target.native_bf16:
@@ -28,7 +23,7 @@ class Precision(Technique):
             return f"unknown precision {config.precision!r}"
         return None
 
-    def code(self, config: VariantConfig, target: Target) -> Code:
+    def code(self, config: Axes, target: Target) -> Code:
         if config.precision == "bf16-weights":
             return Code(setup=["model = model.to(torch.bfloat16)"],
                         inputs=["if t.is_floating_point():", "    t = t.to(torch.bfloat16)"])

@@ -16,12 +16,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from pitstop.bench.variants.base import Code, Target, Technique
-
-if TYPE_CHECKING:
-    from pitstop.bench.variants.config import VariantConfig
+from pitstop.bench.variants.base import Axes, Code, Target, Technique
 
 CHOICES = (None, "int8-dynamic")
 LAYERS = ("Linear", "LSTM", "GRU")  # the module types dynamic int8 quantizes
@@ -30,7 +25,7 @@ TORCH_AO = "torch.ao.quantization.quantize_dynamic"
 ORT = "onnxruntime.quantization.quantize_dynamic"
 
 
-def layer_apis(config: VariantConfig, target: Target) -> dict[str, str]:
+def layer_apis(config: Axes, target: Target) -> dict[str, str]:
     """Each quantizable module type of the model -> the API that quantizes it in this config."""
     layers = target.quant_layers or (("Linear",) if target.quantizable else ())
     if config.runtime == "onnxruntime":
@@ -45,7 +40,7 @@ class Quant(Technique):
     axis = "quant"
     choices = CHOICES
 
-    def gate(self, config: VariantConfig, target: Target) -> str | None:
+    def gate(self, config: Axes, target: Target) -> str | None:
         if config.quant is None:
             return None
         if config.quant not in CHOICES:
@@ -65,7 +60,7 @@ class Quant(Technique):
             return "this torch build has no quantized engine (x86 / fbgemm / onednn / qnnpack)"
         return None
 
-    def code(self, config: VariantConfig, target: Target) -> Code:
+    def code(self, config: Axes, target: Target) -> Code:
         if config.quant is None:
             return Code()
         apis = layer_apis(config, target)

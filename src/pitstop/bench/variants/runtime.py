@@ -4,12 +4,7 @@ graph). The recipe's export, quantization and session code is in ``code.py``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from pitstop.bench.variants.base import Target, Technique
-
-if TYPE_CHECKING:
-    from pitstop.bench.variants.config import VariantConfig
+from pitstop.bench.variants.base import Axes, Target, Technique
 
 CHOICES = ("torch", "onnxruntime")
 
@@ -20,7 +15,7 @@ class Runtime(Technique):
     axis = "runtime"
     choices = CHOICES
 
-    def gate(self, config: VariantConfig, target: Target) -> str | None:
+    def gate(self, config: Axes, target: Target) -> str | None:
         if config.runtime == "torch":
             return None
         if config.runtime not in CHOICES:

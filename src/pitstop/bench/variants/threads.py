@@ -3,12 +3,7 @@ the recipe's ``torch.set_num_threads`` line is written for every variant."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from pitstop.bench.variants.base import Target, Technique
-
-if TYPE_CHECKING:
-    from pitstop.bench.variants.config import VariantConfig
+from pitstop.bench.variants.base import Axes, Target, Technique
 
 
 class Threads(Technique):
@@ -16,7 +11,7 @@ class Threads(Technique):
 
     axis = "threads"
 
-    def gate(self, config: VariantConfig, target: Target) -> str | None:
+    def gate(self, config: Axes, target: Target) -> str | None:
         if config.threads is not None and not 1 <= config.threads <= max(target.physical_cores, 1):
             return f"{config.threads} threads on {target.physical_cores} physical cores"
         return None
