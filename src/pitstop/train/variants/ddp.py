@@ -17,7 +17,8 @@ class DistributedKnobs(Technique):
 
     def gate(self, config: TrainConfig, target: TrainTarget) -> str | None:
         if config.ddp and not target.ddp:
-            return "DDP's knobs apply to a script run with --nproc-per-node that builds its DistributedDataParallel"
+            return ("DDP's knobs apply to a script run on several processes per node that builds its "
+                    "DistributedDataParallel")
         return None
 
     def code(self, config: TrainConfig, target: TrainTarget) -> Code:
