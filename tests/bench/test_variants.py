@@ -21,7 +21,7 @@ def test_config_round_trips_and_states_every_axis():
 
 @pytest.mark.parametrize("name", ["eval", "eval+fast", "test+grad", "eval+no_grad+bf16"])
 def test_bad_variant_names(name):
-    with pytest.raises(SettingError, match="^variants: ") as bad:  # the field: the CLI says --variants
+    with pytest.raises(SettingError, match=r"^variants: ") as bad:  # the field: the CLI says --variants
         parse_variant(name)
     assert bad.value.field == "variants"
 
