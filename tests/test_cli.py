@@ -31,7 +31,7 @@ def pitstop(*args, **kwargs):
         ([f"{M}:factory_raises"], "the factory raised ValueError: bad hyper-parameter: depth=-1"),
         ([f"{M}:not_a_module"], "returned int, expected an nn.Module"),
         ([f"{M}:tiny", "--input", "flot32[B,16]"], "expected a dtype like float32 or int64, got 'flot32'"),
-        ([f"{M}:tiny"], "returns no example inputs: pass --input"),
+        ([f"{M}:tiny"], "--input: model tests/fixtures/models.py:tiny returns no example inputs; give an input spec"),
         ([f"{M}:shape_mismatch"], "the first forward on float32[2,15] failed: RuntimeError: mat1 and mat2"),
         (["zoo:mlp", "--batch-sizes", "0,2"], "expected positive integers"),
         (["zoo:mlp", "--variants", "eval+fast"], "--variants: cannot read 'eval+fast'"),

@@ -31,6 +31,7 @@ def envelope(kind: str, environment: dict[str, Any] | None = None, **body: Any) 
 
 
 _STATUSES = ("ok", "rejected", "failed", "skipped")
+_GIVE = "give the JSON result a pitstop command wrote"
 
 
 def read_document(path: str) -> dict[str, Any]:
@@ -46,14 +47,13 @@ def read_document(path: str) -> dict[str, Any]:
         raise ValueError(f"{name} is not a number JSON allows")
 
     if not Path(path).is_file():
-        raise UsageError(f"{path!r} not found; give a JSON file written with --json")
+        raise UsageError(f"{path!r} not found; give the JSON result a pitstop command wrote")
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"), parse_constant=no_constant)
     except RecursionError:
-        raise UsageError(f"{path!r} is nested too deeply to be a pitstop result; give a file written with --json") \
-            from None
+        raise UsageError(f"{path!r} is nested too deeply to be a pitstop result; {_GIVE}") from None
     except (OSError, ValueError) as exc:
-        raise UsageError(f"{path!r} is not a pitstop JSON result ({exc}); give a file written with --json") from None
+        raise UsageError(f"{path!r} is not a pitstop JSON result ({exc}); {_GIVE}") from None
     if not isinstance(doc, dict):
         raise UsageError(f"{path!r} is not a pitstop result (a JSON {type(doc).__name__}, not an object)")
     problem = _results_problem(doc["results"]) if "results" in doc else None
@@ -61,7 +61,7 @@ def read_document(path: str) -> dict[str, Any]:
         if key in doc and not isinstance(doc[key], dict):
             problem = problem or f"{key} is a {type(doc[key]).__name__}, not an object"
     if problem:
-        raise UsageError(f"{path!r}: {problem}; give a file written by pitstop bench/optimize --json")
+        raise UsageError(f"{path!r}: {problem}; give the JSON result a pitstop command wrote")
     return doc
 
 

@@ -8,21 +8,22 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pitstop.errors import UsageError
+from pitstop.errors import SettingError
 
 _UMASK = os.umask(0o022)  # read once (umask can only be read by setting it), then put back
 os.umask(_UMASK)
 
 
-def check_writable(path: str | os.PathLike[str], flag: str = "--json") -> None:
-    """Fail now, with a usage error naming ``flag``, if ``path`` could not be written later."""
+def check_writable(path: str | os.PathLike[str], field: str = "json_path", suffix: str = "json") -> None:
+    """Fail now, with a ``SettingError`` naming ``field`` (the CLI names its flag), if ``path``
+    could not be written later; ``suffix``: the kind of file, for the example name."""
     target = Path(path)
     if target.is_dir():
-        raise UsageError(f"{flag}: {str(path)!r} is a directory; give a file name such as out.{flag.lstrip('-')}")
+        raise SettingError(field, f"{str(path)!r} is a directory; give a file name such as out.{suffix}")
     blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
     if blocker is not None:
-        raise UsageError(f"{flag}: cannot write {str(path)!r} ({str(blocker)!r} is a file, not a folder); choose a "
-                         "writable path")
+        raise SettingError(field, f"cannot write {str(path)!r} ({str(blocker)!r} is a file, not a folder); choose a "
+                                  "writable path")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
@@ -30,7 +31,7 @@ def check_writable(path: str | os.PathLike[str], flag: str = "--json") -> None:
         os.unlink(tmp)
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise UsageError(f"{flag}: cannot write {str(path)!r} ({reason}); choose a writable path") from None
+        raise SettingError(field, f"cannot write {str(path)!r} ({reason}); choose a writable path") from None
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

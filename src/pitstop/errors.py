@@ -3,8 +3,9 @@ its message on one line and exits 2. Messages say what happened, the value seen,
 
     PitstopError
      +-- UsageError           bad command-line or API arguments
-     |    +-- InputSpecError  a malformed ``--input`` spec
-     |    +-- SettingError    a settings object's field with a bad value (``field`` names it)
+     |    +-- SettingError    a settings object's field with a bad value (``field`` names it; the
+     |         |              CLI, which knows the flag, says ``--budget-s: ...`` instead)
+     |         +-- InputSpecError  a malformed input or target spec (``field``: input, target)
      +-- ModelSpecError       a model spec that cannot be resolved (file, attribute, zoo name)
      +-- ModelLoadError       a factory that raised or returned something that is not a module
      +-- ModelRunError        the model's first forward pass failed on the given inputs
@@ -29,10 +30,6 @@ class UsageError(PitstopError, ValueError):
     """Bad arguments to a command or an API function."""
 
 
-class InputSpecError(UsageError):
-    """A malformed input spec such as ``float32[B,3,224,224]``."""
-
-
 class SettingError(UsageError):
     """A field of a settings object (``BenchSettings``, ``OptimizeSettings``, ...) with a bad value.
 
@@ -42,6 +39,10 @@ class SettingError(UsageError):
     def __init__(self, field: str, problem: str) -> None:
         super().__init__(f"{field}: {problem}")
         self.field, self.problem = field, problem
+
+
+class InputSpecError(SettingError):
+    """A malformed input spec such as ``float32[B,3,224,224]``; ``field`` is ``input`` or ``target``."""
 
 
 class ModelSpecError(PitstopError):

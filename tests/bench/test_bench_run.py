@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import pitstop
-from pitstop.errors import InputSpecError, ModelRunError, UsageError
+from pitstop.errors import ModelRunError, SettingError, UsageError
 from pitstop.schemas import BENCH_SCHEMA
 
 FAST = {"budget_s": 0.3, "threads": 1, "replicas": 1}
@@ -159,8 +159,9 @@ def test_first_forward_failure_is_a_model_run_error(models_py):
 
 
 def test_usage_errors():
-    with pytest.raises(InputSpecError, match="returns no example inputs"):
+    with pytest.raises(SettingError, match="returns no example inputs") as missing:
         pitstop.bench("tests/fixtures/models.py:tiny", batch_sizes=[1], **FAST)
+    assert missing.value.field == "input" and "--" not in str(missing.value)  # the CLI names the flag
     with pytest.raises(UsageError, match="example_inputs is required"):
         pitstop.bench(LocalNet())
     with pytest.raises(UsageError, match=r"^batch_sizes: need positive integers, got \[0\]$"):
@@ -173,7 +174,7 @@ def test_usage_errors():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
 def test_cuda_requested_without_cuda():
-    with pytest.raises(UsageError, match="CUDA is not available here; use --device cpu"):
+    with pytest.raises(UsageError, match="device: cuda asked for, but CUDA is not available here; use cpu"):
         pitstop.bench(LocalNet(), torch.randn(2, 8), device="cuda")
 
 

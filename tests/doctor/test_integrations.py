@@ -61,7 +61,7 @@ def test_hf_trainer_callback_attaches_and_reports():
         opt.zero_grad()
     callback.on_train_end(args, state, control)
     assert {f.code for f in callback.report} >= {"PIT106"}
-    assert callback.doctor is None and torch.autograd.backward.__module__ == "torch.autograd"
+    assert callback.watcher is None and torch.autograd.backward.__module__ == "torch.autograd"
 
 
 DDP = """

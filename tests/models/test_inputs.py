@@ -39,9 +39,9 @@ def test_integer_range_is_respected():
     ],
 )
 def test_bad_specs_name_the_problem(text, needle):
-    with pytest.raises(InputSpecError, match="--input") as info:
+    with pytest.raises(InputSpecError, match=r"^input: ") as info:  # the field: the CLI says --input
         parse_input_spec(text)
-    assert needle in str(info.value)
+    assert needle in str(info.value) and info.value.field == "input"
     assert "\n" not in str(info.value)
 
 

@@ -56,7 +56,7 @@ def test_hf_trainer_callback_attaches_and_reports():
         opt.step()
         opt.zero_grad()
     callback.on_train_end(args, state, control)
-    assert callback.report.steps == 4 and callback.profiler is None
+    assert callback.report.steps == 4 and callback.watcher is None
     assert torch.autograd.backward.__module__ == "torch.autograd"
 
 
@@ -90,8 +90,11 @@ def test_report_is_a_snapshot_while_attached_and_final_after():
                                               ({"active": 20}, "active: at most 10 steps"),
                                               ({"physical_cores": 0}, "physical_cores: expected a positive")])
 def test_settings_are_validated_naming_the_field(options, message):
-    with pytest.raises(ValueError, match=message):
+    from pitstop.errors import SettingError
+
+    with pytest.raises(SettingError, match=message) as bad:
         pitstop.profile(**options)
+    assert bad.value.field == next(iter(options))
 
 
 def test_a_run_without_optimizer_steps_says_so():

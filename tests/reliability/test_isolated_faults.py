@@ -28,7 +28,7 @@ def test_a_model_that_hangs_in_its_first_forward_times_out(capsys):
     start = time.monotonic()
     code, _, err = cli(capsys, "bench", f"{F}:hangs_under_no_grad", "--input", "float32[B,8]", *QUICK,
                        "--timeout-s", "3")
-    assert code == 2 and "timed out after 3 s in setup (--timeout-s)" in one_line_error(err)
+    assert code == 2 and "timed out after 3 s in setup (timeout_s)" in one_line_error(err)
     assert time.monotonic() - start < 60  # four hung workers share one deadline, not four
 
 

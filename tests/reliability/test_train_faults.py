@@ -84,7 +84,7 @@ def test_a_saved_recipe_warns_loudly_when_the_model_file_changed(good_train, tmp
 @pytest.mark.parametrize(("model", "needle"), [
     ("exits_in_training_forward", "worker exited with code 7 during inspect"),
     ("sys_exit_in_forward", "inspect raised SystemExit: 5"),
-    ("hangs_in_backward", "timed out after 8 s in inspect (--timeout-s)"),
+    ("hangs_in_backward", "timed out after 8 s in inspect (timeout_s)"),
 ])
 def test_a_model_that_exits_or_hangs_is_one_line_and_loses_nothing(kept, tmp_path, model, needle):
     json_file, saved = kept

@@ -94,4 +94,4 @@ def test_variants_not_started_before_the_deadline_are_skipped_with_the_reason():
     assert by_name["naive"].status == "ok" and len(by_name["naive"].samples_s) >= 3
     skipped = [r for r in rows if r.variant != "naive"]
     assert [r.status for r in skipped] == ["skipped", "skipped"]
-    assert all("time budget (--time-budget-s 10) ran out first" in r.reason for r in skipped)
+    assert all("time budget (10 s) ran out first" in r.reason for r in skipped)

@@ -9,9 +9,7 @@ differ is ``rejected``, and the others go on."""
 from __future__ import annotations
 
 import math
-import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,18 +19,17 @@ import torch
 from pitstop.bench.fidelity import FIDELITY_FILE, admitted_by_metric, batches, load_metric, score, within
 from pitstop.bench.launch import InlineWorker, ProcessWorker
 from pitstop.bench.result import Measurement
-from pitstop.bench.rounds import LiveVariant, interleave, turn_calls
+from pitstop.bench.rounds import LiveVariant, OnEvent, WorkerGroup
 from pitstop.bench.source import Source, SpecSource, first_forward, write_payload
 from pitstop.bench.timer import TimingPolicy
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.bench.variants.handlers import Target, gate
-from pitstop.errors import ModelRunError, PitstopError, UsageError
+from pitstop.errors import ModelRunError, PitstopError, SettingError
 from pitstop.models.inputs import Inputs
 
 if TYPE_CHECKING:
     from pitstop.bench.settings import BenchSettings
 
-OnEvent = Callable[[str, dict[str, Any]], None]
 Worker = ProcessWorker | InlineWorker
 
 
@@ -50,35 +47,16 @@ class GroupPlan:
     single: tuple[VariantConfig, ...] = ()
 
 
-@dataclass
-class _Live(LiveVariant):
-    """A variant's run-time state within one group: its replica workers."""
-
-    config: VariantConfig
-    workers: list[Worker]
-
-
-class GroupRunner:
+class GroupRunner(WorkerGroup):
     """Measures groups of variants for one source under one set of settings."""
 
+    settings: BenchSettings
+
     def __init__(self, source: Source, settings: BenchSettings, on_event: OnEvent | None = None) -> None:
-        self.source, self.settings = source, settings
-        self.on_event = on_event or (lambda kind, info: None)
-        self.isolation = "process"
+        super().__init__(source, settings, on_event, "pitstop-")
         self.inputs: dict[int, str] = {}
         self.target: Target | None = None
-        self._workdir = tempfile.TemporaryDirectory(prefix="pitstop-")
-        self._groups = 0
         self.metric_reference: float | None = None  # the user's metric of the fp32 eval model
-
-    def close(self) -> None:
-        """Remove the run's temporary files (payloads, worker logs, exported graphs)."""
-        self._workdir.cleanup()
-
-    @property
-    def workdir(self) -> Path:
-        """The run's temporary directory (artifacts such as exported ONNX graphs live under it)."""
-        return Path(self._workdir.name)
 
     def run(self, batch_size: int, configs: list[VariantConfig], out: list[Measurement], *,
             first: bool = False, plan: GroupPlan | None = None) -> None:
@@ -136,7 +114,7 @@ class GroupRunner:
             try:
                 self.metric_reference = score(metric, module.eval())
             except Exception as exc:
-                raise UsageError(f"--metric {s.metric}: scoring the fp32 eval model failed: "
+                raise SettingError("metric", f"{s.metric}: scoring the fp32 eval model failed: "
                                  f"{type(exc).__name__}: {exc}") from None
 
     def _row(self, config: VariantConfig, batch_size: int, status: Any = "ok", reason: str | None = None
@@ -145,12 +123,12 @@ class GroupRunner:
                            variant_config=config)
 
     def _start(self, module: torch.nn.Module, inputs: Any, batch_size: int, workdir: Path,
-               counts: dict[VariantConfig, int], target: Target, policy: TimingPolicy) -> list[_Live]:
+               counts: dict[VariantConfig, int], target: Target, policy: TimingPolicy) -> list[LiveVariant]:
         source, inline_reason = self.source.worker_source(module, workdir)
         if not self.settings.isolate:
-            inline_reason = "isolation turned off (--inline)"
+            inline_reason = "isolation turned off"
         if inline_reason and self.settings.worker_env:
-            raise UsageError("--worker-env needs worker processes; it cannot apply to a model that runs inline")
+            raise SettingError("worker_env", "needs worker processes; it cannot apply to a model that runs inline")
         self.isolation = f"inline: {inline_reason}" if inline_reason else "process"
         payload = workdir / "payload.pt"
         write_payload(payload, source or {}, module, inputs, batch_size,
@@ -177,23 +155,23 @@ class GroupRunner:
         return live
 
     def _spawn(self, config: VariantConfig, batch_size: int, workdir: Path, inline: torch.nn.Module | None,
-               replicas: int, target: Target) -> _Live:
+               replicas: int, target: Target) -> LiveVariant:
         """Worker processes for the variant, or one inline worker holding ``inline``; none when the
         variant cannot run here (``skipped``, with the gate's reason)."""
         reason = gate(config, target)
         if reason:
-            return _Live(config, self._row(config, batch_size, "skipped", reason), [])
+            return LiveVariant(config, self._row(config, batch_size, "skipped", reason), [])
         threads = config.threads or self.settings.resolved_threads
         row = self._row(config, batch_size)
         if inline is not None:
-            return _Live(config, row, [InlineWorker(inline)])
+            return LiveVariant(config, row, [InlineWorker(inline)])
         env = {"TORCHINDUCTOR_CACHE_DIR": str(self.workdir / "inductor"),  # cold compile once per run
                **dict(self.settings.worker_env)}
         first = len(list(workdir.iterdir()))
         workers: list[Worker] = [ProcessWorker(workdir / f"{first + i}.log", threads, env) for i in range(replicas)]
-        return _Live(config, row, workers)
+        return LiveVariant(config, row, workers)
 
-    def _profile(self, v: _Live, memory: bool = True) -> None:
+    def _profile(self, v: LiveVariant, memory: bool = True) -> None:
         """Preparation (compile, export), memory, fidelity and warm-up of one variant's replicas,
         while the others wait. Each phase's seconds are kept in ``row.phases_s``."""
         if not v.alive:
@@ -226,14 +204,14 @@ class GroupRunner:
         known = sorted(p for p in peaks if p is not None)
         v.row.peak_memory_bytes = known[len(known) // 2] if known else None
 
-    def _timed(self, v: _Live, worker: Worker, method: str) -> Any:
+    def _timed(self, v: LiveVariant, worker: Worker, method: str) -> Any:
         start = time.monotonic()
         try:
             return self._call(v, worker, method)
         finally:
             v.row.phases_s[method] = v.row.phases_s.get(method, 0.0) + time.monotonic() - start
 
-    def _gate(self, v: _Live, worker: Worker) -> None:
+    def _gate(self, v: LiveVariant, worker: Worker) -> None:
         """A wrong answer is rejected; train mode's different answers are noted, not rejected.
 
         Reduced precision and int8 get a looser tolerance plus an argmax-agreement floor; an fp32
@@ -263,7 +241,7 @@ class GroupRunner:
         else:
             v.row.status, v.row.reason = "rejected", f"outputs differ from the fp32 eval reference: {detail}"
 
-    def _gate_metric(self, v: _Live, worker: Worker, fid: dict[str, Any], close: bool) -> None:
+    def _gate_metric(self, v: LiveVariant, worker: Worker, fid: dict[str, Any], close: bool) -> None:
         """With the user's metric, the metric decides: admitted when the candidate's score is within
         ``metric_tolerance`` of the reference's, whatever its outputs' error (``close``: the default gate)."""
         s = self.settings
@@ -280,21 +258,10 @@ class GroupRunner:
         v.row.status, v.row.reason = "rejected", (
             f"metric {fid['metric']:.4g} < reference {fid['metric_reference']:.4g} - tolerance {s.metric_tolerance:g}")
 
-    def _rounds(self, live: list[_Live], policy: TimingPolicy, deadline: float | None) -> None:
-        interleave(live, policy, deadline, lambda v, i: self._turn(v, i, policy),
-                   lambda n: self.on_event("round", {"round": n, "live": live, "policy": policy}))
+    def _took(self, v: LiveVariant, i: int, chunk: dict[str, Any]) -> None:
+        v.row.page_faults += chunk["page_faults"]
 
-    def _turn(self, v: _Live, i: int, policy: TimingPolicy) -> None:
-        """One replica's share of a round (``turn_calls``)."""
-        start = time.monotonic()
-        chunk = self._call(v, v.workers[i], "run", n=turn_calls(v, i, policy))
-        v.row.phases_s["timing"] = v.row.phases_s.get("timing", 0.0) + time.monotonic() - start
-        if chunk:
-            v.row.replica_samples_s[i].extend(chunk["times"])
-            v.row.page_faults += chunk["page_faults"]
-            v.spent_s += sum(chunk["times"])
-
-    def _finish(self, live: list[_Live], out: list[Measurement], interrupted: bool) -> None:
+    def _finish(self, live: list[LiveVariant], out: list[Measurement], interrupted: bool) -> None:
         for v in live:
             for worker in v.workers:
                 worker.kill() if interrupted else worker.close()
@@ -306,16 +273,10 @@ class GroupRunner:
             out.append(v.row)
             self.on_event("row", {"row": v.row})
 
-    def _call(self, v: _Live, worker: Worker, method: str, **kwargs: Any) -> Any:
-        return v.call(worker, method, self.settings.timeout_s, **kwargs)
 
-    def _receive(self, v: _Live, worker: Worker) -> Any:
-        return v.receive(worker, self.settings.timeout_s)
-
-
-def _check_first_forward(name: str, described: str, live: list[_Live]) -> None:
+def _check_first_forward(name: str, described: str, live: list[LiveVariant]) -> None:
     """The model's first forward ran in the workers' set-up (the fp32 eval reference): when it
-    failed in every one of them (raised, exited, hung past --timeout-s), the model cannot run
+    failed in every one of them (raised, exited, hung past its timeout), the model cannot run
     here at all, a ``ModelRunError`` (exit 2) rather than a table of failed rows."""
     started = [v for v in live if v.workers]
     if started and not any(v.alive for v in started):

@@ -71,7 +71,7 @@ class ProcessWorker:
                 what = f"did not start within {max(START_LIMIT_S, timeout_s):.3g} s"
             else:
                 deadline = max(self.sent_at, self.ready_at) + timeout_s
-                what = f"timed out after {timeout_s:.3g} s in {self.pending} (--timeout-s)"
+                what = f"timed out after {timeout_s:.3g} s in {self.pending} (timeout_s)"
             if self.conn.poll(0.05):
                 try:
                     reply = self.conn.recv()

@@ -1,19 +1,24 @@
-"""The timing loop both groups share (bench's variants of a model, train's training steps): each
-variant's run-time state (its replica workers, calls per second, seconds spent) and the
-interleaved rounds that time them until precise enough, out of budget, or past a deadline."""
+"""The skeleton both groups share (bench's variants of a model, train's training steps): each
+variant's run-time state (its replica workers, calls per second, seconds spent), the interleaved
+rounds that time them until precise enough, out of budget, or past a deadline, and
+``WorkerGroup``, the base of ``bench.group.GroupRunner`` and ``train.group.TrainGroup`` (the run's
+temporary folder, the rounds, one replica's turn, requests under the settings' timeout)."""
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pitstop.bench.launch import WorkerFailed
 from pitstop.bench.result import Measurement
 from pitstop.bench.timer import TimingPolicy, chunk_size, precise_enough
 
-__all__ = ["LiveVariant", "interleave", "turn_calls"]
+__all__ = ["LiveVariant", "WorkerGroup", "interleave", "turn_calls"]
+OnEvent = Callable[[str, dict[str, Any]], None]
 
 
 @dataclass
@@ -30,6 +35,17 @@ class LiveVariant:
     @property
     def alive(self) -> bool:
         return self.row.status not in ("failed", "skipped")
+
+    def skip(self, reason: str) -> None:
+        """Not measured (its workers are closed; the row says why)."""
+        self.row.status, self.row.reason = "skipped", reason
+        for worker in self.workers:
+            worker.close()
+
+    def reject(self, reason: str) -> None:
+        """Measured, but not admitted (the row says why); the first reason stays."""
+        if self.row.status == "ok":
+            self.row.status, self.row.reason = "rejected", reason
 
     def fail(self, reason: str) -> None:
         """Mark the variant failed (one replica's failure fails the variant) and stop its workers."""
@@ -91,3 +107,48 @@ def turn_calls(v: LiveVariant, i: int, policy: TimingPolicy) -> int:
     per_call, replicas = v.per_call_s[i], len(v.per_call_s)
     left = (policy.budget_s - v.spent_s) / replicas
     return min(chunk_size(per_call, policy, replicas), max(1, int(left / max(per_call, 1e-9))))
+
+
+class WorkerGroup:
+    """A group of variants timed in worker processes, for one source under one set of settings
+    (anything with ``timeout_s``). A subclass starts the variants (its own ``_spawn``) and says
+    what else a timed chunk carries (``_took``)."""
+
+    def __init__(self, source: Any, settings: Any, on_event: OnEvent | None, prefix: str) -> None:
+        self.source, self.settings = source, settings
+        self.on_event: OnEvent = on_event or (lambda kind, info: None)
+        self.isolation = "process"
+        self._groups = 0
+        self._tmp = tempfile.TemporaryDirectory(prefix=prefix)
+
+    def close(self) -> None:
+        """Remove the run's temporary files (payloads, worker logs, exported graphs)."""
+        self._tmp.cleanup()
+
+    @property
+    def workdir(self) -> Path:
+        """The run's temporary directory (artifacts such as exported ONNX graphs live under it)."""
+        return Path(self._tmp.name)
+
+    def _rounds(self, live: list[Any], policy: TimingPolicy, deadline: float | None) -> None:
+        interleave(live, policy, deadline, lambda v, i: self._turn(v, i, policy),
+                   lambda n: self.on_event("round", {"round": n, "live": live, "policy": policy}))
+
+    def _turn(self, v: Any, i: int, policy: TimingPolicy) -> None:
+        """One replica's share of a round (``turn_calls``)."""
+        start = time.monotonic()
+        chunk = self._call(v, v.workers[i], "run", n=turn_calls(v, i, policy))
+        v.row.phases_s["timing"] = v.row.phases_s.get("timing", 0.0) + time.monotonic() - start
+        if chunk:
+            v.row.replica_samples_s[i].extend(chunk["times"])
+            v.spent_s += sum(chunk["times"])
+            self._took(v, i, chunk)
+
+    def _took(self, v: Any, i: int, chunk: dict[str, Any]) -> None:
+        """What else replica ``i``'s timed chunk says (page faults, CPU times, the script's end)."""
+
+    def _call(self, v: Any, worker: Any, method: str, **kwargs: Any) -> Any:
+        return v.call(worker, method, self.settings.timeout_s, **kwargs)
+
+    def _receive(self, v: Any, worker: Any) -> Any:
+        return v.receive(worker, self.settings.timeout_s)

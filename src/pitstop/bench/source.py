@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from pitstop.errors import InputSpecError, ModelRunError, SettingError, UsageError, last_line
+from pitstop.errors import ModelRunError, SettingError, UsageError, last_line
 from pitstop.models.inputs import Inputs, InputSpec, parse_input_spec
 from pitstop.models.spec import ModelSpec, parse_model_spec
 
@@ -67,9 +67,8 @@ class SpecSource:
         if spec is not None:
             inputs = spec.make(batch_size, seed=self.seed)
         if inputs is None:
-            raise InputSpecError(
-                f"model {self.name} returns no example inputs: pass --input, e.g. --input 'float32[B,3,224,224]'"
-            )
+            raise SettingError("input", f"model {self.name} returns no example inputs; give an input spec such as "
+                                        "'float32[B,3,224,224]'")
         return module, inputs
 
     def worker_source(self, module: nn.Module, workdir: Path) -> tuple[dict[str, Any], str | None]:
@@ -140,7 +139,7 @@ def resolve_device(device: str) -> str:
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise SettingError("device", f"{device} asked for, but CUDA is not available here; use --device cpu")
+        raise SettingError("device", f"{device} asked for, but CUDA is not available here; use cpu")
     return device
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pitstop.errors import UsageError
+from pitstop.errors import SettingError
 from pitstop.stats import Groups, replica_spread, summarize
 
 Clock = Callable[[], float]
@@ -34,11 +34,11 @@ class TimingPolicy:
 
     def __post_init__(self) -> None:
         if not 0 < self.target < 1:
-            raise UsageError(f"--target precision must be in (0, 1), got {self.target}")
+            raise SettingError("target", f"precision must be in (0, 1), got {self.target}")
         if self.budget_s <= 0:
-            raise UsageError(f"--budget-s must be positive, got {self.budget_s}")
+            raise SettingError("budget_s", f"must be positive, got {self.budget_s}")
         if self.min_samples < 1:
-            raise UsageError(f"min_samples must be at least 1, got {self.min_samples}")
+            raise SettingError("min_samples", f"must be at least 1, got {self.min_samples}")
 
     @property
     def warmup_limit_s(self) -> float:

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from pitstop._io import ResultFile, check_writable
-from pitstop.errors import SettingError, UsageError
+from pitstop.errors import UsageError
 
 
 def _console(to_stdout: bool) -> Any:
@@ -27,11 +27,21 @@ def _console(to_stdout: bool) -> Any:
 
 def _html(path: str | None, doc: dict[str, Any]) -> None:
     """``--html FILE``: the self-contained report for the command's JSON document."""
-    if path:
-        from pitstop.report.pages import write_html
+    if not path:
+        return
+    from pathlib import Path
 
-        write_html(path, doc)
-        print(f"HTML report written to {path}", file=sys.stderr)
+    from pitstop.report import html
+
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"--html: {path!r} is a directory; give a file name such as report.html")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(html(doc), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"--html: cannot write {path!r} ({exc.strerror}); choose a writable path") from None
+    print(f"HTML report written to {path}", file=sys.stderr)
 
 
 class Output:
@@ -43,10 +53,13 @@ class Output:
     def __init__(self, json_path: str | None = None, html_path: str | None = None) -> None:
         import os
 
-        if json_path not in (None, "-"):
-            check_writable(json_path, "--json")  # as the user typed it: the message names it so
-        if html_path:
-            check_writable(html_path, "--html")
+        from pitstop.cli._args import flag_errors
+
+        with flag_errors():
+            if json_path not in (None, "-"):
+                check_writable(json_path, "json")  # as the user typed it: the message names it so
+            if html_path:
+                check_writable(html_path, "html", "html")
         self.json_path = json_path if json_path in (None, "-") else os.path.abspath(json_path)
         self.html_path = os.path.abspath(html_path) if html_path else None
         self.shown_json = json_path  # as the user typed it, for messages
@@ -91,17 +104,6 @@ def unmarked(text: str) -> str:
     from rich.markup import escape
 
     return str(escape(text))
-
-
-def _check_dir(path: str) -> str:
-    """--save must name a directory pitstop can replace as a whole (before minutes of measuring);
-    returns it absolute."""
-    from pitstop._io import check_folder
-
-    try:
-        return str(check_folder(path))
-    except SettingError as exc:
-        raise UsageError(f"--save: {exc.problem}") from None
 
 
 def check_trace_dir(path: str) -> str:

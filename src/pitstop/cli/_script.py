@@ -22,7 +22,7 @@ def finish_script_run(output: Any, job: dict[str, Any], timeout_s: float | None 
         print(f"pitstop: {reason}; no report: nothing was measured", file=sys.stderr)
         return outcome.code or 1
     if not outcome.final:
-        status = "timed out" if "--timeout-s" in outcome.ended else "killed" if "killed" in outcome.ended else "exited"
+        status = "timed out" if "timeout of" in outcome.ended else "killed" if "killed" in outcome.ended else "exited"
         doc["exit"] = {"status": status, "code": outcome.code,
                        "error": f"{outcome.ended}; this report is the last snapshot it sent"}
     if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 reports for the job

@@ -68,8 +68,8 @@ def _bench(args: argparse.Namespace) -> int:
     from pitstop.bench.variants.config import GRAD_MODES, parse_variant
 
     output = Output(args.json, args.html)
-    variants = tuple(parse_variant(v) for v in (args.variants or "").split(",") if v.strip())
     with flag_errors({"isolate": "--inline"}):
+        variants = tuple(parse_variant(v) for v in (args.variants or "").split(",") if v.strip())
         settings = BenchSettings(
             batch_sizes=args.batch_sizes, variants=variants or GRAD_MODES, threads=args.threads,
             budget_s=args.budget_s, target=args.target, timeout_s=args.timeout_s, device=args.device,

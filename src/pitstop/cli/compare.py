@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pitstop.cli._args import _fraction
+from pitstop.cli._args import _fraction, flag_errors
 from pitstop.cli._output import Output
 from pitstop.errors import UsageError
 
@@ -37,7 +37,7 @@ def _compare(args: argparse.Namespace) -> int:
     from pitstop.report.compare import compare
 
     output = Output(args.json, args.html)
-    with _malformed(f"{args.before!r} or {args.after!r}"):
+    with flag_errors(), _malformed(f"{args.before!r} or {args.after!r}"):
         result = compare(args.before, args.after, args.threshold)
     output.finish(result.to_dict())
     return 1 if result.regressions or result.nothing else 0  # nothing compared is no pass
@@ -82,4 +82,4 @@ def _malformed(what: str) -> Iterator[None]:
         raise
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as exc:
         raise UsageError(f"{what} is not a complete pitstop result ({last_line(exc)}); "
-                         "give a file written with --json") from None
+                         "give the JSON result a pitstop command wrote") from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pitstop.cli._args import ScriptParser, _positive
+from pitstop.cli._args import ScriptParser, _positive, flag_errors
 from pitstop.codes import at_least
 
 # options taking a value
@@ -83,7 +83,8 @@ def _doctor(args: argparse.Namespace) -> int:
 
     check_script(args.script)
     output = Output(args.json, args.html)  # before the run: a bad path must not cost the script's exit code
-    select, ignore = run_time_codes([args.select], "--select"), run_time_codes([args.ignore], "--ignore")
+    with flag_errors():
+        select, ignore = run_time_codes([args.select], "select"), run_time_codes([args.ignore], "ignore")
     job = {"command": "doctor", "script": args.script, "args": list(args.args), "guard": args.guard,
            "sync_every": args.sync_every, "select": select, "ignore": ignore}
     found: list[dict[str, Any]] = []

@@ -70,13 +70,15 @@ def _lint(args: argparse.Namespace) -> int:
     from pitstop.lint import output as out
 
     fmt = "json" if args.json == "-" else args.output_format
-    if args.json and args.json != "-":
-        from pitstop._io import check_writable
+    from pitstop._io import check_writable
+    from pitstop.cli._args import flag_errors
 
-        check_writable(args.json, "--json")
-    result = lint(args.paths, select=args.select, ignore=args.ignore, exclude=args.exclude,
-                  fix=args.fix and not args.diff, unsafe_fixes=args.unsafe_fixes, diff=args.diff,
-                  keep_sources=fmt == "full")
+    with flag_errors():
+        if args.json and args.json != "-":
+            check_writable(args.json, "json")
+        result = lint(args.paths, select=args.select, ignore=args.ignore, exclude=args.exclude,
+                      fix=args.fix and not args.diff, unsafe_fixes=args.unsafe_fixes, diff=args.diff,
+                      keep_sources=fmt == "full")
     colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty())
     if args.diff:
         sys.stdout.write("".join(result.diffs))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pitstop.cli._args import _positive, _seed
+from pitstop.cli._args import _positive, _seed, flag_errors
 from pitstop.cli._output import Output
 from pitstop.cli._resolve import _resolve
 from pitstop.errors import UsageError
@@ -90,10 +90,11 @@ def _memory(args: argparse.Namespace) -> int:
     spec = parse_model_spec(args.model)
     model, inputs = spec.build(args.batch_size, seed=args.seed)
     if args.input or inputs is None:
-        input_spec = parse_input_spec(args.input) if args.input else spec.default_input_spec()
-        if input_spec is None:
-            raise UsageError(f"model {args.model}: give --input (the factory returns no example inputs)")
-        inputs = input_spec.make(args.batch_size, seed=args.seed)
+        with flag_errors():
+            input_spec = parse_input_spec(args.input) if args.input else spec.default_input_spec()
+            if input_spec is None:
+                raise UsageError(f"model {args.model}: give --input (the factory returns no example inputs)")
+            inputs = input_spec.make(args.batch_size, seed=args.seed)
     first_forward(args.model, model, inputs, torch.device("cpu"))  # a mismatched input: one line, exit 2
     console = output.console
     with console.status("measuring activations (one accounted step, then timed steps)"):
@@ -119,7 +120,8 @@ def _gradcheck(args: argparse.Namespace) -> int:
 
     output = Output(args.json)
     fn = _resolve(args.function, "function")
-    inputs = parse_input_spec(args.input).make(1, seed=args.seed)
+    with flag_errors():
+        inputs = parse_input_spec(args.input).make(1, seed=args.seed)
     try:
         result = verify_gradients(fn, *inputs.args, second_order=not args.no_second_order)
     except ValueError as exc:

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from pitstop.cli._args import _env_pairs, _int_list, _positive, _seed, flag_errors
-from pitstop.cli._output import Output, _check_dir, _progress
+from pitstop.cli._output import Output, _progress
 
 OPTIMIZE_EPILOG = """\
 examples:
@@ -94,8 +94,11 @@ def _optimize(args: argparse.Namespace) -> int:
     from pitstop.optimize.settings import OptimizeSettings
 
     output = Output(args.json, args.html)
-    if args.save:
-        _check_dir(args.save)
+    if args.save:  # a folder pitstop can replace as a whole, checked before minutes of measuring
+        from pitstop._io import check_folder
+
+        with flag_errors():
+            check_folder(args.save)
     with flag_errors():
         settings = OptimizeSettings(
             objective=args.objective, batch_size=args.batch_size, batch_sizes=args.batch_sizes,

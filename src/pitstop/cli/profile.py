@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pitstop.cli._args import _positive
+from pitstop.cli._args import _positive, flag_errors
 
 PROFILE_EPILOG = """\
 examples:
@@ -62,9 +62,7 @@ def _profile(args: argparse.Namespace) -> int:
     if args.trace and args.no_drill_down:
         raise UsageError("--trace needs the drill-down; drop --no-drill-down")
     trace = check_trace_dir(args.trace) if args.trace else None
-    try:
+    with flag_errors():
         settings = ProfileSettings(wait=args.wait, active=args.active, drill_down=not args.no_drill_down, trace=trace)
-    except ValueError as exc:
-        raise UsageError(f"--{str(exc).split(':')[0]}{str(exc)[str(exc).index(':'):]}") from None
     job = {"command": "profile", "script": args.script, "args": list(args.args), "settings": vars(settings)}
     return finish_script_run(output, job, args.timeout_s)

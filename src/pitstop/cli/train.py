@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from pitstop.cli._args import ScriptParser, _env_pairs, _fraction, _positive, _seed, flag_errors
-from pitstop.cli._output import Output, _check_dir, _progress
+from pitstop.cli._output import Output, _progress
 
 TRAIN_AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint")
 MODEL_ONLY = ("--input", "--target", "--optimizer", "--lr", "--weight-decay", "--batch-size", "--batch-dim",
@@ -173,7 +173,6 @@ def _train_model(args: argparse.Namespace) -> int:
     from pitstop.train.problem import OptimizerSpec
 
     output = Output(args.json, args.html)
-    save = _check_dir(args.save) if args.save else None
     with flag_errors(_RENAMED):
         optimizer = None
         if args.optimizer or args.lr is not None or args.weight_decay is not None:
@@ -188,8 +187,8 @@ def _train_model(args: argparse.Namespace) -> int:
                 steps=args.steps, techniques=techniques, trajectory_steps=args.trajectory_steps,
                 tolerance=args.tolerance, memory_budget_mb=args.memory_budget_mb, device=args.device,
                 seed=args.seed, replicas=args.replicas, timeout_s=args.timeout_s, batch_dim=args.batch_dim,
-                worker_env=tuple(sorted(_env_pairs(args.worker_env).items())), save=save,
-                json_path=output.result, on_event=on_event, target_flag="--target", **options)
+                worker_env=tuple(sorted(_env_pairs(args.worker_env).items())), save=args.save,
+                json_path=output.result, on_event=on_event, **options)
     output.finish(report.to_dict())
     return _exit_code(report)
 

@@ -53,7 +53,7 @@ def tune_isolated(spec: str, settings: LoaderSettings, on_event: Callable[[str],
                 raise UsageError(_died(spec, proc.exitcode, doing))
             if time.monotonic() > deadline:
                 raise UsageError(f"dataset {spec}: no result after {limit:.0f} s (stuck in {doing}); it hangs: "
-                                 "fix the dataset (pitstop data allows twice --time-budget-s plus 30 s)")
+                                 "fix the dataset (pitstop data allows twice its time budget plus 30 s)")
     finally:
         if proc.is_alive():
             proc.kill()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pitstop.codes import BY_NAME, CODES
-from pitstop.errors import UsageError
+from pitstop.errors import SettingError
 
 RUN_TIME = tuple(code for code, entry in CODES.items() if "R" in entry.kinds)
 
@@ -23,8 +23,8 @@ def run_time_codes(items: Iterable[str], flag: str = "select") -> list[str]:
             continue
         code = BY_NAME[item.lower()].code if item.lower() in BY_NAME else item.upper()
         if not any(c.startswith(code) for c in RUN_TIME):
-            raise UsageError(f"{flag}: {item!r} matches no run-time code; valid codes: {', '.join(RUN_TIME)} "
-                             f"(or a prefix such as PIT1, or a name such as stale-gradients)")
+            raise SettingError(flag, f"{item!r} matches no run-time code; valid codes: {', '.join(RUN_TIME)} "
+                                     f"(or a prefix such as PIT1, or a name such as stale-gradients)")
         out.append(code)
     return out
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pitstop.codes import CODES
-from pitstop.errors import UsageError
+from pitstop.errors import SettingError, UsageError
 
 DEFAULT_EXCLUDE = (".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
                    "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "*.egg-info")
@@ -57,7 +57,9 @@ def _glob(path: str, pattern: str) -> bool:
         or fnmatch.fnmatch(os.path.basename(path), pattern)
 
 
-def _codes_option(values: Iterable[str], what: str) -> list[str]:
+def _codes_option(values: Iterable[str], what: str, setting: bool = False) -> list[str]:
+    """The codes of an option; one matching no code is an error naming ``what`` (a ``SettingError``
+    for the ``select`` / ``ignore`` arguments, which the CLI names by flag; the pyproject table's own)."""
     out = []
     for v in values:
         for item in str(v).split(","):
@@ -65,8 +67,8 @@ def _codes_option(values: Iterable[str], what: str) -> list[str]:
             if not item:
                 continue
             if item.upper() != "ALL" and not any(_matches(c, item) for c in CODES):
-                raise UsageError(f"{what}: {item!r} matches no code; use a code, a prefix (PIT1) or a name "
-                                 f"(see `pitstop explain`)")
+                problem = f"{item!r} matches no code; use a code, a prefix (PIT1) or a name (see `pitstop explain`)"
+                raise SettingError(what, problem) if setting else UsageError(f"{what}: {problem}")
             out.append(item)
     return out
 
@@ -93,7 +95,7 @@ def load_config(start: Path, *, select: Iterable[str] = (), ignore: Iterable[str
                                      for k, v in table.get("per-file-ignores", {}).items()},
                                     list(table.get("exclude", [])), str(candidate))
             break
-    select, ignore = _codes_option(select, "--select"), _codes_option(ignore, "--ignore")
+    select, ignore = _codes_option(select, "select", True), _codes_option(ignore, "ignore", True)
     if select:
         config.select = select
     config.ignore += ignore

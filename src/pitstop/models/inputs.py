@@ -37,7 +37,7 @@ class TensorSpec:
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:
             raise InputSpecError(
-                f"--input: expected a dtype like float32 or int64, got {self.dtype!r} "
+                "input", f"expected a dtype like float32 or int64, got {self.dtype!r} "
                 f"(valid: {', '.join(sorted(set(DTYPES)))})"
             )
 
@@ -62,11 +62,11 @@ class TensorSpec:
 
 @dataclass(frozen=True)
 class InputSpec:
-    """A parsed ``--input`` spec: one ``TensorSpec`` per argument (positional, or keyword when
-    named); ``flag`` names the option it came from in error messages (``--input``, ``--target``)."""
+    """A parsed input spec: one ``TensorSpec`` per argument (positional, or keyword when named);
+    ``field`` names what it came from in error messages (``input``, ``target``: the CLI says the flag)."""
 
     tensors: tuple[TensorSpec, ...]
-    flag: str = "--input"
+    field: str = "input"
 
     @property
     def fixed_batch(self) -> int | None:
@@ -79,8 +79,9 @@ class InputSpec:
         """A spec without ``B`` measured at another batch size would report batches that never ran."""
         fixed = self.fixed_batch
         if fixed is not None and batch_size != fixed:
-            raise InputSpecError(f"{self.flag}: {self} has no B, so its batch is always {fixed}, not {batch_size}; "
-                                 f"write B for the batch dim (e.g. {self.tensors[0].dtype}[B,...]) to vary it")
+            example = f"{self.tensors[0].dtype}[B,...]"
+            raise InputSpecError(self.field, f"{self} has no B, so its batch is always {fixed}, not {batch_size}; "
+                                             f"write B for the batch dim (e.g. {example}) to vary it")
 
     def make(self, batch_size: int, seed: int = 0) -> Inputs:
         """Random inputs for a batch size, reproducible from ``seed``. A spec without ``B`` runs
@@ -90,47 +91,48 @@ class InputSpec:
         try:
             made = [(t.name, t.make(batch_size, gen)) for t in self.tensors]
         except (RuntimeError, MemoryError, OverflowError, TypeError, ValueError) as exc:
-            raise InputSpecError(f"{self.flag}: cannot allocate {self} at batch {batch_size} "
-                                 f"({type(exc).__name__}); use a smaller shape or batch size") from None
+            raise InputSpecError(self.field, f"cannot allocate {self} at batch {batch_size} "
+                                             f"({type(exc).__name__}); use a smaller shape or batch size") from None
         return Inputs(tuple(t for name, t in made if name is None), {name: t for name, t in made if name})
 
     def __str__(self) -> str:
         return ";".join(map(str, self.tensors))
 
 
-def parse_input_spec(text: str, flag: str = "--input") -> InputSpec:
+def parse_input_spec(text: str, field: str = "input") -> InputSpec:
     """Parse ``float32[B,3,224,224];int64[B,128]{0,30522}`` (a ``name=`` before a tensor makes it a
-    keyword argument: ``input_ids=int64[B,128]{0,50257}``) into an ``InputSpec``; errors name ``flag``."""
+    keyword argument: ``input_ids=int64[B,128]{0,50257}``) into an ``InputSpec``; errors
+    (``InputSpecError``, a ``SettingError``) name ``field``."""
     parts = [p for p in text.split(";") if p.strip()]
     if not parts:
-        raise InputSpecError(f"{flag}: empty spec; expected e.g. 'float32[B,3,224,224]'")
+        raise InputSpecError(field, "empty spec; expected e.g. 'float32[B,3,224,224]'")
     try:
         tensors = tuple(_parse_tensor(p) for p in parts)
     except InputSpecError as exc:
-        raise InputSpecError(f"{flag}:{str(exc).removeprefix('--input:')}") from None
+        raise InputSpecError(field, exc.problem) from None
     names = [t.name for t in tensors if t.name]
     if len(set(names)) != len(names):
-        raise InputSpecError(f"{flag}: a keyword appears twice in {text.strip()!r}")
+        raise InputSpecError(field, f"a keyword appears twice in {text.strip()!r}")
     if any(t.name for t in tensors) and any(t.name is None for t in tensors[tensors.index(
             next(t for t in tensors if t.name)):]):
-        raise InputSpecError(f"{flag}: positional tensors come before keyword ones in {text.strip()!r}")
-    return InputSpec(tensors, flag)
+        raise InputSpecError(field, f"positional tensors come before keyword ones in {text.strip()!r}")
+    return InputSpec(tensors, field)
 
 
 def _parse_tensor(text: str) -> TensorSpec:
     match = _TENSOR.match(text)
     if not match:
         raise InputSpecError(
-            f"--input: cannot parse {text.strip()!r}; expected DTYPE[DIMS] such as "
+            "input", f"cannot parse {text.strip()!r}; expected DTYPE[DIMS] such as "
             "'float32[B,3,224,224]', 'int64[B,128]{0,30522}' or a keyword one, 'input_ids=int64[B,128]'"
         )
     name, dtype, dims_text, range_text = match.groups()
     dims = tuple(_parse_dim(d, text) for d in dims_text.split(",") if d.strip())
     if not dims:
-        raise InputSpecError(f"--input: {text.strip()!r} has no dimensions; write e.g. 'float32[B,16]'")
+        raise InputSpecError("input", f"{text.strip()!r} has no dimensions; write e.g. 'float32[B,16]'")
     spec = TensorSpec(dtype.lower(), dims, *_parse_range(range_text, text), name=name)
     if spec.low is not None and DTYPES[spec.dtype].is_floating_point:
-        raise InputSpecError(f"--input: a {{lo,hi}} range applies to integer dtypes, not {spec.dtype}")
+        raise InputSpecError("input", f"a {{lo,hi}} range applies to integer dtypes, not {spec.dtype}")
     return spec
 
 
@@ -140,7 +142,7 @@ def _parse_dim(dim: str, text: str) -> int | str:
         return "B"
     if dim.isdigit() and 0 < int(dim) < 2**63:
         return int(dim)
-    raise InputSpecError(f"--input: dimension {dim!r} in {text.strip()!r} must be a positive integer "
+    raise InputSpecError("input", f"dimension {dim!r} in {text.strip()!r} must be a positive integer "
                          "(below 2**63) or B")
 
 
@@ -152,10 +154,10 @@ def _parse_range(range_text: str | None, text: str) -> tuple[int | None, int | N
         low, high = (int(b) for b in bounds)
     except ValueError:
         raise InputSpecError(
-            f"--input: range {{{range_text}}} in {text.strip()!r} must be two integers {{lo,hi}}"
+            "input", f"range {{{range_text}}} in {text.strip()!r} must be two integers {{lo,hi}}"
         ) from None
     if high <= low:
-        raise InputSpecError(f"--input: range {{{range_text}}} is empty; need lo < hi")
+        raise InputSpecError("input", f"range {{{range_text}}} is empty; need lo < hi")
     return low, high
 
 
@@ -180,7 +182,7 @@ class Inputs:
                 return cls(tuple(value[:-1]), dict(value[-1]))
             return cls(tuple(value))
         raise InputSpecError(
-            f"example inputs must be a tensor, a tuple of tensors or a dict, got {type(value).__name__}"
+            "input", f"example inputs must be a tensor, a tuple of tensors or a dict, got {type(value).__name__}"
         )
 
     def tensors(self) -> list[torch.Tensor]:
@@ -204,8 +206,8 @@ class Inputs:
         if current is None or current == batch_size:
             if current is None and self.tensors():
                 raise InputSpecError(
-                    "cannot change the batch size: the example inputs do not share a dim-0 size; "
-                    "give --input with a B dimension or a factory that takes batch_size"
+                    "input", "cannot change the batch size: the example inputs do not share a dim-0 size; "
+                             "give an input spec with a B dimension or a factory that takes batch_size"
                 )
             return self
         def resize(t: torch.Tensor) -> torch.Tensor:

@@ -34,7 +34,9 @@ class Profiler:
 
     def __init__(self, model: nn.Module | None = None, optimizer: torch.optim.Optimizer | None = None, *,
                  session: Session | None = None, settings: ProfileSettings | None = None, **options: Any) -> None:
-        self.settings = settings if settings is not None else ProfileSettings(**options)
+        from pitstop._settings import with_options
+
+        self.settings = with_options(ProfileSettings, settings, options, "profile")
         self.session = session if session is not None else Session(model, optimizer)
         self._own = session is None
         if session is not None and model is not None:

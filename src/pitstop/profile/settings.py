@@ -1,8 +1,11 @@
-"""What a profile run is asked to do: one frozen settings object, validated on construction."""
+"""What a profile run is asked to do: one frozen settings object, validated on construction (errors
+name the field: ``SettingError``; the CLI says the flag)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from pitstop.errors import SettingError
 
 MAX_TRACE_STEPS = 10  # a trace of more steps is gigabytes on a real model and slows the run down
 
@@ -29,14 +32,14 @@ class ProfileSettings:
         for name, low in (("wait", 1), ("warmup", 0), ("active", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{name}: expected an integer >= {low}, got {value!r}")
+                raise SettingError(name, f"expected an integer >= {low}, got {value!r}")
         if self.active > MAX_TRACE_STEPS:
-            raise ValueError(f"active: at most {MAX_TRACE_STEPS} steps are recorded (traces grow fast), "
+            raise SettingError("active", f"at most {MAX_TRACE_STEPS} steps are recorded (traces grow fast), "
                              f"got {self.active}; profile fewer steps")
         if self.trace is not None and not isinstance(self.trace, str):
-            raise TypeError(f"trace: expected a folder path as a string, got {type(self.trace).__name__}")
+            raise SettingError("trace", f"expected a folder path as a string, got {type(self.trace).__name__}")
         if self.physical_cores is not None and (not isinstance(self.physical_cores, int) or self.physical_cores < 1):
-            raise ValueError(f"physical_cores: expected a positive integer or None, got {self.physical_cores!r}")
+            raise SettingError("physical_cores", f"expected a positive integer or None, got {self.physical_cores!r}")
 
     @property
     def window(self) -> tuple[int, int]:

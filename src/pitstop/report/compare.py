@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pitstop._document import envelope, read_document
-from pitstop.errors import UsageError
+from pitstop.errors import SettingError, UsageError
 from pitstop.stats import speedup_groups
 
 ENV_KEYS = ("torch", "cpu", "threads", "device", "gpu", "pitstop", "python")
@@ -99,7 +99,7 @@ def _load(path: str) -> dict[str, Any]:
     doc = read_document(path)  # one-line errors for files that are not JSON, too deep, or malformed rows
     if doc.get("kind") not in ("bench", "optimize", "train") or "results" not in doc:
         raise UsageError(f"{path!r} is not a pitstop bench/optimize result (kind {doc.get('kind')!r}); "
-                         f"compare works on `pitstop bench/optimize/train --json` files")
+                         "compare works on the JSON results of bench, optimize and train")
     return doc
 
 
@@ -168,7 +168,7 @@ def environment_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
 def compare(before_path: str, after_path: str, threshold: float = 0.05) -> Comparison:
     """Compare two result files (see the module docstring)."""
     if not 0 <= threshold < 10:
-        raise UsageError(f"--threshold must be a fraction such as 0.05, got {threshold}")
+        raise SettingError("threshold", f"must be a fraction such as 0.05, got {threshold}")
     before, after = _load(before_path), _load(after_path)
     _same_kind(before_path, before, after_path, after)
     a, b = _rows(before), _rows(after)

@@ -30,7 +30,8 @@ def _marker(f: Doc) -> str:
 
 def lint_html(doc: Doc, fragment: bool = False) -> str:
     """The findings as a table."""
-    from pitstop.report.svg import CSS, page
+    from pitstop.report.svg import fragment as in_notebook
+    from pitstop.report.svg import page
 
     rows = "".join(f"<tr><td class='sev-{escape(f['severity'])}'>{escape(f['code'])} {escape(f.get('name', ''))}"
                    f"</td><td>{escape(f['where'])}</td><td>{escape(f['message'])}</td><td>{escape(f.get('fix') or '')}"
@@ -38,5 +39,5 @@ def lint_html(doc: Doc, fragment: bool = False) -> str:
     sections = [f"<p>{escape(lint_lines(doc)[-1])}</p>",
                 "<table><tr><th>code</th><th>where</th><th>message</th><th>fix</th></tr>" + rows + "</table>"]
     if fragment:
-        return f"<div class='pitstop'><style>{CSS}</style>" + "".join(sections) + "</div>"
+        return in_notebook(sections)
     return page("pitstop lint", sections)

@@ -6,26 +6,14 @@ from __future__ import annotations
 
 import json
 from html import escape
-from pathlib import Path
 from typing import Any
 
 from pitstop.errors import UsageError
 from pitstop.report.profile import profile_html
-from pitstop.report.svg import CSS, Bar, bar_chart, line_chart, page, restart_ids
-
-
-def _table(headers: list[str], rows: list[list[Any]], raw: set[int] = frozenset()) -> str:  # type: ignore[assignment]
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c if i in raw else escape(str(c))}</td>" for i, c in enumerate(r))
-                   + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _environment(env: dict[str, Any]) -> str:
-    keep = ["pitstop", "torch", "python", "platform", "cpu", "physical_cores", "threads", "device", "gpu",
-            "allocator", "onnxruntime", "seed", "isolation"]
-    rows = [[k, json.dumps(env[k]) if isinstance(env[k], (dict, list)) else env[k]] for k in keep if k in env]
-    return "<h2>Environment</h2>" + _table(["", "value"], rows)
+from pitstop.report.svg import Bar, bar_chart, line_chart, page, restart_ids, run_page
+from pitstop.report.svg import environment_table as _environment
+from pitstop.report.svg import fragment as _fragment
+from pitstop.report.svg import html_table as _table
 
 
 def _ms(v: Any) -> str:
@@ -110,14 +98,7 @@ def bench_html(doc: dict[str, Any], fragment: bool = False) -> str:
                         f"[{sp['ci95'][0]:.2f}-{sp['ci95'][1]:.2f}] vs {escape(baseline)}" if sp else "") + "</p>")
     sections += _latency_charts(doc, baseline)
     sections.append("<h2>Every measurement</h2>" + _results_table(doc))
-    if win and win.get("recipe"):
-        sections.append(f"<h2>Recipe</h2><pre>{escape(win['recipe'])}</pre>")
-    if doc.get("advice"):
-        sections.append(f"<p>{escape(str(doc['advice']))}</p>")
-    if fragment:
-        return _fragment(sections)
-    sections.append(_environment(doc.get("environment", {})))
-    return page(f"pitstop {kind}: {doc.get('model', '')}", sections)
+    return run_page(sections, doc, f"pitstop {kind}: {doc.get('model', '')}", fragment)
 
 
 # -- doctor -----------------------------------------------------------------------------------
@@ -142,7 +123,7 @@ def doctor_html(doc: dict[str, Any], fragment: bool = False) -> str:
              escape(f["severity"]), escape(f["where"]), escape(str(f.get("step"))), escape(str(f.get("count"))),
              escape(f["message"]), escape(f.get("fix") or "")] for f in findings]
     sections.append("<h2>Findings</h2>" + (_table(["code", "severity", "where", "first step", "steps",
-                                                   "what happened", "fix"], rows, raw={0, 1, 2, 3, 4, 5, 6})
+                                                   "what happened", "fix"], rows, raw=frozenset(range(7)))
                                            if rows else "<p>No findings.</p>"))
     if fragment:
         return _fragment(sections)
@@ -198,11 +179,6 @@ def compare_html(doc: dict[str, Any], fragment: bool = False) -> str:
     return page("pitstop compare", sections)
 
 
-def _fragment(sections: list[str]) -> str:
-    """For Jupyter (``_repr_html_``): the same charts, with the page's styles, without the page."""
-    return f"<div class='pitstop'><style>{CSS}</style>" + "".join(sections) + "</div>"
-
-
 def data_html(doc: dict[str, Any], fragment: bool = False) -> str:
     """``pitstop data``: the verdict, batches/s per DataLoader setting, every trial."""
     trials = doc.get("trials", [])
@@ -252,14 +228,3 @@ def render(doc: dict[str, Any]) -> str:
 def render_fragment(doc: dict[str, Any]) -> str:
     """The notebook fragment for any pitstop JSON document."""
     return RENDERERS[doc["kind"]](doc, fragment=True)
-
-
-def write_html(path: str, doc: dict[str, Any]) -> None:
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(f"--html: {path!r} is a directory; give a file name such as report.html")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render(doc), encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"--html: cannot write {path!r} ({exc.strerror}); choose a writable path") from None

@@ -6,7 +6,9 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
-from pitstop.report.svg import CSS, PAD_B, PAD_L, PAD_R, PAD_T, W, _fmt, _frame, _nice, _ticks, line_chart, page
+from pitstop.report.svg import PAD_B, PAD_L, PAD_R, PAD_T, W, _fmt, _frame, _nice, _ticks, line_chart, page
+from pitstop.report.svg import fragment as in_notebook
+from pitstop.report.svg import html_table as _html_table
 
 ORDER = ("data", "h2d", "forward", "backward", "optimizer", "sync", "other")
 NOT_MEASURED = {"data": "not measured (no DataLoader seen)", "h2d": "not measured (no CUDA device in use)",
@@ -177,12 +179,6 @@ def stacked_steps(timeline: list[dict[str, Any]]) -> str:
     return _frame("Where each step's time goes (stacked phases, ms)", desc, height, body)
 
 
-def _html_table(headers: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
 def profile_html(doc: dict[str, Any], fragment: bool = False) -> str:
     """The page (or notebook fragment) for a ``kind: profile`` document."""
     sections = [f"<p>{escape(_headline(doc))}</p>"]
@@ -206,5 +202,5 @@ def profile_html(doc: dict[str, Any], fragment: bool = False) -> str:
     sections.append("<h2>Top ops per phase</h2>" + (_html_table(["phase", "op", "ms/step", "calls/step"], ops)
                                                      if ops else "<p>Not recorded.</p>"))
     if fragment:
-        return f"<div class='pitstop'><style>{CSS}</style>" + "".join(sections) + "</div>"
+        return in_notebook(sections)
     return page("pitstop profile", sections)

@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
+from typing import Any
 
 W, ROW, PAD_L, PAD_R, PAD_T, PAD_B = 760, 22, 300, 90, 40, 44
 _ids = [0]
@@ -213,3 +214,39 @@ def page(title: str, sections: Sequence[str]) -> str:
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
             f"<h1>{escape(title)}</h1>" + "".join(sections) + "</body></html>\n")
+
+
+def html_table(headers: list[str], rows: list[list[Any]], raw: frozenset[int] = frozenset()) -> str:
+    """A table; every cell escaped but the columns in ``raw`` (already HTML)."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c if i in raw else escape(str(c))}</td>" for i, c in enumerate(r))
+                   + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def environment_table(env: dict[str, Any]) -> str:
+    """The environment section every page ends with."""
+    import json
+
+    keep = ["pitstop", "torch", "python", "platform", "cpu", "physical_cores", "threads", "device", "gpu",
+            "allocator", "onnxruntime", "seed", "isolation"]
+    rows = [[k, json.dumps(env[k]) if isinstance(env[k], (dict, list)) else env[k]] for k in keep if k in env]
+    return "<h2>Environment</h2>" + html_table(["", "value"], rows)
+
+
+def fragment(sections: Sequence[str]) -> str:
+    """For Jupyter (``_repr_html_``): the same charts, with the page's styles, without the page."""
+    return f"<div class='pitstop'><style>{CSS}</style>" + "".join(sections) + "</div>"
+
+
+def run_page(sections: list[str], doc: dict[str, Any], title: str, in_notebook: bool) -> str:
+    """A search's page ends alike (bench, optimize, train): the winner's recipe, the advice, then
+    the environment (a notebook fragment leaves the environment out)."""
+    recipe = (doc.get("winner") or {}).get("recipe")
+    if recipe:
+        sections.append(f"<h2>Recipe</h2><pre>{escape(recipe)}</pre>")
+    if doc.get("advice"):
+        sections.append(f"<p>{escape(str(doc['advice']))}</p>")
+    if in_notebook:
+        return fragment(sections)
+    return page(title, [*sections, environment_table(doc.get("environment", {}))])

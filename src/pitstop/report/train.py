@@ -15,7 +15,8 @@ from rich.text import Text
 from pitstop._format import fmt_bytes, fmt_ms, num
 from pitstop.report.bench import speedup, status
 from pitstop.report.optimize import closing, is_winner, latest_rows
-from pitstop.report.svg import CSS, Bar, bar_chart, line_chart, page
+from pitstop.report.svg import Bar, bar_chart, line_chart, run_page
+from pitstop.report.svg import html_table as _table
 
 Doc = dict[str, Any]
 NAIVE_NAME = "naive"  # the baseline every train stage measures alongside (pitstop.train.config)
@@ -159,28 +160,4 @@ def train_html(doc: dict[str, Any], fragment: bool = False) -> str:
     sections.append("<h2>Every measurement</h2>" + _table(
         ["stage", "variant", "status", "step ms", "speed-up [95% CI]", "grad cos min/all", "loss after N",
          "compile s", "break-even steps"], [_row_cells(r) for r in doc.get("results", [])]))
-    if win.get("recipe"):
-        sections.append(f"<h2>Recipe</h2><pre>{escape(win['recipe'])}</pre>")
-    if doc.get("advice"):
-        sections.append(f"<p>{escape(str(doc['advice']))}</p>")
-    if fragment:
-        return _fragment(sections)
-    sections.append(_environment(doc.get("environment", {})))
-    return page(f"pitstop train: {doc.get('model', '')}", sections)
-
-
-
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _environment(env: dict[str, Any]) -> str:
-    keep = ["pitstop", "torch", "python", "platform", "cpu", "physical_cores", "threads", "device", "gpu", "seed",
-            "isolation"]
-    return "<h2>Environment</h2>" + _table(["", "value"], [[k, env[k]] for k in keep if k in env])
-
-
-def _fragment(sections: list[str]) -> str:
-    return f"<div class='pitstop'><style>{CSS}</style>" + "".join(sections) + "</div>"
+    return run_page(sections, doc, f"pitstop train: {doc.get('model', '')}", fragment)

@@ -128,9 +128,9 @@ class _Waiting:
     def _outcome(self, returncode: int, timed_out: bool, timeout_s: float | None) -> ChildOutcome:
         if timed_out:
             if self.final and self.document is not None:
-                self.document["exit"] = {"status": "timed out", "error": f"stopped after --timeout-s {timeout_s:g} s"}
-            return ChildOutcome(self.document, self.final, 124, f"the script was stopped after --timeout-s "
-                                                                f"{timeout_s:g} s")
+                self.document["exit"] = {"status": "timed out", "error": f"stopped after its {timeout_s:g} s timeout"}
+            return ChildOutcome(self.document, self.final, 124,
+                                f"the script was stopped after its timeout of {timeout_s:g} s")
         if returncode < 0:
             name = signal.Signals(-returncode).name
             why = f"was killed by {name}" + (" (out of memory?)" if name == "SIGKILL" else "")

@@ -61,12 +61,11 @@ def run_train(model: nn.Module | str, inputs: Any = None, target: Any = None, *,
               save: str | Path | None = None, **options: Any) -> TrainReport:
     """The search alone, returning the report (the CLI prints it even when interrupted or failed).
     Besides ``TrainSettings`` fields, ``options`` take ``json_path``, ``on_event``, ``techniques``,
-    ``memory_budget_mb`` and ``target_flag`` (the option that gave a target spec, for messages)."""
+    ``memory_budget_mb``."""
     json_path, on_event = options.pop("json_path", None), options.pop("on_event", None)
-    target_flag = options.pop("target_flag", "target")
     resolved = _settings(settings, options)
     source = make_source(model, inputs, resolved.seed)
-    request = _request(source, target, loss_fn, optimizer, target_flag)
+    request = _request(source, target, loss_fn, optimizer)
     out = _result_file(json_path)
     folder = _save_folder(save)
     env = environment(resolved.threads, resolved.seed)
@@ -99,25 +98,24 @@ def _settings(settings: TrainSettings | None, options: dict[str, Any]) -> TrainS
     return with_options(TrainSettings, settings, {**options, **extra}, "train")
 
 
-def _request(source: SpecSource | ModuleSource, target: Any, loss_fn: Any, optimizer: Any,
-             target_flag: str) -> ProblemRequest:
+def _request(source: SpecSource | ModuleSource, target: Any, loss_fn: Any, optimizer: Any) -> ProblemRequest:
     """What the user asked for, as data (the model itself is looked at in a worker)."""
     target_spec = None
     if isinstance(target, str):
-        spec = parse_input_spec(target, target_flag)
+        spec = parse_input_spec(target, "target")
         if len(spec.tensors) != 1 or spec.tensors[0].name:
-            raise UsageError(f"{target_flag}: expected one tensor spec such as 'int64[B]{{0,10}}', got {target!r}")
+            raise SettingError("target", f"expected one tensor spec such as 'int64[B]{{0,10}}', got {target!r}")
         target_spec, target = target, None
     elif target is not None and not isinstance(target, torch.Tensor):
-        raise UsageError(f"{target_flag}: expected a tensor or a spec string such as 'int64[B]{{0,10}}', "
-                         f"got {type(target).__name__}")
+        raise SettingError("target", "expected a tensor or a spec string such as 'int64[B]{0,10}', "
+                                     f"got {type(target).__name__}")
     if target is not None and isinstance(source, SpecSource):
-        raise UsageError(f"{target_flag}: with a model spec string, give the target as a spec string such as "
-                         "'int64[B]{0,10}' (or return it from the factory)")
+        raise SettingError("target", "with a model spec string, give the target as a spec string such as "
+                                     "'int64[B]{0,10}' (or return it from the factory)")
     spec_opt = optimizer if isinstance(optimizer, OptimizerSpec) or optimizer is None else \
         _from_factory(optimizer, source)
     loss = LossSpec.of(loss_fn, target is not None or target_spec is not None) if loss_fn is not None else None
-    return ProblemRequest(spec_opt, loss, target, target_spec, target_flag)
+    return ProblemRequest(spec_opt, loss, target, target_spec)
 
 
 def _from_factory(optimizer: Any, source: SpecSource | ModuleSource) -> OptimizerSpec:

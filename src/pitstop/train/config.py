@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from pitstop.errors import UsageError
+from pitstop.errors import SettingError, UsageError
 
 NAIVE_NAME = "naive"  # fp32 eager, for-loop optimizer: what every speed-up is measured against
 
@@ -128,11 +128,11 @@ def parse_train_variant(name: str) -> TrainConfig:
         elif part.startswith("micro") and part[5:].isdigit():
             axis, value = "micro_batch", int(part[5:])
         else:
-            raise UsageError(f"--variants: unknown part {part!r} in {name!r}; known: {', '.join(_PARTS)}, "
+            raise SettingError("variants", f"unknown part {part!r} in {name!r}; known: {', '.join(_PARTS)}, "
                              "microN, threadsN (or naive)")
         if axis in values:
-            raise UsageError(f"--variants: {name!r} sets {axis} twice")
+            raise SettingError("variants", f"{name!r} sets {axis} twice")
         values[axis] = value
     if not values:
-        raise UsageError(f"--variants: empty variant name {name!r}")
+        raise SettingError("variants", f"empty variant name {name!r}")
     return TrainConfig(**values)

@@ -8,9 +8,7 @@ trajectory gives that seed's loss curve, and its steps are timed like everyone e
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,10 +16,10 @@ from typing import Any
 import torch
 
 from pitstop.bench.result import Measurement
-from pitstop.bench.rounds import LiveVariant, interleave, turn_calls
+from pitstop.bench.rounds import LiveVariant, OnEvent, WorkerGroup
 from pitstop.bench.source import ModuleSource, SpecSource
 from pitstop.bench.timer import TimingPolicy
-from pitstop.errors import ModelRunError, ReferenceFailed, UsageError
+from pitstop.errors import ModelRunError, ReferenceFailed, SettingError, UsageError
 from pitstop.train import fidelity
 from pitstop.train.config import NAIVE, TrainConfig
 from pitstop.train.launch import InlineTrainWorker, TrainProcessWorker, WorkerFailed
@@ -31,48 +29,29 @@ from pitstop.train.settings import TrainSettings
 from pitstop.train.variants import TrainTarget, gate
 
 Source = SpecSource | ModuleSource
-OnEvent = Callable[[str, dict[str, Any]], None]
 Worker = TrainProcessWorker | InlineTrainWorker
 
 
 @dataclass
 class _Live(LiveVariant):
-    config: TrainConfig
-    workers: list[Worker]
+    """A training variant's run-time state: also the seeds its replicas train with."""
+
     seeds: list[int] = field(default_factory=list)
 
-    def skip(self, reason: str) -> None:
-        """Not measured (its workers are closed; the row says why)."""
-        self.row.status, self.row.reason = "skipped", reason
-        for worker in self.workers:
-            worker.close()
 
-    def reject(self, reason: str) -> None:
-        if self.row.status == "ok":
-            self.row.status, self.row.reason = "rejected", reason
-
-
-class TrainGroup:
+class TrainGroup(WorkerGroup):
     """Measures groups of training variants for one model, batch and problem. ``prepare`` looks at
     the model in a worker process (``pitstop.train.inspect``): nothing of the user's model runs in
     pitstop's own process (but a module object that cannot cross to a process, which runs inline)."""
 
     def __init__(self, source: Source, settings: TrainSettings, problem: ProblemRequest,
                  on_event: OnEvent | None = None) -> None:
-        self.source, self.settings, self.request = source, settings, problem
-        self.on_event = on_event or (lambda kind, info: None)
-        self._tmp = tempfile.TemporaryDirectory(prefix="pitstop-train-")
-        self.workdir = Path(self._tmp.name)
-        self.isolation = "process"
+        super().__init__(source, settings, on_event, "pitstop-train-")
+        self.request = problem
         self.band: dict[str, Any] | None = None
         self.info: dict[str, Any] = {}
         self.one_thread = False  # a busy machine: every variant measured on one thread, compared by CPU time
-        self._groups = 0
         self._prepared = False
-
-    def close(self) -> None:
-        """Remove the run's temporary files."""
-        self._tmp.cleanup()
 
     @property
     def prepared(self) -> bool:
@@ -103,6 +82,8 @@ class TrainGroup:
             worker.close()
         if "error" in reply:
             error = reply["error"]
+            if error.get("field"):
+                raise SettingError(error["field"], error["message"])  # the CLI names the flag
             raise (ReferenceFailed if error["kind"] == "reference" else UsageError)(error["message"])
         self._adopt(reply["ok"], inline)
 
@@ -111,7 +92,7 @@ class TrainGroup:
         s, req = self.settings, self.request
         job = {"name": self.source.name, "seed": s.seed, "device": s.device, "threads": s.threads,
                "batch_size": s.batch_size, "batch_dim": s.batch_dim, "target_spec": req.target_spec,
-               "target_flag": req.target_flag, "loss": req.loss.to_dict() if req.loss else None,
+               "loss": req.loss.to_dict() if req.loss else None,
                "optimizer": req.optimizer.to_dict() if req.optimizer else None,
                "memory_budget": s.memory_budget_bytes, "axes": list(s.axes)}
         if isinstance(self.source, SpecSource):
@@ -169,7 +150,7 @@ class TrainGroup:
             self._setup(live, workdir, policy)
             for v in live:
                 if deadline is not None and v.config != NAIVE and time.monotonic() >= deadline and v.alive:
-                    v.skip(f"not measured: the time budget (--time-budget-s {self.settings.time_budget_s:g}) "
+                    v.skip(f"not measured: the time budget ({self.settings.time_budget_s:g} s) "
                            f"ran out first")
                     continue
                 self._profile(v, memory, trajectory)
@@ -309,30 +290,17 @@ class TrainGroup:
         if why:
             v.reject(why)
 
-    def _rounds(self, live: list[_Live], policy: TimingPolicy, deadline: float | None) -> None:
-        interleave(live, policy, deadline, lambda v, i: self._turn(v, i, policy),
-                   lambda n: self.on_event("round", {"round": n, "live": live, "policy": policy}))
-
-    def _turn(self, v: _Live, i: int, policy: TimingPolicy) -> None:
-        chunk = self._call(v, v.workers[i], "run", n=turn_calls(v, i, policy))
-        if chunk:
-            v.row.replica_samples_s[i].extend(chunk["times"])
-            v.spent_s += sum(chunk["times"])
-            if chunk.get("cpu_times"):  # CPU seconds per step: what a busy machine's choice is made on
-                cpu = v.row.details.setdefault("cpu_samples_s", [[] for _ in v.row.replica_samples_s])
-                cpu[i].extend(chunk["cpu_times"])
-            if chunk.get("ended"):  # the script ran out of steps: timed on what it gave
-                v.finished = True
-                v.row.details = {**(v.row.details or {}), "timed_until_the_script_ended": chunk["steps"]}
-            scaler = {"skipped": chunk["skipped"], "steps": chunk["steps"]}
-            if v.row.fidelity is not None and v.config.precision == "fp16-autocast":
-                v.row.fidelity["scaler"] = scaler
-            why = fidelity.scaler_verdict(chunk["skipped"], chunk["steps"])
-            if why:
-                v.reject(why)
-
-    def _call(self, v: _Live, worker: Worker, method: str, **kwargs: Any) -> Any:
-        return v.call(worker, method, self.settings.timeout_s, **kwargs)
-
-    def _receive(self, v: _Live, worker: Worker) -> Any:
-        return v.receive(worker, self.settings.timeout_s)
+    def _took(self, v: _Live, i: int, chunk: dict[str, Any]) -> None:
+        """CPU seconds per step, the script's end, the fp16 loss scaler's skipped steps."""
+        if chunk.get("cpu_times"):  # CPU seconds per step: what a busy machine's choice is made on
+            cpu = v.row.details.setdefault("cpu_samples_s", [[] for _ in v.row.replica_samples_s])
+            cpu[i].extend(chunk["cpu_times"])
+        if chunk.get("ended"):  # the script ran out of steps: timed on what it gave
+            v.finished = True
+            v.row.details = {**(v.row.details or {}), "timed_until_the_script_ended": chunk["steps"]}
+        scaler = {"skipped": chunk["skipped"], "steps": chunk["steps"]}
+        if v.row.fidelity is not None and v.config.precision == "fp16-autocast":
+            v.row.fidelity["scaler"] = scaler
+        why = fidelity.scaler_verdict(chunk["skipped"], chunk["steps"])
+        if why:
+            v.reject(why)

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from pitstop.errors import PitstopError, last_line
+from pitstop.errors import PitstopError, SettingError, last_line
 from pitstop.models.inputs import Inputs
 from pitstop.train.config import NAIVE
 from pitstop.train.fidelity import gradient_report
@@ -24,11 +24,12 @@ from pitstop.train.variants import TrainTarget
 
 
 class InspectError(Exception):
-    """Why the problem cannot be trained here: ``kind`` is ``usage`` or ``reference``."""
+    """Why the problem cannot be trained here: ``kind`` is ``usage`` or ``reference``; ``field``
+    the setting at fault, where one is (``input``, ``target``: the CLI names its flag)."""
 
-    def __init__(self, kind: str, message: str) -> None:
+    def __init__(self, kind: str, message: str, field: str | None = None) -> None:
         super().__init__(message)
-        self.kind = kind
+        self.kind, self.field = kind, field
 
 
 def inspect(job: dict[str, Any], workdir: Path, module: nn.Module | None = None,
@@ -39,6 +40,8 @@ def inspect(job: dict[str, Any], workdir: Path, module: nn.Module | None = None,
         return _inspect(job, workdir, module, inputs, target)
     except InspectError:
         raise
+    except SettingError as exc:
+        raise InspectError("usage", exc.problem, exc.field) from None
     except PitstopError as exc:
         raise InspectError("usage", str(exc)) from None
 
@@ -55,13 +58,13 @@ def _inspect(job: dict[str, Any], workdir: Path, module: nn.Module | None, input
     if target is None and job.get("target_spec"):
         from pitstop.models.inputs import parse_input_spec
 
-        spec = parse_input_spec(job["target_spec"], job.get("target_flag", "target"))
+        spec = parse_input_spec(job["target_spec"], "target")
         target, info["target_kind"] = spec.make(batch_size, seed=seed + 1).args[0], "spec"
     elif target is None and extras.get("target") is not None:
         target, info["target_kind"] = extras["target"], "factory"
     elif target is not None:
         info["target_kind"] = info.get("target_kind") or "tensor"
-    _check_batch(inputs, target, batch_size, batch_dim, job.get("target_flag", "target"))
+    _check_batch(inputs, target, batch_size, batch_dim)
     _check_trainable(job["name"], module)
     output = _first_forward(job["name"], module, inputs, device)
     loss = _loss(job, extras, output, target)
@@ -133,15 +136,15 @@ def _batch_size(job: dict[str, Any], inputs: Inputs) -> int:
     return int(job.get("batch_size") or (sizes.pop() if len(sizes) == 1 else 1))
 
 
-def _check_batch(inputs: Inputs, target: Any, batch_size: int, dim: int, flag: str) -> None:
+def _check_batch(inputs: Inputs, target: Any, batch_size: int, dim: int) -> None:
     """The inputs and the target share the batch size along ``dim``."""
     for t in inputs.tensors():
         if t.dim() <= dim:
             raise InspectError("usage", f"an input of shape {tuple(t.shape)} has no batch dimension {dim}; "
                                         "give batch_dim, the dimension of the batch in your inputs")
     if isinstance(target, torch.Tensor) and (target.dim() <= dim or target.shape[dim] != batch_size):
-        raise InspectError("usage", f"{flag}: its batch dimension {dim} must be the batch size {batch_size}, got "
-                                    f"shape {tuple(target.shape)}; pass the target of the example batch")
+        raise InspectError("usage", f"its batch dimension {dim} must be the batch size {batch_size}, got "
+                                    f"shape {tuple(target.shape)}; pass the target of the example batch", "target")
 
 
 def _check_trainable(name: str, module: nn.Module) -> None:

@@ -289,11 +289,9 @@ class Problem:
 @dataclass(frozen=True)
 class ProblemRequest:
     """What the user asked for, before the model is looked at (that happens in a worker): the
-    optimizer and the loss when given, the target as a tensor (API) or a spec string, and the
-    option that gave the target spec (``--target`` on the CLI, ``target`` in the API)."""
+    optimizer and the loss when given, the target as a tensor (API) or a spec string."""
 
     optimizer: OptimizerSpec | None = None
     loss: LossSpec | None = None
     target: torch.Tensor | None = None
     target_spec: str | None = None
-    target_flag: str = "target"

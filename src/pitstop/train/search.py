@@ -359,7 +359,7 @@ class TrainSearch(StagedSearch):
                 even = row.compile_s / max((naive.latency.median - row.latency.median) / 1e3, 1e-12)
                 if even > steps:
                     self.outcome.notes.append(f"{row.variant}: compilation ({row.compile_s:.0f} s) pays for itself "
-                                              f"after {even:,.0f} steps, more than --steps {steps}")
+                                              f"after {even:,.0f} steps, more than the {steps} planned")
                     continue
             total = (row.compile_s or 0.0) + (steps or 0) * (row.latency.median if row.latency else 0.0) / 1e3
             faster.append((total if steps else -ratio.median, row))
@@ -376,7 +376,7 @@ class TrainSearch(StagedSearch):
                 winner = row
                 break
         self.outcome.winner = winner
-        self.outcome.verdict = ("least total time over --steps, beyond noise" if steps else
+        self.outcome.verdict = ("least total time over the planned steps, beyond noise" if steps else
                                 "fastest beyond noise that trains the same")
         if stage.load.get("busy") or self.group.one_thread:
             chosen = self.ratio(stage, winner)

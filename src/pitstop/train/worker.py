@@ -57,7 +57,7 @@ class TrainSession:
         try:
             return {"ok": look(job, Path(workdir), module, inputs, target)}
         except InspectError as exc:
-            return {"error": {"kind": exc.kind, "message": str(exc)}}
+            return {"error": {"kind": exc.kind, "message": str(exc), "field": exc.field}}
         finally:
             self.restore()
 

@@ -20,7 +20,7 @@ from pitstop.bench.variants.layout import CHOICES as LAYOUTS
 from pitstop.bench.variants.precision import CHOICES as PRECISIONS
 from pitstop.bench.variants.quant import CHOICES as QUANTS
 from pitstop.bench.variants.runtime import CHOICES as RUNTIMES
-from pitstop.errors import UsageError
+from pitstop.errors import SettingError, UsageError
 from pitstop.models.inputs import Inputs
 
 
@@ -108,7 +108,7 @@ def parse_variant(name: str) -> VariantConfig:
     parts = [p.strip() for p in name.split("+") if p.strip()]
     if len(parts) < 2 or parts[0] not in ("train", "eval") or parts[1] not in _GRAD_CONTEXTS:
         valid = ", ".join(v.name for v in GRAD_MODES)
-        raise UsageError(f"--variants: cannot read {name!r}; expected MODE+GRAD such as {valid}")
+        raise SettingError("variants", f"cannot read {name!r}; expected MODE+GRAD such as {valid}")
     axes: dict[str, Any] = {}
     for extra in parts[2:]:
         if extra.startswith("threads") and extra[7:].isdigit() and int(extra[7:]) > 0:
@@ -116,9 +116,9 @@ def parse_variant(name: str) -> VariantConfig:
         elif extra in _PARTS:
             axis, value = _PARTS[extra]
         else:
-            raise UsageError(f"--variants: unknown part {extra!r} in {name!r}; known: {', '.join(_PARTS)}, threadsN")
+            raise SettingError("variants", f"unknown part {extra!r} in {name!r}; known: {', '.join(_PARTS)}, threadsN")
         if axis in axes:
-            raise UsageError(f"--variants: {name!r} sets {axis} twice")
+            raise SettingError("variants", f"{name!r} sets {axis} twice")
         axes[axis] = value
     return VariantConfig(parts[0], parts[1], **axes)  # type: ignore[arg-type]
 

@@ -1,37 +1,21 @@
 """The profiler as a Hugging Face ``Trainer`` callback: ``Trainer(..., callbacks=[ProfileCallback()])``.
 
 Attaches on ``on_train_begin`` (the model and the Trainer's optimizer registered) and prints the
-report on ``on_train_end``; the report stays on ``callback.report``."""
+report on ``on_train_end``; the report stays on ``callback.report``. The callback is the
+doctor's (``pitstop.doctor.adapters.hf.WatchingCallback``) watching a ``Profiler``."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from pitstop._optional import require
-from pitstop.profile.api import Profiler
-from pitstop.profile.result import ProfileReport
-
-_transformers = require("transformers", "pitstop.profile.adapters.hf")
+from pitstop.doctor.adapters.hf import WatchingCallback
 
 
-class ProfileCallback(_transformers.TrainerCallback):  # type: ignore[name-defined]
+class ProfileCallback(WatchingCallback):
     """Runs a ``Profiler`` over ``trainer.train()``; keyword arguments go to ``ProfileSettings``.
-    ``verbose=False`` keeps the report off stderr."""
+    ``json_path`` also writes the JSON report; ``verbose=False`` keeps the report off stderr."""
 
-    def __init__(self, *, verbose: bool = True, **options: Any) -> None:
-        self.options, self.verbose = options, verbose
-        self.profiler: Profiler | None = None
-        self.report: ProfileReport | None = None
+    def watch(self, model: Any, optimizer: Any = None) -> Any:
+        from pitstop.profile.api import Profiler
 
-    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None,
-                       **kwargs: Any) -> None:
-        self.profiler = Profiler(model, optimizer, **self.options).attach()
-
-    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.profiler is None:
-            return
-        self.profiler.detach()
-        self.report, self.profiler = self.profiler.report, None
-        if self.verbose:
-            print(self.report, file=sys.stderr)
+        return Profiler(model, optimizer, **self.options)

@@ -25,7 +25,7 @@ def train_script(script: str, args: list[str], settings: TrainSettings, *, json_
 
     out = result_file(json_path) if json_path else None
     if patch is not None:
-        check_writable(patch, "--patch")
+        check_writable(patch, "patch", "patch")
     source = ScriptSource(script, list(args))
     group = ScriptGroup(source, settings, on_event)
     env = environment(settings.threads, settings.seed)

@@ -97,7 +97,7 @@ class TorchrunWorker:
                 self._raise_dead(self.pending, rank)
             if time.monotonic() > deadline:
                 self.kill()
-                raise WorkerFailed(f"rank {rank} timed out after {timeout_s:.3g} s in {self.pending} (--timeout-s)")
+                raise WorkerFailed(f"rank {rank} timed out after {timeout_s:.3g} s in {self.pending} (timeout_s)")
 
     def _raise_dead(self, what: str, rank: int | None = None) -> None:
         code = self.proc.wait(timeout=30)

@@ -31,7 +31,7 @@ class DistributedKnobs(Technique):
         if config.ddp and not fits(config.ddp, target):
             wrapper = "calls FSDP2's fully_shard" if config.ddp.startswith("fsdp-") else \
                 "builds its DistributedDataParallel"
-            return f"{config.ddp} applies to a script run with --nproc-per-node that {wrapper}"
+            return f"{config.ddp} applies to a script run on several processes per node that {wrapper}"
         return None
 
     def code(self, config: TrainConfig, target: TrainTarget) -> Code:
