@@ -108,7 +108,7 @@ def _result(variant_ms: dict[str, float]) -> dict:
     rows = [{"variant": v, "batch_size": 1, "status": "ok", "config": {},
              "latency_ms": {"median": ms, "p10": ms, "p90": ms, "ci95": [ms, ms], "n": 8},
              "samples_ms": [ms * (1 + k / 100) for k in range(8)]} for v, ms in variant_ms.items()]
-    return {"pitstop": "0", "schema": 1, "kind": "bench", "environment": {}, "model": "zoo:mlp", "inputs": "x",
+    return {"pitstop": "0", "schema": 1, "kind": "bench", "environment": {}, "model": "zoo:mlp", "inputs": {"1": "x"},
             "settings": {}, "baseline": "train+grad", "complete": True, "interrupted": False, "results": rows,
             "claims": [], "advice": ""}
 
