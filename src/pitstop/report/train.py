@@ -48,10 +48,13 @@ def candidates_table(doc: Doc) -> Table:
     table = Table(title=Text(f"{doc.get('model', '')}{where} · {s.get('threads')} threads · {s.get('device')} · "
                              f"speed-ups vs {NAIVE_NAME} ({base}), measured in the same stage", style="table.title"),
                   title_justify="left")
+    rows = latest_rows(doc)
+    names = max((len(r["variant"]) for r in rows), default=7)  # a variant's name is never cut
     for header in _HEADERS:
         table.add_column(header, justify="left" if header in ("variant", "stage", "status", "verdict") else "right",
-                         no_wrap=True)
-    for row in latest_rows(doc):
+                         no_wrap=header != "loss after N",  # the long cell wraps, so no name is cut
+                         min_width={"variant": names, "status": 8, "verdict": 12}.get(header))
+    for row in rows:
         speed, verdict = ("baseline", Text("")) if row["variant"] == NAIVE_NAME else speedup(row)
         lat, even, used = row.get("latency_ms"), row.get("break_even_steps"), row.get("mfu") or {}
         cos, loss = fidelity_cells(row.get("fidelity"))
