@@ -23,7 +23,8 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 dist.init_process_group("gloo")
 torch.manual_seed(0)
 model = DDP(nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 4)))
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+"""
+LOOP = """opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
 g = torch.Generator().manual_seed(dist.get_rank())
 for step in range(400):
     x = torch.randn(32, 64, generator=g)
@@ -34,6 +35,7 @@ for step in range(400):
     opt.step()
 dist.destroy_process_group()
 """
+JOB += LOOP
 
 
 @pytest.mark.skipif(sys.platform != "linux" or shutil.which("git") is None, reason="torchrun on localhost, git")
@@ -70,17 +72,7 @@ for layer in model:
     if isinstance(layer, nn.Linear):
         fully_shard(layer)
 fully_shard(model)
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-g = torch.Generator().manual_seed(dist.get_rank())
-for step in range(300):
-    x = torch.randn(32, 64, generator=g)
-    y = x[:, :4].argmax(1)
-    opt.zero_grad()
-    loss = nn.functional.cross_entropy(model(x), y)
-    loss.backward()
-    opt.step()
-dist.destroy_process_group()
-"""
+""" + LOOP
 
 
 @pytest.mark.skipif(sys.platform != "linux" or shutil.which("git") is None, reason="torchrun on localhost, git")
