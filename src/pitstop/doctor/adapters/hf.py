@@ -15,7 +15,7 @@ from pitstop.doctor.adapters.base import Watching
 _transformers = require("transformers", "pitstop.doctor.adapters.hf")
 
 
-class WatchingCallback(Watching, _transformers.TrainerCallback):  # type: ignore[name-defined,misc]
+class WatchingCallback(Watching, _transformers.TrainerCallback):  # type: ignore[name-defined,misc,unused-ignore]
     """A watcher over ``trainer.train()``: attached when training begins, published when it ends."""
 
     def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None,

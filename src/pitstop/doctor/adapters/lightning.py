@@ -16,7 +16,7 @@ from pitstop.doctor.adapters.base import Watching
 _L = require("lightning", "pitstop.doctor.adapters.lightning")
 
 
-class WatchingCallback(Watching, _L.pytorch.Callback):  # type: ignore[name-defined,misc]
+class WatchingCallback(Watching, _L.pytorch.Callback):  # type: ignore[name-defined,misc,unused-ignore]
     """A watcher over ``trainer.fit``: attached at fit start, detached and published at its end
     or on an exception."""
 
