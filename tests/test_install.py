@@ -83,6 +83,7 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "pitstop/py.typed" in names and "pitstop/cli/__init__.py" in names
     assert not [n for n in names if n.startswith("tests/")]
+    _assert_metadata_declares_what_pitstop_needs(wheel)
     python = _fresh_venv(tmp_path)
     _run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", str(wheel)], 300)
 
@@ -94,6 +95,25 @@ def test_the_wheel_installs_into_a_fresh_venv_and_runs(tmp_path):
     bench = _run([str(bindir / "pitstop"), "bench", "zoo:mlp", "--batch-sizes", "1", "--budget-s", "1"], 600,
                  cwd=tmp_path)
     assert "eval+inference_mode" in bench.stdout
+
+
+def _assert_metadata_declares_what_pitstop_needs(wheel: Path) -> None:
+    """The wheel's METADATA (what pip resolves from, with --no-deps left out) names pitstop's
+    run-time dependencies and every extra with its packages."""
+    from packaging.requirements import Requirement
+
+    with zipfile.ZipFile(wheel) as z:
+        (meta,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        lines = z.read(meta).decode().splitlines()
+    requires = [Requirement(v.split(":", 1)[1].strip()) for v in lines if v.startswith("Requires-Dist:")]
+    plain = {r.name for r in requires if r.marker is None}
+    assert {"torch", "numpy", "rich"} <= plain, plain
+    extras = {v.split(":", 1)[1].strip() for v in lines if v.startswith("Provides-Extra:")}
+    assert {"zoo", "onnx", "quant", "lightning", "all"} <= extras, extras
+    by_extra = {e: {r.name for r in requires if r.marker is not None and r.marker.evaluate({"extra": e})}
+                for e in ("zoo", "onnx", "lightning")}
+    assert "transformers" in by_extra["zoo"] and "onnxruntime" in by_extra["onnx"]
+    assert "lightning" in by_extra["lightning"]
 
 
 @pytest.mark.parametrize("extra", ["zoo", "onnx", "quant", "lightning", "all", "docs", "dev"])

@@ -219,3 +219,41 @@ def test_no_function_over_8_parameters_outside_settings_constructors() -> None:
                 if len(names) > 8:
                     bad.append(f"{module}.{node.name} ({len(names)})")
     assert bad == []
+
+
+_ERRORS = {"UsageError", "SettingError", "ReferenceFailed", "ValueError", "TypeError", "RuntimeError"}
+
+
+def _flag_in_raise(node: ast.Raise) -> str | None:
+    """The ``--flag`` text of a ``raise SomeError("... --flag ...")`` (f-strings included), or None."""
+    call = node.exc
+    if not isinstance(call, ast.Call):
+        return None
+    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", "")
+    if name not in _ERRORS:
+        return None
+    for arg in call.args:
+        for sub in ast.walk(arg):
+            if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and " --" in f" {sub.value}":
+                flag = f" {sub.value}".split(" --", 1)[1].split()[0] if f" {sub.value}".split(" --", 1)[1] else ""
+                if flag[:1].isalpha():
+                    return f"--{flag}"
+    return None
+
+
+def test_no_cli_flag_in_a_library_error() -> None:
+    """Only cli/ knows which flag set a field: a library error names the field (SettingError), the
+    CLI maps it to the flag (issue 30)."""
+    bad = []
+    for module, path in MODULES.items():
+        if module.startswith("pitstop.cli"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and (flag := _flag_in_raise(node)):
+                bad.append(f"{path.relative_to(SRC)}:{node.lineno}: {flag}")
+    assert not bad, "library errors naming CLI flags:\n" + "\n".join(bad)
+
+
+def test_the_flag_guard_sees_a_flag() -> None:
+    raise_node = ast.parse('raise UsageError(f"--time-budget-s must be positive, got {x}")').body[0]
+    assert isinstance(raise_node, ast.Raise) and _flag_in_raise(raise_node) == "--time-budget-s"

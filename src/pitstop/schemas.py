@@ -1,6 +1,7 @@
 """JSON Schemas of the documents pitstop writes (validated in the tests): ``BENCH_SCHEMA`` (bench and
-optimize), ``DOCTOR_SCHEMA``, ``FINDING_SCHEMA`` (doctor and lint findings), ``TRAIN_SCHEMA``,
-``PROFILE_SCHEMA``."""
+optimize rows), ``OPTIMIZE_SCHEMA``, ``DOCTOR_SCHEMA``, ``FINDING_SCHEMA`` (doctor and lint findings),
+``LINT_SCHEMA``, ``TRAIN_SCHEMA``, ``PROFILE_SCHEMA``, ``MEMORY_SCHEMA``, ``GRADCHECK_SCHEMA``,
+``DATA_SCHEMA``, ``COMPARE_SCHEMA``."""
 
 from __future__ import annotations
 
@@ -172,3 +173,94 @@ PROFILE_SCHEMA: dict[str, Any] = {
                  "properties": {"status": {"enum": ["ok", "crashed", "exited", "interrupted"]}}},
     },
 }
+
+
+_RATIO = {"type": ["object", "null"], "required": ["median", "ci95"],
+          "properties": {"median": {"type": "number"},
+                         "ci95": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}}}
+
+
+def _envelope(kind: str, title: str, required: list[str], properties: dict[str, Any],
+              environment: bool = True) -> dict[str, Any]:
+    """A document's schema: the envelope every kind shares, and its own fields (a comparison of two
+    documents has no environment of its own: it names where theirs differ)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": title,
+        "type": "object",
+        "required": ["pitstop", "schema", "kind", *(["environment"] if environment else []), *required],
+        "properties": {"pitstop": {"type": "string"}, "schema": {"const": SCHEMA_VERSION}, "kind": {"const": kind},
+                       "environment": {"type": "object"}, **properties},
+    }
+
+
+OPTIMIZE_SCHEMA: dict[str, Any] = _envelope("optimize", "pitstop optimize result", [
+    "model", "settings", "baseline", "complete", "interrupted", "results", "winner", "choice", "search"], {
+    "results": {"type": "array", "items": {
+        **BENCH_SCHEMA["properties"]["results"]["items"],
+        "required": [*BENCH_SCHEMA["properties"]["results"]["items"]["required"], "stage"]}},
+    "baseline": {"type": "string"},
+    "winner": {"type": ["object", "null"], "required": ["variant", "config", "batch_size", "speedup", "verdict",
+                                                        "recipe"],
+               "properties": {"variant": {"type": "string"}, "config": {"type": "object", "required": _CONFIG_AXES},
+                              "batch_size": {"type": "integer", "minimum": 1}, "speedup": _RATIO,
+                              "verdict": {"type": "string"}, "recipe": {"type": ["string", "null"]}}},
+    "choice": {"type": ["object", "null"], "required": ["variant", "batch_size", "reason"]},
+    "search": {"type": "object", "required": ["elapsed_s", "time_budget_s", "stages"]},
+})
+
+LINT_SCHEMA: dict[str, Any] = _envelope("lint", "pitstop lint report", ["findings"], {
+    "findings": {"type": "array", "items": FINDING_SCHEMA},
+})
+
+MEMORY_SCHEMA: dict[str, Any] = _envelope("memory", "pitstop memory report", [
+    "activation_bytes", "parameter_saved_bytes", "input_saved_bytes", "step_ms", "modules"], {
+    "activation_bytes": {"type": "integer", "minimum": 0},
+    "parameter_saved_bytes": {"type": "integer", "minimum": 0},
+    "input_saved_bytes": {"type": "integer", "minimum": 0},
+    "step_ms": {"type": "number", "minimum": 0},
+    "peak_step_bytes": {"type": ["integer", "null"]},
+    "modules": {"type": "array", "items": {
+        "type": "object", "required": ["module", "type", "depth", "saved_bytes", "subtree_bytes", "forward_ms"],
+        "properties": {"module": {"type": "string"}, "saved_bytes": {"type": "integer", "minimum": 0},
+                       "subtree_bytes": {"type": "integer", "minimum": 0}}}},
+    "checkpoint": {"type": "object", "required": ["budget_bytes", "chosen", "met", "activation_bytes", "step_ms"],
+                   "properties": {"chosen": {"type": "array", "items": {"type": "string"}},
+                                  "met": {"type": "boolean"}, "slowdown": _RATIO}},
+})
+
+GRADCHECK_SCHEMA: dict[str, Any] = _envelope("gradcheck", "pitstop gradcheck result", [
+    "function", "ok", "gradcheck", "gradgradcheck", "inputs", "messages"], {
+    "function": {"type": "string"},
+    "ok": {"type": "boolean"},
+    "gradcheck": {"type": "boolean"},
+    "gradgradcheck": {"type": ["boolean", "null"]},
+    "inputs": {"type": "array", "items": {"type": "object", "required": ["index", "shape", "ok", "max_abs_err"]}},
+    "messages": {"type": "array", "items": {"type": "string"}},
+})
+
+DATA_SCHEMA: dict[str, Any] = _envelope("data", "pitstop data result", ["best", "verdict", "gain", "trials"], {
+    "best": {"type": "object"},
+    "verdict": {"type": "string"},
+    "gain": _RATIO,
+    "trials": {"type": "array", "items": {
+        "type": "object", "required": ["kwargs", "status", "batches_per_s", "samples_ms"],
+        "properties": {"status": {"enum": ["ok", "failed", "skipped"]},
+                       "samples_ms": {"type": "array", "items": {"type": "number"}}}}},
+})
+
+COMPARE_SCHEMA: dict[str, Any] = _envelope("compare", "pitstop compare result", [
+    "before", "after", "threshold", "changes", "regressions", "nothing_compared"], {
+    "threshold": {"type": "number", "minimum": 0},
+    "changes": {"type": "array", "items": {
+        "type": "object", "required": ["variant", "batch_size", "before_ms", "after_ms", "ratio", "ci95", "verdict"],
+        "properties": {"verdict": {"enum": ["regression", "improvement", "within noise"]}}}},
+    "regressions": {"type": "integer", "minimum": 0},
+    "environment_differences": {"type": "array", "items": {"type": "string"}},
+    "nothing_compared": {"type": ["string", "null"]},
+}, environment=False)
+
+BY_KIND: dict[str, dict[str, Any]] = {
+    "bench": BENCH_SCHEMA, "optimize": OPTIMIZE_SCHEMA, "train": TRAIN_SCHEMA, "profile": PROFILE_SCHEMA,
+    "doctor": DOCTOR_SCHEMA, "lint": LINT_SCHEMA, "memory": MEMORY_SCHEMA, "gradcheck": GRADCHECK_SCHEMA,
+    "data": DATA_SCHEMA, "compare": COMPARE_SCHEMA}  # the schema of each kind of document

@@ -277,6 +277,26 @@ def test_pit105_sees_sparse_updates_that_leave_the_norm_as_it_was():
     assert "PIT105" not in codes(dr)  # ...and the rows that did are seen
 
 
+def test_pit105_sees_a_sparse_update_made_before_its_first_comparison():
+    """Only the first step touches the embedding (rows 0-7), every later step only the head: the
+    change happened before the check's first read point (after 2 steps), so a copy taken there
+    compares equal ever after; the fingerprint taken before the first update sees it."""
+    torch.manual_seed(0)
+    emb, head = nn.Embedding(20000, 64), nn.Linear(64, 4)
+    opt = torch.optim.SGD([*emb.parameters(), *head.parameters()], lr=1e-5)
+    before = emb.weight.detach().clone()
+    with Doctor(nn.ModuleDict({"emb": emb, "head": head}), opt) as dr:
+        for step in range(12):
+            opt.zero_grad()
+            if step == 0:
+                head(emb(torch.arange(8))).pow(2).mean().backward()
+            else:
+                head(torch.randn(8, 64)).pow(2).mean().backward()  # no gradient for emb: SGD skips it
+            opt.step()
+    assert not torch.equal(emb.weight, before) and torch.equal(emb.weight[8:], before[8:])
+    assert not [f for f in dr.report() if f.code == "PIT105" and "never changed" in f.message]
+
+
 class LogOf(nn.Module):
     def forward(self, x):
         return torch.log(x)  # NaN for negative inputs

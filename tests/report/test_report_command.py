@@ -10,9 +10,11 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from pitstop.cli import main
+from pitstop.schemas import BY_KIND
 
 M = str(Path(__file__).parents[1] / "fixtures" / "models.py")
 QUICK = ["--threads", "1", "--replicas", "1"]
@@ -89,6 +91,19 @@ def _memory(tmp: Path) -> list[str]:
     return ["memory", f"{M}:tiny", "--input", "float32[B,16]", "--batch-size", "4", "--repeats", "1", "--top", "3"]
 
 
+OPS = """
+import torch
+
+def op(x, w):
+    return (x @ w).tanh().sum()
+"""
+
+
+def _gradcheck(tmp: Path) -> list[str]:
+    (tmp / "ops.py").write_text(OPS)
+    return ["gradcheck", f"{tmp / 'ops.py'}:op", "--input", "float64[3,4];float64[4]"]
+
+
 def _data(tmp: Path) -> list[str]:
     (tmp / "ds.py").write_text(DATA)
     return ["data", f"{tmp / 'ds.py'}:make", "--batch-size", "8", "--time-budget-s", "3", "--max-workers", "1",
@@ -103,7 +118,7 @@ def _compare(tmp: Path) -> list[str]:
 
 RUNS: dict[str, Callable[[Path], list[str]]] = {
     "bench": _bench, "optimize": _optimize, "train": _train, "profile": _profile, "doctor": _doctor,
-    "lint": _lint, "memory": _memory, "data": _data, "compare": _compare}
+    "lint": _lint, "memory": _memory, "gradcheck": _gradcheck, "data": _data, "compare": _compare}
 
 
 def _shown(out: str) -> str:
@@ -116,7 +131,7 @@ def _shown(out: str) -> str:
 def test_every_kind_has_a_run() -> None:
     from pitstop.report import KINDS
 
-    assert set(RUNS) == set(KINDS)
+    assert set(RUNS) == set(KINDS) == set(BY_KIND)
 
 
 @pytest.mark.parametrize("kind", list(RUNS))
@@ -133,6 +148,7 @@ def test_the_report_command_shows_what_the_live_run_showed(kind: str, tmp_path: 
     assert code in (0, 1), live
     doc = json.loads(saved.read_text())
     assert doc["kind"] == kind
+    jsonschema.validate(doc, BY_KIND[kind])  # the schema its docs page shows
     if kind == "lint":  # lint prints its concise lines and the summary; --json writes the document beside
         live = live + "JSON written to\n"
     assert main(["report", str(saved), "--html", str(tmp_path / "again.html")]) == 0

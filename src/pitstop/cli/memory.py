@@ -74,6 +74,7 @@ def _add_memory(sub: Any) -> None:
     grad.add_argument("--seed", type=_seed, default=0)
     grad.add_argument("--no-second-order", action="store_true", help="skip gradgradcheck")
     grad.add_argument("--json", metavar="FILE", help="write the result as JSON ('-' = stdout)")
+    grad.add_argument("--html", metavar="FILE", help="write the result as a self-contained HTML page")
     grad.set_defaults(func=_gradcheck)
 
 
@@ -118,7 +119,7 @@ def _gradcheck(args: argparse.Namespace) -> int:
     from pitstop.models.inputs import parse_input_spec
     from pitstop.numerics import verify_gradients
 
-    output = Output(args.json)
+    output = Output(args.json, args.html)
     fn = _resolve(args.function, "function")
     with flag_errors():
         inputs = parse_input_spec(args.input).make(1, seed=args.seed)
@@ -126,5 +127,7 @@ def _gradcheck(args: argparse.Namespace) -> int:
         result = verify_gradients(fn, *inputs.args, second_order=not args.no_second_order)
     except ValueError as exc:
         raise UsageError(f"gradcheck {args.function}: {exc}") from None
-    output.finish({"function": args.function, "input": args.input, **result.to_dict()}, [str(result)])
+    from pitstop._env import environment
+
+    output.finish(result.to_dict(environment(), function=args.function, input=args.input))
     return 0 if result.ok else 1

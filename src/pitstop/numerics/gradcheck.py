@@ -44,15 +44,20 @@ class GradientCheck:
         return [str(i) for i in self.inputs] + self.messages
 
     def __str__(self) -> str:
-        head = "gradients OK (gradcheck and gradgradcheck in float64)" if self.ok else "gradients WRONG"
-        return "\n".join([head, *("  " + d for d in self.details)])
+        from pitstop import report
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "gradcheck": self.gradcheck_ok, "gradgradcheck": self.gradgradcheck_ok,
-                "inputs": [{"index": i.index, "shape": list(i.shape), "ok": i.ok, "max_abs_err": i.max_abs_err,
-                            "worst": list(i.worst) if i.worst else None, "analytical": i.analytical,
-                            "numerical": i.numerical} for i in self.inputs],
-                "messages": self.messages}
+        return report.text(self.to_dict()).rstrip("\n")
+
+    def to_dict(self, environment: dict[str, Any] | None = None, **about: Any) -> dict[str, Any]:
+        """The JSON document (``kind: gradcheck``); ``about`` adds fields such as ``function``."""
+        from pitstop._document import envelope
+
+        return envelope("gradcheck", environment if environment is not None else {}, **about, ok=self.ok,
+                        gradcheck=self.gradcheck_ok, gradgradcheck=self.gradgradcheck_ok,
+                        inputs=[{"index": i.index, "shape": list(i.shape), "ok": i.ok, "max_abs_err": i.max_abs_err,
+                                 "worst": list(i.worst) if i.worst else None, "analytical": i.analytical,
+                                 "numerical": i.numerical} for i in self.inputs],
+                        messages=self.messages)
 
 
 def verify_gradients(fn: Callable[..., Any], *inputs: Any, eps: float = 1e-6, atol: float = 1e-5,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-KINDS = ("bench", "optimize", "train", "profile", "doctor", "lint", "memory", "data", "compare")
+KINDS = ("bench", "optimize", "train", "profile", "doctor", "lint", "memory", "gradcheck", "data", "compare")
 WIDTH = 200  # pipes and CI: wide, so the tables stay readable (the CLI's console does the same)
 
 
@@ -58,6 +58,10 @@ def _plain(kind: str, doc: dict[str, Any]) -> list[Any]:
         from pitstop.report.memory import data_renderables
 
         return data_renderables(doc)
+    if kind == "gradcheck":
+        from pitstop.report.memory import gradcheck_lines
+
+        return ["\n".join(gradcheck_lines(doc))]
     if kind == "lint":
         from pitstop.report.lint import lint_lines
 

@@ -78,3 +78,18 @@ def data_table(doc: Doc) -> Table:
 def data_renderables(doc: Doc) -> list[RenderableType]:
     """The trials, the verdict, the notes."""
     return [data_table(doc), str(doc.get("verdict", "")), *map(str, doc.get("notes", []))]
+
+
+def gradcheck_lines(doc: Doc) -> list[str]:
+    """``pitstop gradcheck``: the verdict, then per input its worst Jacobian element, then messages."""
+    head = "gradients OK (gradcheck and gradgradcheck in float64)" if doc.get("ok") else "gradients WRONG"
+    lines = [head]
+    for i in doc.get("inputs", []):
+        state = "ok" if i.get("ok") else "FAILED"
+        worst = i.get("worst")
+        where = "" if not worst else (f"; worst at output[{worst[0]}] / input[{worst[1]}]: analytical "
+                                      f"{i.get('analytical'):.6g} vs numerical {i.get('numerical'):.6g}")
+        lines.append(f"  input {i.get('index')} {list(i.get('shape', []))}: gradcheck {state} "
+                     f"(max abs err {i.get('max_abs_err'):.3g}{where})")
+    lines += [f"  {m}" for m in doc.get("messages", [])]
+    return lines

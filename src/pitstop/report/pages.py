@@ -199,6 +199,27 @@ def data_html(doc: dict[str, Any], fragment: bool = False) -> str:
     return page("pitstop data", sections)
 
 
+def gradcheck_html(doc: dict[str, Any], fragment: bool = False) -> str:
+    """``pitstop gradcheck``: the verdict and, per input, the worst element of the Jacobians."""
+    from pitstop.report.memory import gradcheck_lines
+
+    head, *rest = gradcheck_lines(doc)
+    sections = [f"<p><b>{escape(head)}</b> for <code>{escape(str(doc.get('function', '')))}</code> on "
+                f"<code>{escape(str(doc.get('input', '')))}</code></p>",
+                _table(["input", "shape", "gradcheck", "max abs err", "worst (output / input)", "analytical",
+                        "numerical"],
+                       [[str(i.get("index")), str(i.get("shape")), "ok" if i.get("ok") else "FAILED",
+                         f"{i.get('max_abs_err', 0):.3g}", "-" if not i.get("worst") else
+                         f"{i['worst'][0]} / {i['worst'][1]}", _ms(i.get("analytical")), _ms(i.get("numerical"))]
+                        for i in doc.get("inputs", [])])]
+    sections += [f"<p>{escape(str(m))}</p>" for m in doc.get("messages", [])]
+    del rest
+    if fragment:
+        return _fragment(sections)
+    sections.append(_environment(doc.get("environment", {})))
+    return page("pitstop gradcheck", sections)
+
+
 def _train_html(doc: dict[str, Any], fragment: bool = False) -> str:
     from pitstop.report.train import train_html
 
@@ -212,7 +233,7 @@ def _lint_html(doc: dict[str, Any], fragment: bool = False) -> str:
 
 
 RENDERERS = {"bench": bench_html, "optimize": bench_html, "doctor": doctor_html, "memory": memory_html,
-             "compare": compare_html, "train": _train_html, "profile": profile_html, "data": data_html,
+             "compare": compare_html, "gradcheck": gradcheck_html, "train": _train_html, "profile": profile_html, "data": data_html,
              "lint": _lint_html}
 
 

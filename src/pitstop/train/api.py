@@ -13,7 +13,7 @@ from torch import nn
 from pitstop._env import environment
 from pitstop._settings import with_options
 from pitstop.bench.source import ModuleSource, SpecSource, make_source, resolve_device
-from pitstop.errors import ReferenceFailed, SettingError, UsageError
+from pitstop.errors import ReferenceFailed, SettingError
 from pitstop.models.inputs import parse_input_spec
 from pitstop.train.problem import LossSpec, OptimizerSpec, ProblemRequest
 from pitstop.train.recipe import full_recipe, write_recipe_files
@@ -121,8 +121,8 @@ def _request(source: SpecSource | ModuleSource, target: Any, loss_fn: Any, optim
 def _from_factory(optimizer: Any, source: SpecSource | ModuleSource) -> OptimizerSpec:
     """An optimizer factory read on the API's module (the user's own object, in the user's process)."""
     if not isinstance(source, ModuleSource):
-        raise UsageError("optimizer: with a model spec string, name the optimizer (OptimizerSpec.named('adamw', "
-                         "lr=1e-3)) or return a factory from the model's factory")
+        raise SettingError("optimizer", "with a model spec string, name the optimizer (OptimizerSpec.named('adamw', "
+                                        "lr=1e-3)) or return a factory from the model's factory")
     return OptimizerSpec.from_factory(optimizer, source.module)
 
 

@@ -21,7 +21,7 @@ class Watched:
     steps: int = 0
     names: dict[int, str] = field(default_factory=dict)  # trainable parameter id -> name
     params: list[weakref.ref[torch.Tensor]] = field(default_factory=list)  # not yet seen changing
-    first: list[float] = field(default_factory=list)  # their norms before the first update
+    first: list[tuple[float, float]] = field(default_factory=list)  # their fingerprints before the first update
     changed: set[int] = field(default_factory=set)
     compared: set[int] = field(default_factory=set)  # compared exactly at least once while alive
     snapshots: dict[int, torch.Tensor] = field(default_factory=dict)  # a suspect's values (CPU copy)
@@ -34,12 +34,14 @@ class ParameterNotLearning(Check):
     parameters that get gradients but are in no optimizer (the model rebuilt after its optimizer).
     Frozen parameters (requires_grad=False) are never flagged.
 
-    Values are compared with their first-step norms at sync points, less often as the run goes
-    on (after 2, 4, 8, ... steps) and only for parameters not yet seen changing: usually every
-    parameter has changed at the first comparison and nothing more is read. A norm that did not
-    move proves nothing (an embedding whose rows are updated sparsely keeps its norm to 8 digits):
-    such a suspect is copied once and later compared element by element (``torch.equal``), and
-    only a parameter whose every element stayed is "never changed"."""
+    Values are compared with their fingerprint taken before the first update (norm and sum, both
+    accumulated in float64) at sync points, less often as the run goes on (after 2, 4, 8, ...
+    steps) and only for parameters not yet seen changing: usually every parameter has changed at
+    the first comparison and nothing more is read. A float32 norm proves nothing (an embedding
+    whose rows are updated sparsely keeps its float32 norm to 8 digits); float64 sums see one
+    element move. A suspect whose fingerprint did not move is copied once and later compared
+    element by element (``torch.equal``), and only a parameter whose every element stayed is
+    "never changed"."""
 
     code = "PIT105"
 
@@ -69,7 +71,7 @@ class ParameterNotLearning(Check):
         w.names.update((id(p), self.name_of(p)) for p in new)
         if new:
             w.params += [weakref.ref(p) for p in new]
-            w.first += _norms(new)
+            w.first += _fingerprints(new)
 
     def on_grad_norms(self, step: int, optimizer: torch.optim.Optimizer, params: list[torch.Tensor],
                       norms: list[float]) -> None:
@@ -85,7 +87,7 @@ class ParameterNotLearning(Check):
         w.checked_at = w.steps
         alive = [(i, p) for i, p in enumerate(r() for r in w.params) if p is not None]
         if alive:
-            now = _norms([p for _, p in alive])
+            now = _fingerprints([p for _, p in alive])
             w.changed.update(id(p) for (i, p), v in zip(alive, now, strict=True) if v != w.first[i])
             for _, p in alive:
                 if id(p) not in w.changed:
@@ -141,6 +143,9 @@ class ParameterNotLearning(Check):
                        f"creating new tensors) after its optimizer was created?", step=min(s for _, s in orphans))
 
 
-def _norms(params: list[torch.Tensor]) -> list[float]:
+def _fingerprints(params: list[torch.Tensor]) -> list[tuple[float, float]]:
+    """Each parameter's norm and sum, accumulated in float64 (one read for all of them)."""
     with torch.no_grad():
-        return torch.stack([n.float() for n in torch._foreach_norm([p.detach() for p in params])]).tolist()
+        rows = [torch.stack([torch.linalg.vector_norm(p.detach(), dtype=torch.float64),
+                             p.detach().sum(dtype=torch.float64)]) for p in params]
+        return [(a, b) for a, b in torch.stack(rows).cpu().tolist()]
