@@ -233,8 +233,8 @@ def _lint_html(doc: dict[str, Any], fragment: bool = False) -> str:
 
 
 RENDERERS = {"bench": bench_html, "optimize": bench_html, "doctor": doctor_html, "memory": memory_html,
-             "compare": compare_html, "gradcheck": gradcheck_html, "train": _train_html, "profile": profile_html, "data": data_html,
-             "lint": _lint_html}
+             "compare": compare_html, "gradcheck": gradcheck_html, "train": _train_html, "profile": profile_html,
+             "data": data_html, "lint": _lint_html}
 
 
 def render(doc: dict[str, Any]) -> str:
