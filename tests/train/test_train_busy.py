@@ -102,3 +102,45 @@ def test_drift_is_judged_on_the_clock_the_variants_are_compared_by():
     assert search._drifted(stage) is None
     fast.details["cpu_samples_s"] = slowed
     assert "fused's speed-up by CPU time per step moved from 2.02x to 1.35x" in search._drifted(stage)
+
+
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="the load monitor reads /proc")
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a thread count to choose needs two cores")
+def test_a_load_that_starts_during_the_search_does_not_choose_a_thread_count(tmp_path):
+    """The issue's case: the machine is quiet when the search starts (thread counts are planned),
+    then one busy process per core starts while the probe runs. One thread then looks far faster
+    than two; a thread count measured so is never chosen, and the report says why."""
+    import time
+
+    out = tmp_path / "t.json"
+    search = subprocess.Popen([sys.executable, "-m", "pitstop", "train", f"{MODELS}:mlp", "--input", "float32[B,16]",
+                               "--target", "int64[B]{0,4}", "--batch-size", "64", "--techniques", "threads,zero_grad",
+                               "--time-budget-s", "25", "--replicas", "1", "--json", str(out)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": SRC})
+    time.sleep(4.0)  # past the quiet check at the start: the workers are starting, the probe follows
+    pids = []
+    try:
+        for _ in range(os.cpu_count() or 1):
+            started = subprocess.run(["sh", "-c", f"'{sys.executable}' -c 'while True: pass' >/dev/null 2>&1 & "
+                                                  "echo $!"], capture_output=True, text=True, check=True)
+            pids.append(int(started.stdout.strip()))
+        stdout, stderr = search.communicate(timeout=600)
+    finally:
+        for pid in pids:
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+        search.kill()
+    assert search.returncode in (0, 1), stderr
+    doc = json.loads(out.read_text())
+    probe = doc["search"]["stages"][0]
+    assert probe["load"]["busy"], probe["load"]  # the stage saw the other processes
+    assert "threads" not in (doc["winner"] or {}).get("variant", "")
+    measured = [r for r in doc["results"] if r.get("stage") == "probe" and "threads" in r["variant"]
+                and r["status"] == "ok"]
+    if measured:  # planned while quiet, measured busy: named as not chosen
+        assert any("not chosen: measured while other processes used" in n for n in doc["notes"]), doc["notes"]
+    else:  # the start already looked busy: thread counts were not searched at all
+        assert any("measured on one thread" in n for n in doc["notes"]), doc["notes"]

@@ -98,3 +98,58 @@ def test_fused_is_the_optimizer_survivor_when_it_ties_with_foreach(search):
                                              "fused": 93.0})]
     assert "bf16-autocast+fused" in [c.name for c in search.finalists()]
     assert not any("foreach" in c.name for c in search.finalists())
+
+
+def test_a_comparison_that_drifts_twice_ends_without_a_winner(search, monkeypatch):
+    """Issue 25: a final whose comparison moved while it ran is measured again on one thread (by
+    CPU time); when it moves again the search cannot measure reliably: it fails with that reason
+    (the CLI's exit 1, no recipe) instead of choosing from a drifting clock."""
+    steady = [[0.1 + 0.001 * (i % 3) for i in range(30)]]
+    moving = [[0.05] * 10 + [0.06] * 10 + [0.075] * 10]  # the speed-up falls from 2x to 1.33x meanwhile
+    planned = []
+
+    def fake_stage(name, configs, **kw):
+        planned.append((name, [c.name for c in configs], search.group.one_thread))
+        result = BenchResult("m", {}, {}, {}, NAIVE_NAME)
+        for config in configs:
+            runs = steady if config.name == NAIVE_NAME or name == "probe" else moving
+            result.rows.append(Measurement(config.name, config.to_dict(2), 8, replica_samples_s=runs,
+                                           details={"cpu_samples_s": runs}))
+        found = Stage(name, result, elapsed_s=0.0)
+        search.outcome.stages.append(found)
+        return found
+
+    monkeypatch.setattr(search, "_stage", fake_stage)
+    monkeypatch.setattr(search, "_check_load", lambda: None)
+    monkeypatch.setattr(search.group, "prepare", lambda: None)
+    monkeypatch.setattr(search, "finalists", lambda: [parse_train_variant("foreach")])
+    monkeypatch.setattr(search, "_plan", lambda finalists: (finalists, 1))
+    search._stages()
+    assert [p[0] for p in planned] == ["probe", "final", "final-2"]
+    assert planned[2][2] is True  # measured again on one thread, by CPU time
+    assert search.outcome.failed.startswith("could not measure reliably: foreach's speed-up")
+    assert any(n.startswith("final stage measured again") for n in search.outcome.notes)
+
+
+def test_a_drift_that_settles_when_measured_again_decides_on_the_second_final(search, monkeypatch):
+    steady = [[0.1 + 0.001 * (i % 3) for i in range(30)]]
+    moving = [[0.05] * 10 + [0.06] * 10 + [0.075] * 10]
+
+    def fake_stage(name, configs, **kw):
+        result = BenchResult("m", {}, {}, {}, NAIVE_NAME)
+        for config in configs:
+            runs = moving if (name == "final" and config.name != NAIVE_NAME) else \
+                steady if config.name == NAIVE_NAME else [[x / 2 for x in steady[0]]]
+            result.rows.append(Measurement(config.name, config.to_dict(2), 8, replica_samples_s=runs,
+                                           details={"cpu_samples_s": runs}))
+        found = Stage(name, result)
+        search.outcome.stages.append(found)
+        return found
+
+    monkeypatch.setattr(search, "_stage", fake_stage)
+    monkeypatch.setattr(search, "_check_load", lambda: None)
+    monkeypatch.setattr(search.group, "prepare", lambda: None)
+    monkeypatch.setattr(search, "finalists", lambda: [parse_train_variant("foreach")])
+    monkeypatch.setattr(search, "_plan", lambda finalists: (finalists, 1))
+    search._stages()
+    assert not search.outcome.failed and search.outcome.stages[-1].name == "final-2"
