@@ -3,15 +3,16 @@ print what survived. Each case is a real `python -m pitstop ...` process on a mo
 tests/reliability/faulty.py or train_faulty.py, or a small training script written here; nothing
 is mocked.
 
-    python benchmarks/fault_injection.py [--timeout-s 15] [--only bench train profile data]
+    python benchmarks/fault_injection.py [--timeout-s 15] [--only bench optimize train profile doctor data]
 
 Cases: bench: in one variant (of two measured) a segfault, a hang past --timeout-s and a SIGKILL
 (what the kernel's out-of-memory killer sends); in the first forward (which runs in the worker
-processes) an os._exit and a hang. data: a dataset that exits or hangs. train: a training forward
+processes) an os._exit and a hang. optimize: the same in one candidate, Ctrl-C mid-search, an
+unwritable --save. data: a dataset that exits or hangs. train: a training forward
 that calls os._exit, a backward that hangs, one worker SIGKILLed mid-search, Ctrl-C (SIGINT)
 mid-search, a reference that fails at step 3, an unwritable --save. profile: a script that crashes
 after training, one that hangs (stopped by --timeout-s), one SIGKILLed mid-run, Ctrl-C, an
-unwritable --json. For each: the exit code, the seconds it took, what survived, and whether a
+unwritable --json; doctor: the same five. For each: the exit code, the seconds it took, what survived, and whether a
 good result file given as --json was kept (a failed run must not replace it: a partial result
 goes beside it, as NAME.partial.json).
 """
@@ -65,12 +66,21 @@ def cases(timeout_s: float) -> list[tuple[str, str, list[str], Action | None]]:
     bench = ["bench", "--input", "float32[B,8]", *QUICK, "--timeout-s", t]
     data = ["--batch-size", "8", "--time-budget-s", "1", "--max-workers", "1", "--batches", "8"]
     train = ["train", *TRAIN, "--timeout-s", t]
+    optimize = ["optimize", "--input", "float32[B,8]", "--techniques", "threads", "--time-budget-s", "10",
+                "--replicas", "1", "--timeout-s", t]
     return [
         ("bench", "segfault in one variant", [*bench, *TWO, f"{FAULTY}:crash_in_one_variant"], None),
         ("bench", "hang in one variant", [*bench, *TWO, f"{FAULTY}:hang_in_one_variant"], None),
         ("bench", "OOM-kill (SIGKILL) in one variant", [*bench, *TWO, f"{FAULTY}:oom_kill_in_one_variant"], None),
         ("bench", "os._exit in the first forward", [*bench, f"{FAULTY}:exits_in_eval"], None),
         ("bench", "hang in the first forward", [*bench, f"{FAULTY}:hangs_under_no_grad"], None),
+        ("optimize", "segfault in one candidate", [*optimize, f"{FAULTY}:crash_at_one_thread"], None),
+        ("optimize", "hang in one candidate", [*optimize, f"{FAULTY}:hang_at_one_thread"], None),
+        ("optimize", "OOM-kill (SIGKILL) of one candidate", [*optimize, f"{FAULTY}:oom_kill_at_one_thread"], None),
+        ("optimize", "os._exit in the first forward", [*optimize, f"{FAULTY}:exits_in_eval"], None),
+        ("optimize", "Ctrl-C (SIGINT) in the search", [*optimize, f"{FAULTY}:build"], interrupt_after_workers),
+        ("optimize", "--save where no folder can be", [*optimize, f"{FAULTY}:build", "--save", "{tmp}/a-file/out"],
+         None),
         ("data", "os._exit in a dataset", ["data", f"{FAULTY}:rows_exit", *data], None),
         ("data", "hang in a dataset", ["data", f"{FAULTY}:rows_hang", *data], None),
         ("train", "os._exit in a training forward", [*train, f"{TRAIN_FAULTY}:exits_in_training_forward"], None),
@@ -87,6 +97,12 @@ def cases(timeout_s: float) -> list[tuple[str, str, list[str], Action | None]]:
         ("profile", "the script is SIGKILLed", ["profile", "--no-drill-down", "{script}", "500", "kill"], None),
         ("profile", "Ctrl-C (SIGINT) in the script", ["profile", "--no-drill-down", "{script}", "5000", "run"],
          interrupt_after(6.0)),
+        ("doctor", "the script crashes after training", ["doctor", "{script}", "60", "crash"], None),
+        ("doctor", "the script hangs (--timeout-s)", ["doctor", "--timeout-s", t, "{script}", "500", "hang"], None),
+        ("doctor", "the script is SIGKILLed", ["doctor", "{script}", "500", "kill"], None),
+        ("doctor", "Ctrl-C (SIGINT) in the script", ["doctor", "{script}", "5000", "run"], interrupt_after(6.0)),
+        ("doctor", "--json where no file can be", ["doctor", "--json", "{tmp}/a-file/d.json", "{script}", "60",
+                                                   "run"], None),
         ("profile", "--json where no file can be", ["profile", "--json", "{tmp}/a-file/p.json", "{script}", "60",
                                                     "run"], None),
     ]
@@ -182,7 +198,7 @@ def survived(command: str, path: Path, out: str, err: str) -> str:
     errors = [ln for ln in err.splitlines() if ln.startswith("pitstop")]
     if doc is None or command in ("data",):
         return errors[-1].split(": ", 2)[-1][:110] if errors else ""
-    if command in ("bench", "train"):
+    if command in ("bench", "train", "optimize"):
         rows = {}
         for r in doc.get("results", []):
             rows[r["variant"]] = r["status"]
@@ -198,7 +214,10 @@ def good_results(folder: Path) -> dict[str, Path]:
         "bench": ["bench", f"{FAULTY}:build", "--input", "float32[B,8]", *QUICK, *TWO],
         "data": ["data", f"{FAULTY}:rows", "--batch-size", "8", "--time-budget-s", "1", "--max-workers", "1",
                  "--batches", "8"],
+        "optimize": ["optimize", f"{FAULTY}:build", "--input", "float32[B,8]", "--techniques", "threads",
+                     "--time-budget-s", "10", "--replicas", "1"],
         "train": ["train", f"{FAULTY}:build", *TRAIN],
+        "doctor": ["doctor", str(folder / "loop.py"), "60", "run"],
         "profile": ["profile", "--no-drill-down", str(folder / "loop.py"), "60", "run"],
     }
     paths = {}
@@ -212,7 +231,8 @@ def good_results(folder: Path) -> dict[str, Path]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--timeout-s", type=float, default=15.0, help="pitstop's --timeout-s for the hangs")
-    parser.add_argument("--only", nargs="*", default=["bench", "data", "train", "profile"], help="commands to run")
+    parser.add_argument("--only", nargs="*", default=["bench", "optimize", "data", "train", "profile", "doctor"],
+                        help="commands to run")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f} (2-core machine: seconds are loose when it is busy)")
     with tempfile.TemporaryDirectory(prefix="pitstop-faults-") as tmp:

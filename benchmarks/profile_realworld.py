@@ -190,9 +190,11 @@ def render(s: dict[str, Any]) -> list[str]:
         lines.append(f"  {r['phase']:<10} {_ms(r['profile_ms'])} {_ms(r['hand_ms'])} {ratio} {_pct(r['share']):>6}"
                      + ("  << outside [0.85, 1.15]" if r["flag"] else ""))
     lines += [f"  note: {n['span']} {_ms(n['hand_ms']).strip()} ms by hand: {n['note']}" for n in s["notes"]]
-    distinct = [v for i, v in enumerate(s["verdicts"]) if v not in s["verdicts"][:i]]
-    for i, v in enumerate(distinct):
-        head = "verdict" if len(distinct) == 1 else f"verdict {i + 1}/{len(distinct)} (runs differ)"
+    causes = [[c.split(" (")[0] for c in v] for v in s["verdicts"]]  # the causes, their shares aside
+    same = all(c == causes[0] for c in causes)
+    for i, v in enumerate(s["verdicts"] if not same or len(s["verdicts"]) < 2 else s["verdicts"][:1]):
+        head = "verdict" if len(s["verdicts"]) == 1 else "verdict (the runs agree; the first)" if same else \
+            f"verdict of run {i + 1} (the runs name different causes)"
         lines.append(f"  {head}: " + ("; ".join(v) or "nothing to fix"))
     lines += [f"  FAILED {f}" for f in s["failed"]]
     return lines

@@ -142,7 +142,8 @@ SAVED = ("recipe.py", "recipe.json", "speedup.diff", "model*.onnx*")  # what --s
 
 def check_folder(path: str | os.PathLike[str], field: str = "save") -> Path:
     """The absolute ``path`` of a folder ``write_folder`` can replace later, or a ``SettingError``
-    naming ``field``: not a file, holding nothing but what pitstop saves there, its parent writable."""
+    naming ``field``: not a file, holding nothing but what pitstop saves there, it and its parent
+    writable."""
     from pitstop.errors import SettingError
 
     target = Path(path).absolute()
@@ -161,6 +162,10 @@ def check_folder(path: str | os.PathLike[str], field: str = "save") -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         probe = tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent)
         os.rmdir(probe)
+        if target.is_dir():  # its old files go when it is replaced: the folder itself must be writable
+            fd, inside = tempfile.mkstemp(prefix=".pitstop-", dir=target)
+            os.close(fd)
+            os.unlink(inside)
     except OSError as exc:
         raise SettingError(field, f"cannot write {str(path)!r} ({exc.strerror or exc}); choose a writable "
                                   "directory") from None

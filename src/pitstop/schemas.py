@@ -86,7 +86,7 @@ DOCTOR_SCHEMA: dict[str, Any] = {
         "environment": {"type": "object", "required": ["torch", "cpu", "pitstop"]},
         "steps": {"type": "integer", "minimum": 0},
         "exit": {"type": "object", "required": ["status"],
-                 "properties": {"status": {"enum": ["ok", "crashed", "exited", "interrupted"]}}},
+                 "properties": {"status": {"enum": ["ok", "crashed", "exited", "interrupted", "killed", "timed out"]}}},
         "findings": {"type": "array", "items": FINDING_SCHEMA},
         "guard": {"type": "object", "properties": {"skipped_steps": {"type": "array", "items": {"type": "integer"}}}},
         "data_wait_share": {"type": ["number", "null"]},
@@ -170,7 +170,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
                            "action": {"type": "string"}}}},
         "steps": {"type": "integer", "minimum": 0},
         "exit": {"type": "object", "required": ["status"],
-                 "properties": {"status": {"enum": ["ok", "crashed", "exited", "interrupted"]}}},
+                 "properties": {"status": {"enum": ["ok", "crashed", "exited", "interrupted", "killed", "timed out"]}}},
     },
 }
 

@@ -103,3 +103,70 @@ def test_a_run_without_optimizer_steps_says_so():
         model(torch.randn(2, 4)).sum().backward()
     assert prof.report.steps == 0 and prof.report.verdict == []
     assert "no optimizer step was measured" in str(prof.report)
+
+
+def _lightning_fit_with_validation(tmp_path, callback, steps=24, every=8):
+    """A Lightning fit whose validation (a slow validation_step) runs every ``every`` training
+    batches, as Lightning's transformer example does: the callback's report after it."""
+    import time
+
+    L = pytest.importorskip("lightning", reason="the lightning extra is part of dev")
+
+    class Module(L.LightningModule):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(1000, 16)  # rows updated sparsely: the issue's false PIT105
+            self.head = nn.Linear(16, 1)
+
+        def forward(self, ids):
+            return self.head(self.embedding(ids).mean(1))
+
+        def training_step(self, batch, _):
+            ids, y = batch
+            return nn.functional.mse_loss(self(ids), y)
+
+        def validation_step(self, batch, _):
+            ids, y = batch
+            time.sleep(0.02)  # a validation forward far slower than a training step
+            self.log("val_loss", nn.functional.mse_loss(self(ids), y))
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    g = torch.Generator().manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randint(0, 1000, (8 * steps, 4), generator=g),
+                                          torch.randn(8 * steps, 1, generator=g))
+    val = torch.utils.data.TensorDataset(torch.randint(0, 1000, (40, 4), generator=g), torch.randn(40, 1, generator=g))
+    trainer = L.Trainer(max_epochs=1, callbacks=[callback], logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
+                        default_root_dir=tmp_path, val_check_interval=every, num_sanity_val_steps=0)
+    trainer.fit(Module(), torch.utils.data.DataLoader(data, batch_size=8),
+                torch.utils.data.DataLoader(val, batch_size=8))
+    return callback
+
+
+def test_lightning_validation_is_the_eval_line_not_the_training_forward(tmp_path):
+    """Issue 27 item 1 on Lightning: each validation (5 slow forwards, ~100 ms) is reported as one
+    eval occurrence between steps; the training step and its forward stay far below it."""
+    pytest.importorskip("lightning", reason="the lightning extra is part of dev")
+    from pitstop.profile.adapters.lightning import ProfileCallback
+
+    report = _lightning_fit_with_validation(tmp_path, ProfileCallback(verbose=False, drill_down=False)).report
+    assert report.steps == 24
+    ev = report.evaluation
+    assert ev is not None and ev["count"] == 3, ev  # after steps 8, 16 and 24 (the last one too)
+    assert ev["median_ms"] >= 100  # 5 validation batches of >= 20 ms each
+    forward = next(p["median_ms"] for p in report.phases if p["name"] == "forward")
+    assert forward < 20 and report.step_ms["median"] < 50, (forward, report.step_ms)
+    assert "eval (" in str(report)
+
+
+def test_lightning_doctor_sees_sparse_embedding_updates_and_validation(tmp_path):
+    """The issue's false PIT105 (an embedding's rows updated sparsely under SGD) and a validation
+    between steps: the doctor finds nothing on this correct Lightning script."""
+    pytest.importorskip("lightning", reason="the lightning extra is part of dev")
+    from pitstop.doctor.adapters.lightning import DoctorCallback
+
+    callback = _lightning_fit_with_validation(tmp_path, DoctorCallback(verbose=False))
+    found = [f for f in callback.report.findings if f.severity in ("error", "warning")]
+    assert not found, found

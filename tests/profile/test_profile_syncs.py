@@ -54,3 +54,35 @@ def test_methods_are_restored_after_the_run():
         assert torch.ones(1).item() == 1.0
     assert {name: vars(torch.Tensor).get(name) for name in before} == before
     assert torch.nonzero is nonzero and torch.Tensor.item is torch._C.TensorBase.item
+
+
+def test_a_sync_inside_a_library_is_listed_at_the_users_line_that_called_it(tmp_path, monkeypatch):
+    """Issue 27 item 3: a library that owns the loop (Lightning's apply_func, a metrics package)
+    reads the tensor; the row names the user's line that led there, the library's line after it."""
+    import importlib
+    import sys
+
+    lib = tmp_path / "site-packages" / "fakemetrics"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text("def log_value(t):\n    return t.item()  # the library's read\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site-packages"))
+    fakemetrics = importlib.import_module("fakemetrics")
+    try:
+        model = nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        with pitstop.profile(drill_down=False) as prof:
+            for _ in range(4):
+                opt.zero_grad()
+                loss = model(torch.randn(8, 4)).pow(2).mean()
+                fakemetrics.log_value(loss)  # SYNC-VIA-LIBRARY
+                loss.backward()
+                opt.step()
+    finally:
+        sys.modules.pop("fakemetrics", None)
+    (row,) = prof.report.syncs
+    src, first = inspect.getsourcelines(test_a_sync_inside_a_library_is_listed_at_the_users_line_that_called_it)
+    line = first + next(i for i, text in enumerate(src) if "SYNC-VIA-LIBRARY" in text and "log_value" in text)
+    assert row["where"].startswith("tests/profile/test_profile_syncs.py:" + str(line)) or \
+        row["where"].split(" (via")[0].endswith(f"test_profile_syncs.py:{line}"), row["where"]
+    assert row["where"].endswith("(via fakemetrics/__init__.py:2)"), row["where"]
+    assert row["kind"] == ".item()" and row["per_step"] == 1.0

@@ -57,3 +57,20 @@ def test_the_verdict_hands_over_a_runnable_train_command():
     found = verdict(Facts({**SHARES, "forward": 0.5, "backward": 0.4}, [], observed, True, 4, False, 10.0, command))
     actions = [v["action"] for v in found if v["cause"] in ("compute-fp32", "compute-bound")]
     assert actions and all(f"`{command}`" in a for a in actions)
+
+
+def test_input_bound_asks_whether_workers_have_cores_of_their_own():
+    """Issue 27 item 4: a data wait is an input-bound cause either way, but loader workers are only
+    the fix when cores are left over at the measured thread count; a TensorDataset read a sample
+    at a time gets the cheaper batched indexing first, workers or not."""
+    observed = Observations(Session())
+    observed.dataset, observed.batch_size, observed.workers = "ImageFolder", 64, 0
+    observed.threads = 2
+    crowded = next(v for v in verdict(facts(observed, cores=2, data=0.3)) if v["cause"] == "input-bound")
+    assert "workers have no core of their own here" in crowded["action"]
+    assert "torch computes on 2 threads of 2 physical cores" in crowded["evidence"]
+    roomy = next(v for v in verdict(facts(observed, cores=8, data=0.3)) if v["cause"] == "input-bound")
+    assert "measures num_workers" in roomy["action"] and roomy["saves"] > crowded["saves"]
+    observed.dataset = "TensorDataset"
+    batched = next(v for v in verdict(facts(observed, cores=8, data=0.3)) if v["cause"] == "input-bound")
+    assert "BatchSampler(RandomSampler(dataset), batch_size=64" in batched["action"]

@@ -70,6 +70,37 @@ def oom_kill_in_one_variant():
     return _OneVariant("oom-kill")
 
 
+class _OneThread(nn.Module):
+    """Misbehaves only when torch computes on one thread: optimize's ``threads1`` candidate is hit,
+    the start point (at the run's thread count, 2 or more) and the fidelity reference run."""
+
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how, self.net = how, nn.Linear(8, 4)
+
+    def forward(self, x):
+        if torch.get_num_threads() == 1:
+            if self.how == "crash":
+                os.kill(os.getpid(), signal.SIGSEGV)
+            if self.how == "oom-kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if self.how == "hang":
+                time.sleep(3600)
+        return self.net(x)
+
+
+def crash_at_one_thread():
+    return _OneThread("crash")
+
+
+def hang_at_one_thread():
+    return _OneThread("hang")
+
+
+def oom_kill_at_one_thread():
+    return _OneThread("oom-kill")
+
+
 class ThreadRecorder(nn.Module):
     """Records ``torch.get_num_threads()`` at every call (to see which thread count the reference used)."""
 

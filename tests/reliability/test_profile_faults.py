@@ -11,7 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
+
+from pitstop.schemas import BY_KIND
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 LOOP = """\
@@ -138,3 +141,91 @@ def test_trace_into_an_unwritable_place_is_refused_before_the_run(tmp_path):
     script(tmp_path, before="raise SystemExit('the script must not run')")
     proc = pitstop("profile", "--trace", "a-file/tr", "train.py", cwd=tmp_path)
     assert proc.returncode == 2 and "--trace: " in proc.stderr and "must not run" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", ["profile", "doctor"])
+def test_a_script_that_hangs_is_stopped_at_its_timeout_and_keeps_what_it_measured(tmp_path, command):
+    """--timeout-s on a script that trains, then hangs: stopped (exit 124), its report is the steps
+    it took, marked as timed out; a good earlier report is not replaced by it."""
+    script(tmp_path, after="import time\ntime.sleep(3600)")
+    proc = pitstop(command, "--timeout-s", "20", "--json", "r.json", "train.py", cwd=tmp_path)
+    assert proc.returncode == 124, proc.stderr
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["steps"] == 30 and doc["exit"]["status"] == "timed out", doc["exit"]
+    assert "timeout of 20 s" in doc["exit"]["error"] or "20 s timeout" in doc["exit"]["error"]
+    jsonschema.validate(doc, BY_KIND[command])
+
+
+def test_ctrl_c_ends_the_profile_with_what_it_measured_and_keeps_the_good_report(good_profile, tmp_path):
+    """Ctrl-C (SIGINT to the terminal's process group: pitstop and the script) in the middle of a
+    long run: exit 130, the steps so far reported as interrupted beside a good earlier report,
+    which stays as it was."""
+    import signal
+    import time
+
+    good = Path(shutil.copy(good_profile, tmp_path / "jp.json"))
+    before = good.read_bytes()
+    script(tmp_path, steps=100000, before="import time", backward="loss.backward()\n    time.sleep(0.005)")
+    proc = subprocess.Popen([sys.executable, "-m", "pitstop", "profile", "--json", "jp.json", "--no-drill-down",
+                             "train.py"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": SRC}, start_new_session=True)
+    time.sleep(8.0)  # the script is training by now
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert good.read_bytes() == before  # the interrupted run is not the complete one
+    partial = json.loads((tmp_path / "jp.partial.json").read_text())
+    assert partial["steps"] > 10 and partial["exit"]["status"] == "interrupted", partial["exit"]
+    assert "interrupted" in out + err
+
+
+@pytest.mark.parametrize("which", ["doctor", "profile"])
+def test_a_callbacks_json_is_checked_up_front_kept_when_empty_and_lands_where_asked(good_profile, tmp_path,
+                                                                                   monkeypatch, which):
+    """The Lightning / HF callbacks' ``json_path`` follows the CLI's rules: checked when the callback
+    is made (before training), relative to where it was made (a script that changes directory
+    still writes there), and a run that measured nothing leaves a good report as it was."""
+    import types
+
+    import torch
+    transformers = pytest.importorskip("transformers", reason="the zoo extra is part of make test")
+    from pitstop.errors import SettingError
+
+    module = __import__(f"pitstop.{which}.adapters.hf", fromlist=["x"])
+    callback_class = module.DoctorCallback if which == "doctor" else module.ProfileCallback
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(SettingError, match="a-file"):
+        callback_class(json_path=str(tmp_path / "a-file" / "r.json"))
+    monkeypatch.chdir(tmp_path)
+    good = Path(shutil.copy(good_profile, tmp_path / "r.json"))
+    before = good.read_bytes()
+    args, state, control = types.SimpleNamespace(), transformers.TrainerState(), transformers.TrainerControl()
+    model = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    empty = callback_class(json_path="r.json", verbose=False)
+    empty.on_train_begin(args, state, control, model=model, optimizer=opt)
+    empty.on_train_end(args, state, control)  # no step at all
+    assert good.read_bytes() == before
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    trained = callback_class(json_path="new.json", verbose=False)
+    monkeypatch.chdir(elsewhere)  # the script moves after making its callback
+    trained.on_train_begin(args, state, control, model=model, optimizer=opt)
+    for _ in range(3):
+        model(torch.randn(8, 4)).pow(2).mean().backward()
+        opt.step()
+        opt.zero_grad()
+    trained.on_train_end(args, state, control)
+    doc = json.loads((tmp_path / "new.json").read_text())
+    assert doc["kind"] == which and doc["steps"] == 3 and not (elsewhere / "new.json").exists()
+
+
+@pytest.mark.parametrize("flag", ["--json", "--html", "--trace"])
+def test_a_read_only_folder_is_refused_before_the_script_runs(tmp_path, immutable, flag):
+    """Row H for profile with a real read-only folder: the output flag is named, the script never
+    starts, the folder's old content stays."""
+    script(tmp_path, before="raise SystemExit('the script must not run')")
+    target = immutable / ("tr" if flag == "--trace" else "out.json" if flag == "--json" else "out.html")
+    proc = pitstop("profile", flag, str(target), "train.py", cwd=tmp_path)
+    assert proc.returncode == 2 and f"{flag}: " in proc.stderr and "must not run" not in proc.stderr, proc.stderr
+    assert (immutable / "recipe.py").read_text() == "# the old recipe\n"

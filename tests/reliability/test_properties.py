@@ -4,6 +4,7 @@ is never replaced by a failed run (a successful one writes a document with resul
 
 import json
 import math
+from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -109,36 +110,113 @@ def test_json_documents(capsys, good_json, tmp_path_factory, doc):
 
 TRAIN_FLAGS = ["--time-budget-s", "--timeout-s", "--seed", "--tolerance", "--weight-decay", "--lr", "--batch-size",
                "--batch-dim", "--trajectory-steps", "--steps", "--memory-budget-mb", "--replicas", "--target",
-               "--input", "--optimizer", "--techniques", "--threads"]
+               "--input", "--optimizer", "--techniques", "--threads", "--save", "--html"]
+_PATH = st.one_of(st.sampled_from(["a-file/out", "a-file", ".", "", " ", "x" * 300, "\x00", "s/../s", "[red]x[/red]",
+                                   'x""";__import__("os").system("touch PWNED");""".py']), st.text(max_size=12))
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
-@given(flag=st.sampled_from(TRAIN_FLAGS), value=_value())
-def test_train_options(capsys, result_file, flag, value):
-    """Any option value: a one-line exit 2 (the model's first forward fails on purpose, after every
-    option was checked: a valid value ends there, in its worker), never a traceback, the file kept."""
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(flag=st.sampled_from(TRAIN_FLAGS), value=_value(), path=_PATH)
+def test_train_options(capsys, result_file, tmp_path_factory, flag, value, path):
+    """Any option value, output paths included: a one-line exit 2 (the model's first forward fails on
+    purpose, after every option was checked: a valid value ends there, in its worker), never a
+    traceback, the --json file kept, nothing written where --save or --html pointed."""
+    import os
+
+    folder = tmp_path_factory.mktemp("train-opts")
+    (folder / "a-file").write_text("in the way")
+    if flag in ("--save", "--html"):
+        value = str(folder / path) if path and "\x00" not in path else path
     args = {"--input": "float32[B,8]", "--target": "int64[B]{0,4}", "--time-budget-s": "10", flag: value}
     argv = [x for k, v in args.items() for x in (k, v)]
+    before = sorted(os.listdir(folder))
     code = _outcome(capsys, result_file, "train", "tests/reliability/train_faulty.py:first_forward_raises", *argv)
     assert code == 2
+    assert sorted(os.listdir(folder)) == before and not (folder / "PWNED").exists()
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
-@given(flag=st.sampled_from(["--wait", "--active", "--timeout-s"]), value=_value())
-def test_profile_options(tmp_path_factory, flag, value):
-    """Any option value for profile: exit 0 or a one-line exit 2, never a traceback."""
+PROFILE_FLAGS = ["--wait", "--active", "--timeout-s", "--html", "--trace"]
+_SCRIPT = ("import torch\nm = torch.nn.Linear(4, 2)\no = torch.optim.SGD(m.parameters(), 0.1)\n"
+           "for _ in range(4):\n    o.zero_grad(); m(torch.randn(8, 4)).sum().backward(); o.step()\n")
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(flag=st.sampled_from(PROFILE_FLAGS), value=_value(), path=_PATH)
+def test_profile_options(real_documents, tmp_path_factory, flag, value, path):
+    """Any option value for profile, output paths included: exit 0 or a one-line exit 2, never a
+    traceback; a good --json report is replaced only by a complete run's report."""
+    import shutil
     import subprocess
     import sys
 
     folder = tmp_path_factory.mktemp("prof")
-    (folder / "t.py").write_text("import torch\nm = torch.nn.Linear(4, 2)\no = torch.optim.SGD(m.parameters(), 0.1)\n"
-                                 "for _ in range(4):\n"
-                                 "    o.zero_grad(); m(torch.randn(8, 4)).sum().backward(); o.step()\n")
+    (folder / "a-file").write_text("in the way")
+    (folder / "t.py").write_text(_SCRIPT)
+    good = shutil.copy(real_documents["profile"], folder / "p.json")
+    before = Path(good).read_bytes()
+    if flag in ("--html", "--trace"):
+        value = str(folder / path) if path and "\x00" not in path else path
     if flag == "--timeout-s" and value.strip() in ("1e-308",):
         return  # valid, and stops the script before its first step: not this test's point
     proc = subprocess.run([sys.executable, "-m", "pitstop", "profile", "--json", str(folder / "p.json"),
                            f"{flag}={value}", "t.py"], capture_output=True, text=True, cwd=folder, timeout=120)
     assert proc.returncode in (0, 2, 124), proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    doc = json.loads((folder / "p.json").read_text())
     if proc.returncode == 0:
-        assert json.loads((folder / "p.json").read_text())["kind"] == "profile"
+        assert doc["kind"] == "profile" and doc["steps"] == 4
+    else:
+        assert Path(good).read_bytes() == before
+
+
+def _mutated(doc: dict, draw: st.DrawFn) -> dict:
+    """A real document with one part cut, replaced by arbitrary JSON or a wrong type."""
+    import copy
+
+    doc = copy.deepcopy(doc)
+    node: object = doc
+    for _ in range(draw(st.integers(0, 4))):
+        keys = list(node) if isinstance(node, dict) else list(range(len(node))) if isinstance(node, list) else []
+        if not keys:
+            break
+        key = draw(st.sampled_from(keys))
+        child = node[key]  # type: ignore[index]
+        if not isinstance(child, dict | list) or not child:
+            break
+        node = child
+    keys = list(node) if isinstance(node, dict) else list(range(len(node))) if isinstance(node, list) else []
+    if keys:
+        key = draw(st.sampled_from(keys))
+        if isinstance(node, dict) and draw(st.booleans()):
+            del node[key]
+        else:
+            node[key] = draw(_JSON)  # type: ignore[index]
+    return doc
+
+
+@st.composite
+def _real_mutations(draw: st.DrawFn, docs: dict) -> dict:
+    return _mutated(docs[draw(st.sampled_from(sorted(docs)))], draw)
+
+
+def test_real_train_and_profile_documents_cut_and_mangled(capsys, real_documents, tmp_path_factory):
+    """Real train and profile documents (and a bench one) with a part cut or replaced by any JSON:
+    report and compare give their result or one line, exit 0, 1 or 2, never a traceback."""
+    docs = {k: json.loads(Path(v).read_text()) for k, v in real_documents.items()}
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(doc=_real_mutations(docs))
+    def check(doc):
+        folder = tmp_path_factory.mktemp("mangled")
+        path = folder / "doc.json"
+        path.write_text(json.dumps(doc))
+        other = real_documents.get(doc.get("kind")) if isinstance(doc.get("kind"), str) else None
+        runs = [["report", str(path), "--html", str(folder / "r.html")]]
+        if other is not None and doc.get("kind") in ("bench", "train"):
+            runs.append(["compare", str(other), str(path)])
+        for args in runs:
+            code, _, err = cli(capsys, *args)
+            assert code in (0, 1, 2), err
+            assert "Traceback" not in err and "internal error" not in err, err
+
+    check()

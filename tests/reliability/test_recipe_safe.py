@@ -4,6 +4,7 @@ with repr and the recipe is parsed before it is run or written."""
 
 import ast
 import importlib.util
+import json
 import shutil
 
 import pytest
@@ -92,3 +93,31 @@ def test_a_failed_start_point_recommends_nothing(tmp_path):
     outcome = search.outcome
     assert outcome.winner is None and "start point eval+inference_mode failed in the final stage" in outcome.failed
     assert "no recipe is written" in outcome.verdict
+
+
+def test_an_optimize_recipe_warns_loudly_when_the_model_file_changed(tmp_path):
+    """Issue 26: a recipe carries the fingerprint of the model file it was measured on (taken when
+    the run started); run after that file changed, it says so on stderr, and still runs."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model = tmp_path / "m.py"
+    shutil.copy(F, model)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    proc = subprocess.run([sys.executable, "-m", "pitstop", "optimize", f"{model}:build", "--input", "float32[B,8]",
+                           "--techniques", "threads", "--time-budget-s", "10", "--replicas", "1", "--save", "s"],
+                          capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": src},
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    saved = json.loads((tmp_path / "s" / "recipe.json").read_text())
+    assert saved["environment"]["model_fingerprint"]["path"] == str(model.resolve())
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    same = subprocess.run([sys.executable, "s/recipe.py"], capture_output=True, text=True, cwd=tmp_path, env=clean)
+    assert same.returncode == 0, same.stderr
+    assert "changed since pitstop measured" not in same.stderr
+    model.write_text(model.read_text() + "\n# edited\n")
+    changed = subprocess.run([sys.executable, "s/recipe.py"], capture_output=True, text=True, cwd=tmp_path,
+                             env=clean)
+    assert changed.returncode == 0 and "m.py changed since pitstop measured this recipe" in changed.stderr

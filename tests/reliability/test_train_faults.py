@@ -169,6 +169,23 @@ def test_a_sigkilled_worker_fails_its_variant_and_the_run_goes_on(tmp_path):
     assert any(r["variant"] == "naive" and r["status"] == "ok" for r in rows)
 
 
+def test_a_variant_that_hangs_is_stopped_by_the_timeout_and_the_run_goes_on(tmp_path):
+    """A hang in one variant's worker (not in the inspection): --timeout-s stops that variant, its
+    row says so, the naive reference and the report stand. (With a budget shorter than the timeout
+    the stage ends first and the variant is `skipped`: pitstop cannot tell a hang from a slow start.)"""
+    out = tmp_path / "t.json"
+    start = time.monotonic()
+    args = [*T[:T.index("--time-budget-s") + 1], "30", *T[T.index("--time-budget-s") + 2:]]  # room for the 8 s
+    proc = pitstop("train", f"{TF}:hangs_in_one_variant", *args, "--timeout-s", "8", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - start < 150
+    rows = json.loads(out.read_text())["results"]
+    hung = [r for r in rows if r["variant"] == "zero-grad-zeros"]
+    assert hung and all(r["status"] == "failed" for r in hung) and "timed out after 8 s" in hung[0]["reason"], hung
+    assert any(r["variant"] == "naive" and r["status"] == "ok" for r in rows)
+    assert "naive stays" in proc.stdout or "Winner" in proc.stdout
+
+
 def _workers_of(parent: int) -> dict[int, str]:
     """Train worker processes of ``parent``: pid -> the variant it runs (its PITSTOP_VARIANT)."""
     found = {}
@@ -254,3 +271,15 @@ def test_a_save_that_fails_halfway_leaves_the_old_folder_whole(kept, monkeypatch
 def test_target_errors_name_the_target_flag(capsys):
     code, _, err = cli(capsys, "train", GOOD, *T[:2], "--target", "int64[B]{5,1}", *T[4:])
     assert code == 2 and one_line_error(err).startswith("pitstop: error: --target:")
+
+
+@pytest.mark.parametrize("flag", ["--save", "--html"])
+def test_a_read_only_folder_is_refused_before_the_run_and_keeps_its_recipe(capsys, immutable, flag):
+    """Row H with a real read-only folder (not a file in the way): --save into it, or --html inside
+    it, is one line naming the flag before anything runs; the old recipe is as it was."""
+    target = immutable if flag == "--save" else immutable / "t.html"
+    start = time.monotonic()
+    code, _, err = cli(capsys, "train", f"{TF}:exits_in_training_forward", *T, flag, str(target))
+    assert code == 2 and f"{flag}: cannot" in one_line_error(err), err
+    assert time.monotonic() - start < 10
+    assert (immutable / "recipe.py").read_text() == "# the old recipe\n"

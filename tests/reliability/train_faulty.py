@@ -94,3 +94,22 @@ def frozen():
     for p in model.parameters():
         p.requires_grad_(False)
     return model
+
+
+class _HangsInOneVariant(nn.Module):
+    """Trains normally except in the worker of the ``zero-grad-zeros`` variant (pitstop names each
+    worker's variant in PITSTOP_VARIANT), whose training forwards sleep for an hour."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+
+    def forward(self, x):
+        if self.training and os.environ.get("PITSTOP_VARIANT") == "zero-grad-zeros":
+            time.sleep(3600)
+        return self.net(x)
+
+
+def hangs_in_one_variant():
+    return _HangsInOneVariant()

@@ -115,17 +115,17 @@ def test_a_load_that_starts_during_the_search_does_not_choose_a_thread_count(tmp
     out = tmp_path / "t.json"
     search = subprocess.Popen([sys.executable, "-m", "pitstop", "train", f"{MODELS}:mlp", "--input", "float32[B,16]",
                                "--target", "int64[B]{0,4}", "--batch-size", "64", "--techniques", "threads,zero_grad",
-                               "--time-budget-s", "25", "--replicas", "1", "--json", str(out)],
+                               "--time-budget-s", "40", "--replicas", "1", "--json", str(out)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": SRC})
-    time.sleep(4.0)  # past the quiet check at the start: the workers are starting, the probe follows
+    time.sleep(6.0)  # past the quiet check at the start and the workers' start: the probe is measuring
     pids = []
     try:
         for _ in range(os.cpu_count() or 1):
             started = subprocess.run(["sh", "-c", f"'{sys.executable}' -c 'while True: pass' >/dev/null 2>&1 & "
                                                   "echo $!"], capture_output=True, text=True, check=True)
             pids.append(int(started.stdout.strip()))
-        stdout, stderr = search.communicate(timeout=600)
+        _, stderr = search.communicate(timeout=600)
     finally:
         for pid in pids:
             try:

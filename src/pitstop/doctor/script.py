@@ -88,13 +88,15 @@ def _user_tb(tb: Any) -> Any:
 
 
 def publish(report: DoctorReport, *, json_path: str | None = None, verbose: bool = True) -> None:
-    """Print the report (rank 0 only under torch.distributed) and write its JSON."""
+    """Print the report (rank 0 only under torch.distributed) and write its JSON by the result
+    file's rules: a run that measured nothing, or ended early, never replaces a good report (it
+    goes beside it, ``NAME.partial.json``, and the printout says where)."""
     rank = int(os.environ.get("RANK", "0"))
     if rank != 0:
         return
     if json_path:
         from pitstop._env import environment
-        from pitstop._io import write_atomic
+        from pitstop._io import ResultFile
 
         doc = report.to_dict()
         doc["environment"] = report.environment or environment()
@@ -103,6 +105,9 @@ def publish(report: DoctorReport, *, json_path: str | None = None, verbose: bool
 
             print(json.dumps(doc, indent=2))
         else:
-            write_atomic(json_path, doc)
+            result = ResultFile(json_path)
+            result.write(doc)
+            if verbose:
+                print(result.note(), file=sys.stderr)
     if verbose and json_path != "-":
         print(report, file=sys.stderr)

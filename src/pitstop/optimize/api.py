@@ -84,6 +84,11 @@ def run_search(model: nn.Module | str, example_inputs: Any, settings: OptimizeSe
 def _reporter(source: Source, settings: OptimizeSettings, env: dict[str, Any]
               ) -> Callable[[SearchOutcome, Target | None], OptimizeReport]:
     threads, batch = settings.resolved_threads, settings.search_batch
+    from pitstop.bench.fingerprint import spec_fingerprint
+
+    measured_on = spec_fingerprint(source.spec) if isinstance(source, SpecSource) else None  # before the run
+    if measured_on:
+        env["model_fingerprint"] = measured_on
 
     def report_of(outcome: SearchOutcome, target: Target | None) -> OptimizeReport:
         recipe = ""
@@ -91,7 +96,7 @@ def _reporter(source: Source, settings: OptimizeSettings, env: dict[str, Any]
         if target is not None and not outcome.failed:  # a failed start point: no recipe to offer
             header = (f"pitstop recipe for {source.name}: {config.name} "
                       f"(batch {batch}, {threads} threads, {settings.device})")
-            recipe = full_recipe(config, target, config.threads or threads, source, batch, header)
+            recipe = full_recipe(config, target, config.threads or threads, source, batch, header, measured_on)
         return OptimizeReport(
             model=source.name, settings=settings.to_dict(),
             environment=env, outcome=outcome, recipe=recipe,

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 import torch
 
+from pitstop.bench.fingerprint import CHECK_SOURCE, check_call
 from pitstop.bench.source import ModuleSource, SpecSource
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.bench.variants.handlers import Target, build, recipe_source
@@ -27,13 +28,14 @@ class Reported(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
 def full_recipe(config: VariantConfig, target: Target, threads: int, source: SpecSource | ModuleSource,
-                batch_size: int, header: str) -> str:
+                batch_size: int, header: str, measured_on: dict[str, str] | None = None) -> str:
     """The recipe module: ``apply`` (what was measured), plus ``build`` and ``example_inputs`` and
-    a runnable ``__main__`` where the model came from a spec."""
+    a runnable ``__main__`` where the model came from a spec; ``measured_on``, the model file's
+    fingerprint when the run started, makes ``factory()`` warn loudly when that file changed."""
     text = checked(recipe_source(config, target, threads, header))
     if not isinstance(source, SpecSource):
         return text
-    build_code = _build_code(source)
+    build_code = _build_code(source, measured_on)
     spec = source.input_spec or source.spec.default_input_spec()
     if build_code is None:
         return text
@@ -60,23 +62,27 @@ def checked(source: str) -> str:
     return source
 
 
-def _build_code(source: SpecSource) -> str | None:
+def _build_code(source: SpecSource, measured_on: dict[str, str] | None = None) -> str | None:
     spec = source.spec
     if spec.kind == "zoo":
         recipe_build = ZOO[spec.target].recipe_build
         return recipe_build() if recipe_build else None
     args = "batch_size=BATCH_SIZE" if spec.takes_batch_size() else ""
     call = f"getattr(module, {spec.factory!r})({args})"  # every user string quoted with repr
+    check = check_call(measured_on)
     if spec.kind == "file":
-        load = (f"    import importlib.util\n\n"
+        load = (f"    import importlib.util\n\n{check}"
                 f"    path = {str(Path(spec.target).resolve())!r}\n"
                 f"    module_spec = importlib.util.spec_from_file_location('user_model', path)\n"
                 f"    module = importlib.util.module_from_spec(module_spec)\n"
                 f"    module_spec.loader.exec_module(module)\n"
                 f"    return {call}\n")
     else:
-        load = f"    import importlib\n\n    module = importlib.import_module({spec.target!r})\n    return {call}\n"
-    return (f"def factory():\n    \"\"\"The user's factory: a module, or (module, example_inputs).\"\"\"\n{load}\n\n"
+        load = (f"    import importlib\n\n{check}    module = importlib.import_module({spec.target!r})\n"
+                f"    return {call}\n")
+    checker = CHECK_SOURCE.lstrip("\n") + "\n\n" if measured_on else ""
+    return (f"{checker}def factory():\n    \"\"\"The user's factory: a module, or (module, example_inputs).\"\"\"\n"
+            f"{load}\n\n"
             "def build():\n    value = factory()\n"
             "    return value[0] if isinstance(value, (tuple, list)) else value\n")
 

@@ -97,7 +97,7 @@ class Profiler:
         from pitstop.ranks import gather
 
         local = self._make_report(distributed=False).to_dict()
-        docs = gather(summary(local, self.comm.median_ms(), self.comm.ddp), "profile")
+        docs = gather(summary(local, self.comm.median_ms(), self.comm.ddp, self.comm.comm()), "profile")
         if docs is None:
             self._gathered_elsewhere = True  # not rank 0: rank 0 reports for the job
         else:
@@ -181,7 +181,7 @@ class Profiler:
              "trace": drill.trace_path if drill else None, "error": drill.error if drill else None},
             "CUDA events" if self.timer.clock.device == "cuda" else "wall clock", self.script, exit_,
             list(self.session.internal), evaluation=summary.evaluation, stalls=summary.stalls, distributed=job,
-            comm_wait_ms=self.comm.median_ms())
+            comm_wait_ms=self.comm.median_ms(), comm=self.comm.comm())
 
 
 def _native_bf16(device: str, flags: list[str]) -> bool:

@@ -1,14 +1,26 @@
-"""Time a backward spends waiting for the gradient all-reduce, per step: DDP launches the
-all-reduce of a bucket as its gradients are ready, overlapped with the rest of the backward, and
-waits for the last buckets at the backward's end. That tail, from the last gradient accumulated to
-the end of ``backward()``, is the communication the compute did not hide (exposed); on a single
-process it is next to nothing. Read from hooks the session already has: no comm hook of ours, so
-the user's own comm hook and NCCL/gloo alike are left as they are."""
+"""The gradient all-reduce of a DDP job, per step: how long the collectives took, how much of that
+the backward hid, and how long the backward waited for them at its end.
+
+- **exposed** (``waits_s``): DDP launches the all-reduce of a bucket as its gradients are ready,
+  overlapped with the rest of the backward, and waits for the last buckets at the backward's end.
+  That tail, from the last gradient accumulated to the end of ``backward()``, is the communication
+  the compute did not hide; on a single process it is next to nothing. Read from the session's
+  hooks, whatever runs the collectives.
+- **total and overlapped** (``comm_s``, ``overlap_s``): each bucket's all-reduce timed from its
+  launch to its completion by a DDP communication hook that is DDP's own ``allreduce_hook`` (the
+  same sum and average, on the job's process group) with a completion callback; the union of those
+  intervals is the step's communication, its part before the last gradient is what the backward
+  overlapped. The hook is registered at the first backward of a DDP module that has none, so a
+  job's own comm hook (PowerSGD, fp16 compression: registered before any backward, as DDP requires)
+  is left as it is, and then only the exposed tail is measured. On CUDA the completion is when the
+  NCCL work is done on its stream."""
 
 from __future__ import annotations
 
 import statistics
+import threading
 import time
+import weakref
 from typing import Any
 
 import torch
@@ -17,15 +29,23 @@ from pitstop.doctor.session import Consumer
 
 
 class CommWatch(Consumer):
-    """The backward's waiting tail per step (``waits_s``, measured steps only) and the DDP modules seen."""
+    """Per measured step: the backward's waiting tail (``waits_s``), the all-reduce time
+    (``comm_s``) and the part of it the backward overlapped (``overlap_s``); the DDP module seen."""
 
     def __init__(self, excluded: Any) -> None:
         self.excluded = excluded
         self.waits_s: list[float] = []
+        self.comm_s: list[float] = []
+        self.overlap_s: list[float] = []
         self.ddp: dict[str, Any] | None = None  # bucket_cap_mb and the flags of the first DDP root
+        self.timed: bool | None = None  # None: not decided; False: the job has its own comm hook
+        self._module: weakref.ref[torch.nn.Module] | None = None
+        self._intervals: list[tuple[float, float]] = []  # (launched, completed) of this step's buckets
+        self._lock = threading.Lock()  # gloo completes a bucket's work on its own thread
         self._last_grad = 0.0
+        self._backward_start: float | None = None
+        self._grads_done = 0.0  # the last gradient of the step's backwards
         self._step_wait = 0.0
-        self._step = 0
 
     def on_root_forward_start(self, module: torch.nn.Module) -> None:
         if self.ddp is None and type(module).__name__ == "DistributedDataParallel":
@@ -33,20 +53,90 @@ class CommWatch(Consumer):
                         "gradient_as_bucket_view": bool(getattr(module, "gradient_as_bucket_view", False)),
                         "static_graph": bool(getattr(module, "static_graph", False)),
                         "broadcast_buffers": bool(getattr(module, "broadcast_buffers", True))}
+            self._module = weakref.ref(module)
 
     def on_backward(self, tensors: list[torch.Tensor], gradients: list[Any], retain_graph: bool, site: str) -> None:
         self._last_grad = time.perf_counter()
+        if self._backward_start is None:
+            self._backward_start = self._last_grad
+        if self.timed is None and self._module is not None:
+            self._time_buckets()
 
     def on_grad(self, param: torch.Tensor) -> None:
         self._last_grad = time.perf_counter()
 
     def on_backward_done(self, tensors: list[torch.Tensor], retain_graph: bool, site: str) -> None:
         self._step_wait += time.perf_counter() - self._last_grad
+        self._grads_done = self._last_grad
 
     def on_iteration(self, step: int) -> None:
+        with self._lock:
+            intervals, self._intervals = self._intervals, []
         if not self.excluded(step):
             self.waits_s.append(self._step_wait)
-        self._step_wait = 0.0
+            if self.timed and intervals:
+                total, hidden = _union(intervals), _union(intervals, until=self._grads_done)
+                self.comm_s.append(total)
+                self.overlap_s.append(hidden)
+        self._step_wait, self._backward_start = 0.0, None
 
     def median_ms(self) -> float | None:
         return statistics.median(self.waits_s) * 1e3 if self.waits_s else None
+
+    def comm(self) -> dict[str, Any] | None:
+        """The all-reduce per step: ``ms`` (median), ``overlapped`` (share of it before the last
+        gradient, over the measured steps), ``exposed_ms`` (the backward's waiting tail); None when
+        the collectives were not timed (no DDP module, or the job's own comm hook)."""
+        if not self.comm_s:
+            return None
+        total = sum(self.comm_s)
+        return {"ms": statistics.median(self.comm_s) * 1e3,
+                "overlapped": sum(self.overlap_s) / total if total > 0 else None,
+                "exposed_ms": self.median_ms(), "steps": len(self.comm_s)}
+
+    def _time_buckets(self) -> None:
+        """Register the timing comm hook on the DDP module, unless it already has a comm hook."""
+        module: Any = self._module() if self._module is not None else None
+        if module is None or getattr(module, "_comm_hooks", None) or not hasattr(module, "register_comm_hook"):
+            self.timed = False
+            return
+        from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+
+        watch = weakref.ref(self)
+
+        def pitstop_timed_allreduce(state, bucket):
+            # no annotations: DDP checks a hook's annotations against its own classes
+            launched = time.perf_counter()
+            future = allreduce_hook(state, bucket)
+
+            def completed(done: torch.futures.Future[torch.Tensor]) -> torch.Tensor:
+                me = watch()
+                if me is not None:
+                    with me._lock:
+                        me._intervals.append((launched, time.perf_counter()))
+                return done.value()
+
+            return future.then(completed)
+
+        try:
+            module.register_comm_hook(getattr(module, "process_group", None), pitstop_timed_allreduce)
+            self.timed = True
+        except (RuntimeError, AssertionError, ValueError):  # a hook of its own after all, or a DDP that takes none
+            self.timed = False
+
+
+def _union(intervals: list[tuple[float, float]], until: float | None = None) -> float:
+    """Seconds covered by the union of ``intervals`` (each cut at ``until`` when given)."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if until is not None:
+            b = min(b, until)
+        if b <= a:
+            continue
+        if a > end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total

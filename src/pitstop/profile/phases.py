@@ -10,7 +10,9 @@ session's ``on_iteration`` says so (gradient accumulation and closures as the do
 An evaluation is not a training step: from a forward of a model that trains, run without autograd
 (``no_grad``, ``inference_mode``: a validation loop, Lightning's or HF's eval loop), until training
 resumes (a forward with autograd, a ``backward()``, an optimizer step, the step's end), all time is
-``eval`` (its data, its forwards, its metrics), kept out of the step's phases and reported apart.
+``eval`` (its data, its forwards, its metrics), kept out of the step's phases and reported apart;
+so is the time before its first forward since the step's last training work (its first batch's
+fetch, its set-up).
 A model run without autograd that never trains here (a teacher, a frozen encoder) stays ``forward``:
 it is part of the step.
 
@@ -124,6 +126,7 @@ class PhaseTimer(Consumer):
             self._end_eval()
         elif id(module) in self.trained and not self.evaluating:
             self.evaluating = True
+            self._claim_gap()
             self.enter(EVAL)
         self._forwards.append(not self.evaluating)
         if not self.evaluating:
@@ -132,6 +135,17 @@ class PhaseTimer(Consumer):
     def on_root_forward(self, module: torch.nn.Module, output: Any, grad_enabled: bool) -> None:
         if self._forwards.pop() if self._forwards else True:
             self.leave("forward")
+
+    def _claim_gap(self) -> None:
+        """An evaluation starts: the time since the step's last training work (its end, or the last
+        forward, backward or optimizer phase) spent waiting for data or in no phase is the
+        evaluation's too (fetching its first batch, building its metrics), not the next step's."""
+        if self._stack:  # inside a phase (a forward without autograd within the step): nothing to claim
+            return
+        i = len(self._marks)
+        while i > 0 and self._marks[i - 1][0] in ("data", "other", EVAL):
+            i -= 1
+        self._marks[i:] = [(EVAL, mark) for _, mark in self._marks[i:]]
 
     def _end_eval(self) -> None:
         """Training resumes: the evaluation's phase ends."""

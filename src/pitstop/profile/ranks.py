@@ -15,10 +15,13 @@ COMM = 0.20  # exposed all-reduce over 20% of the step on every rank
 WORK = ("data", "forward", "backward", "optimizer")
 
 
-def summary(doc: dict[str, Any], comm_wait_ms: float | None, ddp: dict[str, Any] | None) -> dict[str, Any]:
-    """One rank's summary: its step, each phase's median, the all-reduce wait (inside backward)."""
+def summary(doc: dict[str, Any], comm_wait_ms: float | None, ddp: dict[str, Any] | None,
+            comm: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One rank's summary: its step, each phase's median, the all-reduce wait (inside backward),
+    the all-reduce's own time and the share of it the backward overlapped (when timed)."""
     phases = {p["name"]: p["median_ms"] for p in doc.get("phases", [])}
     return {"step_ms": (doc.get("step_ms") or {}).get("median"), "phases": phases, "comm_wait_ms": comm_wait_ms,
+            "comm_ms": (comm or {}).get("ms"), "comm_overlapped": (comm or {}).get("overlapped"),
             "steps": doc.get("steps", 0), "evaluation": doc.get("evaluation"), "ddp": ddp}
 
 
@@ -82,8 +85,14 @@ def _comm_bound(ok: list[dict[str, Any]], wait: float, step: float) -> dict[str,
     if not ddp.get("static_graph"):
         knobs.append("static_graph=True (a graph that does not change)")
     knobs.append(f"a larger bucket_cap_mb (now {ddp.get('bucket_cap_mb', 25)})")
+    timed = [r for r in ok if r.get("comm_ms")]
+    how = ""
+    if timed:
+        total = statistics.median(r["comm_ms"] for r in timed)
+        hidden = statistics.median(r.get("comm_overlapped") or 0.0 for r in timed)
+        how = f"; the all-reduce takes {total:.3g} ms per step, {hidden:.0%} of it overlapped with the backward"
     return {"cause": "comm-bound", "share": wait / step, "saves": 0.5 * wait / step,
             "evidence": f"every rank waits {wait:.3g} ms per step ({wait / step:.0%}) for the gradient all-reduce "
-                        "after its backward: communication the backward does not hide",
+                        f"after its backward: communication the backward does not hide{how}",
             "action": f"DDP({', '.join(knobs)}); accumulate gradients under model.no_sync() to all-reduce less "
                       "often; pitstop train --nproc-per-node N SCRIPT ARGS measures the DDP knobs"}

@@ -41,6 +41,7 @@ class ProfileReport:
     evaluation: dict[str, Any] | None = None  # {"count", "median_ms", "share_of_wall"}: validation between steps
     distributed: dict[str, Any] | None = None  # under torchrun, on rank 0: world, ranks (summaries), skew, straggler
     comm_wait_ms: float | None = None  # this rank's median wait for the gradient all-reduce per step
+    comm: dict[str, Any] | None = None  # the all-reduce per step: ms, overlapped share, exposed_ms (comm.py)
     stalls: list[dict[str, Any]] = field(default_factory=list)  # {"step", "wall_ms", "median_ms", "phase", "phase_ms"}
 
     def share(self, phase: str) -> float | None:
@@ -58,12 +59,14 @@ class ProfileReport:
                         clock=self.clock, step_ms=self.step_ms, phases=self.phases, syncs=self.syncs,
                         top_ops=self.top_ops, drill_down=self.drill_down, verdict=self.verdict,
                         evaluation=self.evaluation, stalls=self.stalls, distributed=self.distributed,
-                        comm_wait_ms=self.comm_wait_ms, timeline=self.timeline, internal=self.internal)
+                        comm_wait_ms=self.comm_wait_ms, comm=self.comm, timeline=self.timeline,
+                        internal=self.internal)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ProfileReport:
         keys = ("step_ms", "phases", "syncs", "top_ops", "verdict", "steps", "timeline", "drill_down", "clock",
-                "script", "exit", "internal", "environment", "evaluation", "stalls", "distributed", "comm_wait_ms")
+                "script", "exit", "internal", "environment", "evaluation", "stalls", "distributed", "comm_wait_ms",
+                "comm")
         return cls(**{k: d[k] for k in keys if k in d and d[k] is not None})
 
     def table(self) -> str:

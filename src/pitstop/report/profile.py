@@ -56,7 +56,8 @@ def _rank_lines(doc: dict[str, Any]) -> list[str]:
         return []
     skew = f"; step-time skew {job['skew']:.2f}x (slowest / fastest rank)" if job.get("skew") else ""
     lines = [f"ranks: {job['world']}{skew}", f"  {'rank':<5} {'step ms':>8} {'data':>7} {'forward':>8} {'backward':>9} "
-                                             f"{'optimizer':>10} {'all-reduce wait':>16}"]
+                                             f"{'optimizer':>10} {'all-reduce wait':>16} {'all-reduce ms':>14} "
+                                             f"{'overlapped':>10}"]
     for r in job.get("ranks", []):
         if r.get("missing"):
             lines.append(f"  {r['rank']:<5} left no summary (crashed, or still running when rank 0 ended)")
@@ -64,8 +65,13 @@ def _rank_lines(doc: dict[str, Any]) -> list[str]:
         ph = r.get("phases", {})
         lines.append(f"  {r['rank']:<5} {_num(r.get('step_ms')):>8} {_num(ph.get('data')):>7} "
                      f"{_num(ph.get('forward')):>8} {_num(ph.get('backward')):>9} {_num(ph.get('optimizer')):>10} "
-                     f"{_num(r.get('comm_wait_ms')):>16}")
+                     f"{_num(r.get('comm_wait_ms')):>16} {_num(r.get('comm_ms')):>14} "
+                     f"{_share(r.get('comm_overlapped')):>10}")
     return lines
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
 
 
 def _apart_lines(doc: dict[str, Any]) -> list[str]:
@@ -192,7 +198,7 @@ def profile_html(doc: dict[str, Any], fragment: bool = False) -> str:
              f"{p['share']:.0%}" if p.get("share") is not None else "-"] for p in doc.get("phases", [])]
     sections.append("<h2>Phases (per step)</h2>" + _html_table(["phase", "ms/step", "share"], rows))
     sections.append("<h2>Verdict</h2>" + _html_table(
-        ["cause", "share", "saves", "evidence", "next action"],
+        ["cause", "share", "fix saves (an estimate)", "evidence", "next action"],
         [[v["cause"], f"{v['share']:.0%}", f"~{v['saves']:.0%}", v["evidence"], v["action"]]
          for v in doc.get("verdict", [])]))
     sections.append("<h2>Syncs</h2>" + _html_table(["where", "what", "per step", "ms/step"], [

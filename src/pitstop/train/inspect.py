@@ -91,15 +91,10 @@ def _load(job: dict[str, Any], info: dict[str, Any]) -> tuple[nn.Module, Inputs,
     spec_source = SpecSource(spec, parse_input_spec(source["input"]) if source.get("input") else None,
                              int(job["seed"]))
     info["takes_batch_size"] = spec.kind != "zoo" and spec.takes_batch_size()
-    if spec.kind == "file":
-        from pitstop.train.recipe import fingerprint
+    if spec.kind in ("file", "module"):
+        from pitstop.bench.fingerprint import spec_fingerprint
 
-        info["fingerprint"] = fingerprint(spec.target)
-    elif spec.kind == "module":
-        import importlib.util
-
-        origin = getattr(importlib.util.find_spec(spec.target), "origin", None)
-        info["fingerprint"] = _fingerprint_or_none(origin)
+        info["fingerprint"] = spec_fingerprint(spec)
     extras = {} if spec.kind == "zoo" else _extras(spec, int(job["seed"]))
     given = spec_source.input_spec or spec.default_input_spec()
     if job.get("batch_size") is None:
@@ -110,12 +105,6 @@ def _load(job: dict[str, Any], info: dict[str, Any]) -> tuple[nn.Module, Inputs,
     seed_everything(int(job["seed"]))
     module, inputs = spec_source.materialize(int(job["batch_size"]))
     return module, inputs, None, extras
-
-
-def _fingerprint_or_none(path: str | None) -> dict[str, str] | None:
-    from pitstop.train.recipe import fingerprint
-
-    return fingerprint(path) if path and Path(path).is_file() else None
 
 
 def _extras(spec: Any, seed: int) -> dict[str, Any]:

@@ -12,12 +12,12 @@ file changed since it was measured."""
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import textwrap
 from pathlib import Path
 from typing import Any, Protocol
 
+from pitstop.bench.fingerprint import CHECK_SOURCE, check_call
 from pitstop.bench.source import ModuleSource, SpecSource
 from pitstop.bench.variants.code import docstring_literal as _docstring
 from pitstop.models.inputs import DEFAULT_INT_RANGE, DTYPES, InputSpec, parse_input_spec
@@ -200,28 +200,6 @@ def full_recipe(recipe: str, source: SpecSource | ModuleSource, batch_size: int,
                    f'    print(f"loss {{losses[0]:.4f}} -> {{losses[-1]:.4f}} after {{len(losses)}} steps")\n')
 
 
-_CHECK_SOURCE = '''
-
-def check_source(path, sha256):
-    """Warn loudly when the model's file is not the one pitstop measured."""
-    import hashlib
-    import warnings
-
-    with open(path, "rb") as f:
-        now = hashlib.sha256(f.read()).hexdigest()
-    if now != sha256:
-        warnings.warn(f"{path} changed since pitstop measured this recipe (sha256 {sha256[:12]}..., now "
-                      f"{now[:12]}...): the speed-up and the training gate were measured on the old model; "
-                      "run pitstop train again", RuntimeWarning, stacklevel=3)
-'''
-
-
-def fingerprint(path: str | Path) -> dict[str, str]:
-    """``{path, sha256}`` of a model file (absolute path)."""
-    resolved = Path(path).resolve()
-    return {"path": str(resolved), "sha256": hashlib.sha256(resolved.read_bytes()).hexdigest()}
-
-
 def _build_code(source: SpecSource, print_: dict[str, str] | None, takes_batch_size: bool) -> str | None:
     """``factory()`` and ``build()`` (the model alone) as code; every user string through repr."""
     spec = source.spec
@@ -229,7 +207,7 @@ def _build_code(source: SpecSource, print_: dict[str, str] | None, takes_batch_s
         recipe_build = ZOO[spec.target].recipe_build
         return recipe_build() if recipe_build else None
     args = "batch_size=BATCH_SIZE" if takes_batch_size else ""
-    check = f"    check_source({print_['path']!r}, {print_['sha256']!r})\n" if print_ else ""
+    check = check_call(print_)
     if spec.kind == "file":
         path = print_["path"] if print_ else str(Path(spec.target).resolve())
         load = (f"    import importlib.util\n\n{check}"
@@ -238,7 +216,7 @@ def _build_code(source: SpecSource, print_: dict[str, str] | None, takes_batch_s
                 f"    module_spec.loader.exec_module(module)\n")
     else:
         load = f"    import importlib\n\n{check}    module = importlib.import_module({spec.target!r})\n"
-    return ((_CHECK_SOURCE.lstrip("\n") + "\n\n" if print_ else "") +
+    return ((CHECK_SOURCE.lstrip("\n") + "\n\n" if print_ else "") +
             f'def factory():\n    """The factory pitstop measured: a model, or (model, inputs, ...)."""\n{load}'
             f"    return getattr(module, {spec.factory!r})({args})\n\n\n"
             "def build():\n"

@@ -8,6 +8,7 @@ A framework's callback class mixes this in and maps its own events onto ``start`
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 
@@ -17,6 +18,11 @@ class Watching:
 
     def __init__(self, *, json_path: str | None = None, verbose: bool = True, **options: Any) -> None:
         super().__init__()
+        if json_path and json_path != "-":  # checked and made absolute now: before training, and
+            from pitstop._io import check_writable  # a script that changes directory still writes here
+
+            check_writable(json_path)
+            json_path = str(Path(json_path).absolute())
         self.options, self.json_path, self.verbose = options, json_path, verbose
         self.watcher: Any = None
         self.report: Any = None
