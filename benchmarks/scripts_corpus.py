@@ -105,8 +105,25 @@ def _apply(root: Path, edits: list[dict[str, str]], name: str, what: str) -> Non
         target.write_text(text.replace(edit["old"], edit["new"]))
 
 
-def prepare(entry: dict[str, Any], root: Path, hand: bool = False, corpus: Path | None = None) -> Path:
-    """Copy the entry's files under `root`, apply its edits (and its hand_edit if `hand`), run its setup.
+def hand_edits(entry: dict[str, Any], bf16: bool = True) -> list[dict[str, str]]:
+    """The entry's hand edit; without ``bf16`` (a CPU that only emulates bfloat16, where autocast
+    makes every step many times slower) its optimizer part alone: the edits that turn on
+    autocast or a bf16 precision flag are left out, and a ``bf16=True`` beside the optimizer flag
+    in one line (the HF Trainer's arguments) is taken out of it."""
+    if bf16:
+        return list(entry.get("hand_edit", []))
+    kept = []
+    for edit in entry.get("hand_edit", []):
+        new = edit["new"].replace(" bf16=True,", "").replace("bf16=True, ", "")
+        if "autocast" in new or "bf16" in new:
+            continue
+        kept.append({**edit, "new": new})
+    return kept
+
+
+def prepare(entry: dict[str, Any], root: Path, hand: bool | str = False, corpus: Path | None = None) -> Path:
+    """Copy the entry's files under `root`, apply its edits (and its hand_edit if `hand`: "fp32" for
+    its optimizer part alone, see ``hand_edits``), run its setup.
 
     Returns the folder to run the script in (the script's own folder)."""
     corpus = corpus_dir(corpus)
@@ -118,7 +135,7 @@ def prepare(entry: dict[str, Any], root: Path, hand: bool = False, corpus: Path 
         shutil.copyfile(_doctor.corpus_file(corpus, entry, path), dest)
     _apply(root, entry.get("edits", []), entry["name"], "edit")
     if hand:
-        _apply(root, entry.get("hand_edit", []), entry["name"], "hand_edit")
+        _apply(root, hand_edits(entry, bf16=hand != "fp32"), entry["name"], "hand_edit")
     cwd = (root / entry["path"]).parent
     for cmd in entry.get("setup", []):
         argv = [sys.executable if a == "{python}" else a for a in cmd]

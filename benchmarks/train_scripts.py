@@ -11,7 +11,8 @@ scripts_corpus.py):
 2. the patch applied with `git apply` to a fresh copy (whether it applies);
 3. the re-measurement, quiet (no busy process): the original script, each patched copy, and the
    hand-written edit of the manifest (`hand_edit`: bf16 autocast around forward and loss plus the
-   fused, else foreach, optimizer) each run as whole processes (`python SCRIPT ARGS` under the
+   fused, else foreach, optimizer; on a CPU without native bfloat16, where autocast is emulated
+   and many times slower, its optimizer part alone) each run as whole processes (`python SCRIPT ARGS` under the
    step-timing wrapper), interleaved over `--rounds` rounds in rotating order. Per copy: the median
    time between optimizer steps (the first two steps left out) and the loss at the last step every
    copy reached.
@@ -44,7 +45,7 @@ import scripts_corpus as corpus  # noqa: E402
 import scripts_corpus_steps as steps  # noqa: E402
 
 
-def prepare(entry: dict[str, Any], root: Path, hand: bool = False) -> Path:
+def prepare(entry: dict[str, Any], root: Path, hand: bool | str = False) -> Path:
     """A copy of the script's files in a git work tree under ``root``; its folder."""
     cwd = corpus.prepare(entry, root, hand=hand)
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
@@ -134,7 +135,7 @@ def bench(entry: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
                         b.kill()
                         b.wait()
         copies = {"original": prepare(entry, tmp_path / "original"),
-                  "hand": prepare(entry, tmp_path / "hand", hand=True)}
+                  "hand": prepare(entry, tmp_path / "hand", hand=True if _native_bf16() else "fp32")}
         for s in searches:
             cwd, s["applies"] = applied(entry, tmp_path / s["tag"], s["patch"])
             if cwd is not None and s["patch"]:

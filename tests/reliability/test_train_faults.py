@@ -283,3 +283,35 @@ def test_a_read_only_folder_is_refused_before_the_run_and_keeps_its_recipe(capsy
     assert code == 2 and f"{flag}: cannot" in one_line_error(err), err
     assert time.monotonic() - start < 10
     assert (immutable / "recipe.py").read_text() == "# the old recipe\n"
+
+
+def _model(kind: str) -> object:
+    import torch
+
+    if kind == "no parameters":
+        return torch.nn.Sequential(torch.nn.ReLU())
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4))
+    if kind == "frozen":
+        model.requires_grad_(False)
+    return model
+
+
+@pytest.mark.parametrize(("make", "target", "needle"), [
+    ("no parameters", "int", "has no parameters"),
+    ("frozen", "int", "has only frozen parameters"),
+    ("linear", "out-of-range", "the first training step (fp32, as naive) failed"),
+    ("linear", "float", "the first training step (fp32, as naive) failed"),
+])
+def test_the_api_gives_the_same_one_line_errors_from_its_workers(make, target, needle):
+    """Row C through ``pitstop.train`` (isolated: the model's first step runs in a worker): a
+    UsageError naming the problem, never an internal error."""
+    import torch
+
+    import pitstop
+    from pitstop.errors import UsageError
+
+    x = torch.randn(8, 8)
+    y = {"int": torch.randint(0, 4, (8,)), "out-of-range": torch.randint(10, 20, (8,)),
+         "float": torch.randn(8)}[target]
+    with pytest.raises(UsageError, match=needle.replace("(", r"\(").replace(")", r"\)")):
+        pitstop.train(_model(make), (x,), y, time_budget_s=10, techniques=("zero_grad",), replicas=1)

@@ -47,6 +47,12 @@ def test_cli_end_to_end(run):
     assert len(naive["fidelity"]["trajectory"]["losses"]) == 3  # the fp32 seeds
     assert {r["variant"] for r in doc["results"]} == {"naive", "zero-grad-zeros"}
     assert "<svg" in (out / "train.html").read_text()
+    # MFU in factory mode too: the step's FLOPs (a conv, a linear: forward and backward) against the peak
+    assert doc["problem"]["flops_per_step"] > 0 and doc["problem"]["peaks"]["fp32"] > 1e8
+    used = naive["mfu"]
+    assert used["precision"] == "fp32" and 0 < used["fraction"] < 1
+    assert used["achieved_flops"] == pytest.approx(used["flops_per_step"] / (naive["latency_ms"]["median"] / 1e3))
+    assert "MFU:" in proc.stdout
 
 
 def test_report_round_trips_through_json(run):

@@ -152,7 +152,8 @@ def _report(search: TrainSearch, outcome: TrainOutcome, with_recipe: bool = Fals
         recipe = full_recipe(group.recipe(config, header), search.source, s.batch_size or 1, group.info)
     problem = {"optimizer": group.problem.optimizer.to_dict(), "loss": group.problem.loss.to_dict(),
                "has_target": bool(group.info.get("has_target")), "inputs": group.info.get("inputs"),
-               "fingerprint": group.info.get("fingerprint")} if group.prepared else {}
+               "fingerprint": group.info.get("fingerprint"), "flops_per_step": group.info.get("flops_per_step"),
+               "peaks": group.info.get("peaks") or {}} if group.prepared else {}
     return TrainReport(search.source.name, s.to_dict(), search.env, outcome, recipe, problem)
 
 

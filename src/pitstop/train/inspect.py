@@ -207,6 +207,7 @@ def _reference(job: dict[str, Any], info: dict[str, Any], module: nn.Module, inp
         g, value = _step(recipe, module, batch, seed, workdir)
         grads.append(g)
         losses.append(value)
+    info["flops_per_step"], info["peaks"] = _flops_and_peaks(recipe, module, batch, workdir, job["device"])
     if not all(math.isfinite(v) for v in losses):
         raise InspectError("reference", f"the fp32 reference's first loss is not finite ({losses[0]}): there is no "
                                         "training to compare with; fix the model or the data first")
@@ -228,6 +229,24 @@ def _reference(job: dict[str, Any], info: dict[str, Any], module: nn.Module, inp
     info.update(target=target_.to_dict(), seed_cosine=report["overall_cosine"], first_loss=losses[0],
                 payload=str(payload))
     return info
+
+
+def _flops_and_peaks(recipe: str, module: nn.Module, batch: Any, workdir: Path, device: str
+                     ) -> tuple[int | None, dict[str, float]]:
+    """FLOPs of one training step (forward and backward, ``torch.utils.flop_counter`` on a third
+    reference step) and this machine's matmul peaks at the run's thread count: the MFU of each
+    variant. None and {} when counting fails (an op the counter cannot see through)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from pitstop.train.peaks import machine
+
+    try:
+        with FlopCounterMode(display=False) as mode:
+            _step(recipe, module, batch, 0, workdir)
+        flops = int(mode.get_total_flops()) or None
+        return flops, dict(machine(device)["peak_flops"])
+    except Exception:  # MFU is a bonus: the search goes on without it
+        return None, {}
 
 
 def _batch_inputs(inputs: Inputs) -> Any:
