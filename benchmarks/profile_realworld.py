@@ -163,8 +163,10 @@ def summarize(raw: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     loads = {mode: [r["load"] for r in runs] for mode, runs in raw["runs"].items()}
     failed = [f"{mode} run {i + 1}: exit {r['rc']}: " + (r["stderr_tail"].strip().splitlines() or [""])[-1][:300]
               for mode, runs in raw["runs"].items() for i, r in enumerate(runs) if r["rc"]]
+    per_run = {"profile": [_median(profile_samples([d]).get("step")) for d in docs],
+               "hand": [_median(hand_samples([r]).get("step")) for r in raw["runs"]["hand"]]}
     return {"name": raw["name"], "kind": raw["kind"], "rows": rows, "notes": notes, "verdicts": verdicts,
-            "loads": loads, "order": raw["order"], "failed": failed,
+            "loads": loads, "order": raw["order"], "failed": failed, "step_per_run": per_run,
             "n": {"profile_steps": len(prof.get("step", [])), "hand_steps": len(hand.get("step", []))}}
 
 
@@ -190,6 +192,11 @@ def render(s: dict[str, Any]) -> list[str]:
         lines.append(f"  {r['phase']:<10} {_ms(r['profile_ms'])} {_ms(r['hand_ms'])} {ratio} {_pct(r['share']):>6}"
                      + ("  << outside [0.85, 1.15]" if r["flag"] else ""))
     lines += [f"  note: {n['span']} {_ms(n['hand_ms']).strip()} ms by hand: {n['note']}" for n in s["notes"]]
+    runs = s.get("step_per_run") or {}
+    if runs:
+        lines.append("  step median per run: " + ", ".join(
+            f"{m[0].upper()}{i + 1} {v:.1f}" for m in ("profile", "hand") for i, v in enumerate(runs.get(m, []))
+            if v is not None))
     causes = [[c.split(" (")[0] for c in v] for v in s["verdicts"]]  # the causes, their shares aside
     same = all(c == causes[0] for c in causes)
     for i, v in enumerate(s["verdicts"] if not same or len(s["verdicts"]) < 2 else s["verdicts"][:1]):
