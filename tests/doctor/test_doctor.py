@@ -622,3 +622,25 @@ def test_every_run_time_code_has_a_check_a_buggy_loop_and_a_clean_loop():
         buggy, clean = (inspect.getsource(fn) for fn in pair)
         assert code in buggy, f"{code}: the buggy loop never asserts the code"
         assert "== set()" in clean or "not in codes" in clean, f"{code}: the clean loop asserts no cleanliness"
+
+
+def test_a_rank_sends_rank_0_its_findings_not_its_series(tmp_path, monkeypatch):
+    """Under torchrun every rank's report reaches rank 0 (issue 28: small summaries, never traces):
+    the loss and gradient-norm series grow with the steps and are left out of what a rank sends."""
+    import json
+
+    from pitstop.doctor.result import merge_ranks
+
+    model = mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with Doctor(model, opt) as dr:
+        train(model, opt, steps=400, keep=[])  # a finding (PIT102) and 400 steps of series
+    report = dr.report()
+    assert report.codes() == ["PIT102"] and len(report.timeline["loss"]) == 400
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("PITSTOP_DOCTOR_DIR", str(tmp_path))
+    assert merge_ranks(report, rank=1) is report  # rank 1 reports nothing itself
+    sent = (tmp_path / "rank1.json").read_text()
+    assert json.loads(sent)["timeline"] == {} and [f["code"] for f in json.loads(sent)["findings"]] == ["PIT102"]
+    assert len(sent) < 3000 < len(json.dumps(report.to_dict())), len(sent)
