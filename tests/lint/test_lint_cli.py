@@ -134,6 +134,19 @@ def test_explain(capsys):
     assert main(["explain", "PIT999"]) == 2
 
 
+def test_lints_the_installed_torchs_training_packages_without_an_exception():
+    """nn, optim, utils and distributed of the installed torch (the whole of it: the slow test below)."""
+    import torch
+
+    from pitstop.lint import lint
+
+    root = Path(torch.__file__).parent
+    result = lint([str(root / sub) for sub in ("nn", "optim", "utils", "distributed")], select=["ALL"])
+    assert result.files > 400 and result.lines > 150_000
+    assert not [d for d in result.findings if d.code == "PIT001"]
+
+
+@pytest.mark.slow
 def test_lints_every_file_of_the_installed_torch_without_an_exception():
     import torch
 

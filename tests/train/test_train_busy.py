@@ -140,7 +140,8 @@ def test_a_load_that_starts_during_the_search_does_not_choose_a_thread_count(tmp
     assert "threads" not in (doc["winner"] or {}).get("variant", "")
     planned = [r for r in doc["results"] if r.get("stage") == "probe" and "threads" in r["variant"]]
     if planned:  # planned while quiet, measured busy: named as not chosen
-        assert all(r["status"] == "ok" for r in planned), [(r["variant"], r["status"], r.get("reason")) for r in planned]
+        assert all(r["status"] == "ok" for r in planned), [(r["variant"], r["status"], r.get("reason"))
+                                                           for r in planned]
         assert any("not chosen: measured while other processes used" in n for n in doc["notes"]), doc["notes"]
     else:  # the start already looked busy: thread counts were not searched at all
         assert any("measured on one thread" in n for n in doc["notes"]), doc["notes"]

@@ -42,8 +42,8 @@ JOB += LOOP
 def test_each_variant_is_a_torchrun_job_and_the_ddp_knobs_are_searched(tmp_path):
     (tmp_path / "job.py").write_text(textwrap.dedent(JOB))
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "100",
-                           "--techniques", "ddp", "--replicas", "1", "--json", "t.json", "--patch",
+    proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "200",
+                           "--techniques", "optimizer,ddp", "--replicas", "1", "--json", "t.json", "--patch",
                            "ddp.diff", "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=900,
                           env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
@@ -56,18 +56,22 @@ def test_each_variant_is_a_torchrun_job_and_the_ddp_knobs_are_searched(tmp_path)
     assert len(naive["fidelity"]["trajectory"]["losses"]) == 3  # the gate ran on the job's rank 0
     final = [r for r in doc["results"] if r["stage"].startswith("final") and r["variant"] != "naive"]
     gated = [r for r in final if r["status"] == "ok"]
-    assert gated, [(r["variant"], r["status"], r.get("reason")) for r in final]  # variants passed the gate
     winner = doc["winner"]["variant"]
-    if winner == "naive":  # nothing beat the job here: no patch, and no finalist was faster beyond noise
+    if winner == "naive":  # nothing beat the job here: no patch, and nothing measured was faster beyond noise
         assert not (tmp_path / "ddp.diff").exists()
         assert all((r.get("speedup") or {}).get("verdict") != "faster" or r["speedup"]["median"] < 1.05
                    for r in gated), [(r["variant"], r.get("speedup")) for r in gated]
+        if not final:  # no finalist: no probe was faster by 5% or beyond noise
+            assert all((r.get("speedup") or {}).get("verdict") != "faster" or r["speedup"]["median"] < 1.05
+                       for r in doc["results"] if r["stage"] == "probe"), doc["results"]
         return
     assert winner in {r["variant"] for r in gated}  # the winner passed the gate
     patch = (tmp_path / "ddp.diff").read_text()
     subprocess.run(["git", "apply", "ddp.diff"], cwd=tmp_path, check=True)
     if "ddp-" in winner:
         assert "model = DDP(nn.Sequential" in patch
+    if "fused" in winner or "foreach" in winner:
+        assert "opt = torch.optim.AdamW(model.parameters(), lr=1e-3" in patch
     job = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
                           "29561", "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -96,7 +100,7 @@ def test_fsdp2_knobs_are_keywords_of_every_fully_shard_call(tmp_path):
     edit a keyword on both ``fully_shard`` lines; the patch applies."""
     (tmp_path / "job.py").write_text(textwrap.dedent(FSDP_JOB))
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "80",
+    proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "120",
                            "--techniques", "ddp", "--replicas", "1", "--json", "t.json", "--patch", "fsdp.diff",
                            "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=900,
                           env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"})
