@@ -123,9 +123,10 @@ def kill_worker(variant: str) -> Action:
 
 
 def interrupt_after_workers(proc: subprocess.Popen[str]) -> None:
-    """Ctrl-C once the search's workers are up (1.5 s later)."""
+    """Ctrl-C once the search's worker processes are up (1.5 s later; any child: bench's and
+    optimize's workers carry no PITSTOP_VARIANT)."""
     deadline = time.monotonic() + 120
-    while not workers_of(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
+    while not children_of(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
     time.sleep(1.5)
     proc.send_signal(signal.SIGINT)
