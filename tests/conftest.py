@@ -21,3 +21,15 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _ctrl_c_reaches_children():
+    """Every test starts with SIGINT handled as in an interactive shell. A process started in the
+    background by a non-interactive shell (``make test &``, ``nohup``) inherits SIGINT ignored,
+    and so does every child it starts: the Ctrl-C tests' signal would then reach nothing."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
