@@ -62,11 +62,10 @@ def mfu(flops_per_step: float | None, step_s: float | None, precision: str, peak
     """Achieved FLOP/s and its share of the peak in the variant's precision (None when unknown)."""
     if not flops_per_step or not step_s or step_s <= 0:
         return None
-    peak = peaks.get("bf16" if precision.startswith("bf16") else "fp32")
-    achieved = flops_per_step / step_s
+    kind = "bf16" if precision.startswith("bf16") else "fp32"
+    peak, achieved = peaks.get(kind), flops_per_step / step_s
     used = {"flops_per_step": flops_per_step, "achieved_flops": achieved, "peak_flops": peak,
-            "precision": "bf16" if precision.startswith("bf16") else "fp32",
-            "fraction": achieved / peak if peak else None}
+            "precision": kind, "fraction": achieved / peak if peak else None}
     if peak and achieved > peak:  # above what a matmul reached here: the peak was measured low (a busy moment)
         used["fraction"] = None
         used["note"] = "the step's FLOP/s exceed the measured matmul peak: the peak was measured low; no MFU"
