@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.torchrun import finished
+
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 JOB = """
 import os, time
@@ -61,7 +63,7 @@ def torchrun_profile(tmp_path: Path, port: int, slow_rank: int, own_hook: bool =
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
                            str(port), "-m", "pitstop", "profile", "--json", "prof.json", "--no-drill-down", "job.py"],
                           capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert finished(proc) and (tmp_path / "prof.json").exists(), proc.stderr[-3000:]
     return json.loads((tmp_path / "prof.json").read_text()), proc
 
 

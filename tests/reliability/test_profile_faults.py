@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -134,6 +135,20 @@ def test_a_script_killed_by_a_signal_keeps_its_last_snapshot(tmp_path, command):
     doc = json.loads((tmp_path / "r.json").read_text())
     assert 0 < doc["steps"] <= 300 and doc["exit"]["status"] == "killed"
     assert "was killed by SIGKILL" in doc["exit"]["error"]
+
+
+@pytest.mark.parametrize("command", ["profile", "doctor"])
+def test_a_process_killed_on_its_way_out_keeps_its_complete_report(tmp_path, command):
+    """The script finished and its report was sent; then its process aborted at interpreter exit
+    (torch 2.13's gloo threads do so now and then after ``destroy_process_group``, seen on CI): the
+    report is the complete one, not 'the last snapshot', and the script's code is passed on."""
+    script(tmp_path, before="import atexit, signal\natexit.register(lambda: os.kill(os.getpid(), signal.SIGABRT))")
+    proc = pitstop(command, "--json", "r.json", "train.py", cwd=tmp_path)
+    assert proc.returncode == 128 + signal.SIGABRT, proc.stderr[-2000:]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["steps"] == 30 and doc["exit"]["status"] == "ok", doc["exit"]
+    assert "killed by SIGABRT after it sent its final report" in doc["exit"]["after_report"]
+    assert "the report is complete" in proc.stderr
 
 
 def test_trace_into_an_unwritable_place_is_refused_before_the_run(tmp_path):

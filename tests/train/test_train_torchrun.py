@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.torchrun import finished
+
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 JOB = """
 import torch, torch.distributed as dist
@@ -33,7 +35,9 @@ for step in range(400):
     loss = nn.functional.cross_entropy(model(x), y)
     loss.backward()
     opt.step()
+rank = dist.get_rank()
 dist.destroy_process_group()
+print(f"rank {rank} trained", flush=True)
 """
 JOB += LOOP
 
@@ -75,7 +79,8 @@ def test_each_variant_is_a_torchrun_job_and_the_ddp_knobs_are_searched(tmp_path)
     job = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
                           "29561", "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
-    assert job.returncode == 0, job.stderr[-2000:]  # the patched job runs under torchrun, without pitstop
+    # the patched job runs under torchrun, without pitstop (torch's own abort at exit aside)
+    assert finished(job, ("rank 0 trained", "rank 1 trained")), job.stderr[-2000:]
 
 
 FSDP_JOB = """

@@ -25,6 +25,9 @@ def finish_script_run(output: Any, job: dict[str, Any], timeout_s: float | None 
         status = "timed out" if "timeout of" in outcome.ended else "killed" if "killed" in outcome.ended else "exited"
         doc["exit"] = {"status": status, "code": outcome.code,
                        "error": f"{outcome.ended}; this report is the last snapshot it sent"}
+    elif outcome.ended:  # complete, then killed on its way out: said, and the code passed on
+        doc["exit"] = {**(doc.get("exit") or {}), "after_report": outcome.ended, "code": outcome.code}
+        print(f"pitstop: {outcome.ended} (exit code {outcome.code}); the report is complete", file=sys.stderr)
     if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 reports for the job
         if seen is not None:
             seen(doc)

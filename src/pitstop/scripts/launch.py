@@ -133,6 +133,10 @@ class _Waiting:
                                 f"the script was stopped after its timeout of {timeout_s:g} s")
         if returncode < 0:
             name = signal.Signals(-returncode).name
+            if self.final:  # the report was complete; the process died on its way out (torch's
+                # gloo threads abort at interpreter exit now and then): the report stays, the code too
+                return ChildOutcome(self.document, True, 128 - returncode,
+                                    f"the script's process was killed by {name} after it sent its final report")
             why = f"was killed by {name}" + (" (out of memory?)" if name == "SIGKILL" else "")
             return ChildOutcome(self.document, False, 128 - returncode, f"the script {why}")
         if not self.final:
