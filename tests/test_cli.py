@@ -221,3 +221,24 @@ def test_json_to_stdout_puts_the_console_on_stderr(capsys):
     out, err = capsys.readouterr()
     assert json.loads(out)["function"] == f"{M}:stable_lse"
     assert "gradients OK" in err
+
+
+LONG = "/tmp/" + "z" * 300  # longer than any file name a Linux file system takes (255 bytes)
+
+
+@pytest.mark.parametrize("argv", [
+    ["profile", f"{LONG}.py"], ["doctor", f"{LONG}.py"], ["train", f"{LONG}.py"], ["lint", f"{LONG}.py"],
+    ["bench", f"{LONG}.py:build"], ["optimize", f"{LONG}.py:build"], ["memory", f"{LONG}.py:build"],
+    ["report", f"{LONG}.json"], ["compare", f"{LONG}.json", f"{LONG}.json"], ["train", "zoo:mlp", "--save", LONG],
+    ["profile", "--html", f"{LONG}.html", "t.py"], ["profile", "--trace", LONG, "t.py"],
+])
+def test_a_path_too_long_is_one_line_exit_2(argv, capsys, tmp_path):
+    """Found by the property tests on a clean clone: stat() of a name over 255 bytes raises
+    ENAMETOOLONG, which was an internal error (exit 3) in every command that looks at a path."""
+    from pitstop.cli import main
+
+    script = tmp_path / "t.py"
+    script.write_text("raise SystemExit('the script must not run')\n")
+    assert main([str(script) if a == "t.py" else a for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pitstop: error: ") and "File name too long" in err and len(err.strip().splitlines()) == 1

@@ -18,12 +18,18 @@ def check_writable(path: str | os.PathLike[str], field: str = "json_path", suffi
     """Fail now, with a ``SettingError`` naming ``field`` (the CLI names its flag), if ``path``
     could not be written later; ``suffix``: the kind of file, for the example name."""
     target = Path(path)
-    if target.is_dir():
+    try:  # a name too long for the file system makes even stat() fail (ENAMETOOLONG)
+        is_dir = target.is_dir()
+        blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
+    except OSError as exc:
+        raise SettingError(field, f"cannot write {str(path)!r} ({exc.strerror or exc}); choose a writable path"
+                           ) from None
+    if is_dir:
         raise SettingError(field, f"{str(path)!r} is a directory; give a file name such as out.{suffix}")
-    blocker = next((p for p in target.parents if p.exists() and not p.is_dir()), None)
     if blocker is not None:
         raise SettingError(field, f"cannot write {str(path)!r} ({str(blocker)!r} is a file, not a folder); choose a "
                                   "writable path")
+    made = _missing(target.parent)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
@@ -32,6 +38,22 @@ def check_writable(path: str | os.PathLike[str], field: str = "json_path", suffi
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise SettingError(field, f"cannot write {str(path)!r} ({reason}); choose a writable path") from None
+    finally:  # a check leaves nothing behind: the folders are made again when the file is written
+        _remove(made)
+
+
+def _missing(folder: Path) -> list[Path]:
+    """The folders on the way to ``folder`` (itself included) that do not exist yet, deepest first."""
+    return [p for p in (folder, *folder.parents) if not p.exists()]
+
+
+def _remove(folders: list[Path]) -> None:
+    """Remove the (empty) folders a check made, deepest first."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
@@ -158,6 +180,7 @@ def check_folder(path: str | os.PathLike[str], field: str = "save") -> Path:
         if foreign:
             raise SettingError(field, f"{str(path)!r} holds files pitstop did not write ({', '.join(foreign[:3])}); "
                                       "give a new or empty directory")
+    made = _missing(target.parent)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         probe = tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent)
@@ -169,6 +192,8 @@ def check_folder(path: str | os.PathLike[str], field: str = "save") -> Path:
     except OSError as exc:
         raise SettingError(field, f"cannot write {str(path)!r} ({exc.strerror or exc}); choose a writable "
                                   "directory") from None
+    finally:
+        _remove(made)
     return target
 
 
@@ -179,6 +204,7 @@ def write_folder(path: str | os.PathLike[str], files: dict[str, str | bytes | Pa
     import shutil
 
     target = check_folder(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
     try:
         os.chmod(staging, 0o777 & ~_UMASK)

@@ -156,6 +156,8 @@ def test_profile_options(real_documents, tmp_path_factory, flag, value, path):
     before = Path(good).read_bytes()
     if flag in ("--html", "--trace"):
         value = str(folder / path) if path and "\x00" not in path else path
+    if "\x00" in value:
+        return  # no command line can carry a NUL byte (exec refuses it): nothing reaches pitstop
     if flag == "--timeout-s" and value.strip() in ("1e-308",):
         return  # valid, and stops the script before its first step: not this test's point
     proc = subprocess.run([sys.executable, "-m", "pitstop", "profile", "--json", str(folder / "p.json"),

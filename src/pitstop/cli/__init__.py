@@ -4,6 +4,7 @@ it sets as ``func``. Usage errors print one line and exit 2; never a traceback."
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
@@ -34,11 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``pitstop`` console script."""
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
     try:
+        args = parser.parse_args(argv)  # train's parser looks at the script's path: it may fail there
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
         return args.func(args)
     except PitstopError as exc:
         print(f"pitstop: error: {exc}", file=sys.stderr)
@@ -49,12 +50,32 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `pitstop lint . | head`: the reader left; say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except Exception as exc:  # a bug in pitstop: one line, the traceback on request
-        if os.environ.get("PITSTOP_DEBUG"):
-            raise
-        print(f"pitstop: internal error: {type(exc).__name__}: {exc} (set PITSTOP_DEBUG=1 for the traceback "
-              "and please report it)", file=sys.stderr)
-        return 3
+    except OSError as exc:
+        if exc.errno not in _PATH_ERRORS or exc.filename is None:
+            return _internal(exc)
+        name = str(exc.filename)
+        shown = name if len(name) <= 80 else f"{name[:50]}...{name[-20:]}"
+        print(f"pitstop: error: cannot use the path {shown!r} ({exc.strerror}); give another path", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        if "embedded null byte" not in str(exc):  # os functions refuse a path with a NUL in it
+            return _internal(exc)
+        print("pitstop: error: a path contains a NUL byte; give another path", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        return _internal(exc)
+
+
+_PATH_ERRORS = (errno.ENAMETOOLONG, errno.ELOOP)  # a path given on the command line no file system takes
+
+
+def _internal(exc: Exception) -> int:
+    """A bug in pitstop: one line, the traceback on request."""
+    if os.environ.get("PITSTOP_DEBUG"):
+        raise exc
+    print(f"pitstop: internal error: {type(exc).__name__}: {exc} (set PITSTOP_DEBUG=1 for the traceback "
+          "and please report it)", file=sys.stderr)
+    return 3
 
 
 if __name__ == "__main__":
