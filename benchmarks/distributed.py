@@ -3,11 +3,15 @@
 1. The profile's overhead: the job run plain and under `torchrun -m pitstop profile --no-drill-down`,
    interleaved over --rounds rounds; the job times its own steps (each rank appends the time of
    every optimizer step to a file), so both runs are measured the same way. Goal: <= 3%.
+   And in one process (--only in-process): on both ranks, blocks of steps alternate between two
+   identical DDP jobs, one plain and one under pitstop.profile() attached for its blocks (which job
+   is made first alternates between --runs runs); the ratio with its bootstrap 95% interval.
 2. The trained patch: `pitstop train --nproc-per-node 2 --patch` on the job, the patch applied with
    git apply, then the original and the patched job run whole, interleaved; the speed-up of the
    median step (the slowest rank's, as the job waits for it).
 
-    python benchmarks/distributed.py [--rounds 5] [--budget-s 240] [--steps 200]
+    python benchmarks/distributed.py [--rounds 5] [--budget-s 240] [--steps 200] [--runs 6] [--blocks 16]
+        [--block-steps 20] [--only overhead|in-process|trained]
 """
 
 from __future__ import annotations
@@ -48,6 +52,93 @@ for step in range(steps):
 log.close()
 dist.destroy_process_group()
 """
+
+
+BLOCKS = """
+import os, sys, time
+import torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+import pitstop
+
+blocks, per_block = int(sys.argv[1]), int(sys.argv[2])
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+
+
+def job():
+    torch.manual_seed(0)
+    model = DDP(nn.Sequential(nn.Linear(512, 1024), nn.GELU(), nn.Linear(1024, 1024), nn.GELU(),
+                              nn.Linear(1024, 10)))
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+
+first, second = job(), job()  # two identical DDP jobs: the comm hook stays on its own; which one is
+sides = ({"plain": first, "profiled": second} if sys.argv[3] == "0"  # profiled alternates between runs
+         else {"plain": second, "profiled": first})
+profiler = pitstop.profile(drill_down=False)
+g = torch.Generator().manual_seed(rank)
+log = open(f"{os.environ['STEP_LOG']}.rank{rank}", "w")
+for block in range(blocks):
+    for side in ("plain", "profiled") if block % 2 == 0 else ("profiled", "plain"):
+        model, opt = sides[side]
+        if side == "profiled":
+            profiler.attach()
+        last = time.perf_counter()
+        for step in range(per_block):
+            x = torch.randn(64, 512, generator=g)
+            y = x[:, :10].argmax(1)
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            now = time.perf_counter()
+            if step >= 2:  # the first steps of a block: the switch between the two jobs' memory
+                log.write(f"{side} {block} {now - last:.6f}\\n")
+            last = now
+        if side == "profiled":
+            profiler.detach()
+log.close()
+if rank == 0:  # what the profiled side saw: its steps, and whether its all-reduce was timed
+    print(f"profiled side: all-reduce timed by the comm hook: {profiler.comm.timed}, in {len(profiler.comm.comm_s)} "
+          "steps")
+dist.destroy_process_group()
+"""
+
+
+def in_process(folder: Path, runs: int, blocks: int, per_block: int) -> None:
+    """Both sides in the same two ranks, in alternating blocks (the way benchmarks/doctor_overhead.py
+    does it): what a profiled step costs, without the spread between one process and the next. Each
+    side is its own DDP job (a comm hook cannot be taken off again), and which of the two is made
+    first alternates from run to run (the second one made can be faster or slower for its memory)."""
+    from pitstop.stats import speedup_groups
+
+    (folder / "blocks.py").write_text(textwrap.dedent(BLOCKS))
+    env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", "STEP_LOG": str(folder / "blocks")}
+    load = os.getloadavg()[0]
+    groups: dict[str, list[list[float]]] = {"plain": [], "profiled": []}
+    seen: list[str] = []
+    for run_ in range(runs):
+        proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                               "--master-port", str(29690 + run_), "blocks.py", str(blocks), str(per_block),
+                               str(run_ % 2)], cwd=folder, env=env, check=True, capture_output=True, text=True,
+                              timeout=1800)
+        seen += [line for line in proc.stdout.splitlines() if line.startswith("profiled side")]
+        rows = [line.split() for rank in (0, 1) for line in (folder / f"blocks.rank{rank}").read_text().splitlines()]
+        steps: dict[tuple[str, str], list[float]] = {}
+        for side, block, seconds in rows:  # rank 0's rows, then rank 1's: the step is the slowest rank's
+            steps.setdefault((side, block), []).append(float(seconds))
+        for (side, _), both in sorted(steps.items(), key=lambda kv: int(kv[0][1])):
+            half = len(both) // 2
+            groups[side].append([max(a, b) for a, b in zip(both[:half], both[half:], strict=True)])
+    ratio = speedup_groups(groups["profiled"], groups["plain"])  # >1: the profiled step is slower
+    noise = "within noise" if ratio.ci95[0] <= 1.0 <= ratio.ci95[1] else "beyond noise"
+    plain = statistics.median(t for g in groups["plain"] for t in g)
+    profiled = statistics.median(t for g in groups["profiled"] for t in g)
+    print(f"profile overhead, in-process: plain {plain * 1e3:.2f} ms/step, profiled {profiled * 1e3:.2f} ms/step: "
+          f"x{ratio.median:.3f} [{ratio.ci95[0]:.3f}-{ratio.ci95[1]:.3f}] ({noise}; goal <= x1.03) over "
+          f"{runs} runs of {blocks} blocks of {per_block} steps per side, interleaved; load average {load:.2f} before, "
+          f"{os.getloadavg()[0]:.2f} after; {seen[-1] if seen else 'profiled side: not reported'}")
 
 
 def run(folder: Path, log: Path, steps: int, profiled: bool, port: int) -> float:
@@ -107,12 +198,20 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--budget-s", type=float, default=240.0)
+    ap.add_argument("--runs", type=int, default=6, help="in-process part: runs (the first-made job alternates)")
+    ap.add_argument("--blocks", type=int, default=16, help="in-process part: blocks per side and run")
+    ap.add_argument("--block-steps", type=int, default=20, help="in-process part: steps per block")
+    ap.add_argument("--only", choices=("overhead", "in-process", "trained"), help="one part alone")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="pitstop-distributed-") as tmp:
         folder = Path(tmp)
         (folder / "job.py").write_text(textwrap.dedent(JOB))
-        overhead(folder, args.rounds, args.steps)
-        trained(folder, args.rounds, args.steps, args.budget_s)
+        if args.only in (None, "overhead"):
+            overhead(folder, args.rounds, args.steps)
+        if args.only in (None, "in-process"):
+            in_process(folder, args.runs, args.blocks, args.block_steps)
+        if args.only in (None, "trained"):
+            trained(folder, args.rounds, args.steps, args.budget_s)
 
 
 if __name__ == "__main__":
