@@ -47,6 +47,9 @@ def test_report_renders_and_validates(setup):
     assert doc["problem"]["optimizer"]["name"] == "AdamW"
     naive = next(r for r in doc["results"] if r["variant"] == "naive" and r["stage"] == "final")
     assert len(naive["fidelity"]["trajectory"]["losses"]) == 3
+    inside = [x * 1e3 for g in naive["details"]["optimizer_samples_s"] for x in g]  # optimizer.step(), timed apart
+    assert len(inside) == len(naive["samples_ms"]) and all(
+        0 < x < t for x, t in zip(inside, naive["samples_ms"], strict=True))
     text = str(setup.report)
     assert "zero-grad-zeros" in text and "Winner:" in text
     assert "<table>" in setup.report._repr_html_()

@@ -55,6 +55,10 @@ def test_a_plain_loop_end_to_end_the_patch_applies_and_trains_the_same(tmp_path)
     assert any(r.get("mfu", {}).get("fraction") for r in doc["results"])
     assert doc["environment"]["load"]["loadavg_start"] is not None
     assert not any("not reproducible" in n for n in doc["notes"])  # seeded by pitstop: seed 0 runs agree
+    for row in (r for r in doc["results"] if r["status"] == "ok"):  # optimizer.step() timed apart, inside the step
+        inside = [x * 1e3 for g in row["details"]["optimizer_samples_s"] for x in g]
+        assert len(inside) == len(row["samples_ms"]) and all(
+            0 < x < t for x, t in zip(inside, row["samples_ms"], strict=True))
     winner = doc["winner"]["variant"]
     native = bool({"avx512_bf16", "amx_bf16"} & set(doc["environment"].get("cpu_flags", [])))
     if winner == "naive":  # nothing won on this machine: nothing to apply, it says so, and the final shows why

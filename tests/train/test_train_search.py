@@ -1,6 +1,8 @@
 """The train search's decisions on given probe measurements (the rules, not the clock): which
 finalists are planned, compiled autograd as a refinement, and the winner."""
 
+import re
+
 import numpy as np
 import pytest
 from torch import nn
@@ -153,3 +155,68 @@ def test_a_drift_that_settles_when_measured_again_decides_on_the_second_final(se
     monkeypatch.setattr(search, "_plan", lambda finalists: (finalists, 1))
     search._stages()
     assert not search.outcome.failed and search.outcome.stages[-1].name == "final-2"
+
+
+def with_optimizer_phase(found, phases, spread=0.02):
+    """Seconds inside optimizer.step() per step for each named row (what the step hooks time)."""
+    for i, row in enumerate(found.result.rows):
+        if row.variant in phases:
+            row.details = {"optimizer_samples_s": samples(phases[row.variant], spread=spread, seed=100 + i)}
+    return found
+
+
+def noisy_stage(name, medians, spread):
+    result = BenchResult("m", {}, {}, {}, NAIVE_NAME)
+    for i, (variant, ms) in enumerate(medians.items()):
+        config = parse_train_variant(variant)
+        result.rows.append(Measurement(variant, config.to_dict(2), 8,
+                                       replica_samples_s=samples(ms, n=12, spread=spread, seed=i)))
+    return Stage(name, result)
+
+
+def test_the_fused_optimizer_is_judged_on_its_optimizer_step_when_the_whole_step_is_too_noisy(search):
+    """word_lm_lstm: the optimizer is 9% of a step whose run-to-run noise is larger than what fused
+    saves; timed apart, its optimizer step is 2x faster beyond doubt, and the step is not slower."""
+    final = with_optimizer_phase(noisy_stage("final", {NAIVE_NAME: 100.0, "fused": 96.0}, spread=0.15),
+                                 {NAIVE_NAME: 9.0, "fused": 4.5})
+    search.outcome.stages = [final]
+    assert search.ratio(final, final.result.row("fused", 8)).verdict == "within noise"  # the whole step cannot tell
+    search._decide()
+    assert search.outcome.winner is not None and search.outcome.winner.variant == "fused"
+    note = next(n for n in search.outcome.notes if n.startswith("fused: chosen on its optimizer step"))
+    assert "2.00x faster" in note and re.search(r"than naive's, saving 4\.\d% of that step \(1\.05x\)", note), note
+    final = with_optimizer_phase(noisy_stage("final", {NAIVE_NAME: 100.0, "fused": 96.0}, spread=0.15),
+                                 {NAIVE_NAME: 9.0, "fused": 8.9})  # the optimizer step itself no faster
+    search.outcome.stages, search.outcome.notes = [final], []
+    search._decide()
+    assert search.outcome.winner is None
+
+
+def test_a_faster_optimizer_step_does_not_excuse_a_slower_whole_step(search):
+    final = with_optimizer_phase(noisy_stage("final", {NAIVE_NAME: 100.0, "fused": 130.0}, spread=0.02),
+                                 {NAIVE_NAME: 9.0, "fused": 4.5})  # e.g. a fused kernel that costs elsewhere
+    search.outcome.stages = [final]
+    search._decide()
+    assert search.outcome.winner is None
+
+
+def test_fused_on_a_combination_stays_when_its_optimizer_step_is_faster(search):
+    """bf16+fused within noise of bf16 on the step: the simpler bf16 would stay by the tie rule,
+    unless fused's own step is faster; then the fused one is kept."""
+    medians = {NAIVE_NAME: 100.0, "bf16-autocast": 60.0, "bf16-autocast+fused": 59.0}
+    final = noisy_stage("final", medians, spread=0.05)
+    search.outcome.stages = [final]
+    search._decide()
+    assert search.outcome.winner.variant == "bf16-autocast"  # no phase timed: the tie rule
+    search.outcome.stages = [with_optimizer_phase(noisy_stage("final", medians, spread=0.05),
+                                                  {NAIVE_NAME: 9.0, "bf16-autocast": 9.0,
+                                                   "bf16-autocast+fused": 4.0})]
+    search._decide()
+    assert search.outcome.winner.variant == "bf16-autocast+fused"
+
+
+def test_a_fused_optimizer_within_noise_on_the_probe_survives_by_its_optimizer_step(search):
+    probe = with_optimizer_phase(noisy_stage("probe", {NAIVE_NAME: 100.0, "fused": 99.0, "foreach": 99.5},
+                                             spread=0.15), {NAIVE_NAME: 9.0, "fused": 4.5, "foreach": 8.9})
+    search.outcome.stages = [probe]
+    assert [c.name for c in search.finalists()][:1] == ["fused"]

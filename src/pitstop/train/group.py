@@ -292,9 +292,11 @@ class TrainGroup(WorkerGroup):
 
     def _took(self, v: _Live, i: int, chunk: dict[str, Any]) -> None:
         """CPU seconds per step, the script's end, the fp16 loss scaler's skipped steps."""
-        if chunk.get("cpu_times"):  # CPU seconds per step: what a busy machine's choice is made on
-            cpu = v.row.details.setdefault("cpu_samples_s", [[] for _ in v.row.replica_samples_s])
-            cpu[i].extend(chunk["cpu_times"])
+        for key, name in (("cpu_times", "cpu_samples_s"), ("optimizer_times", "optimizer_samples_s")):
+            if chunk.get(key):  # CPU seconds per step (a busy machine's choice is made on them); seconds
+                # in optimizer.step() (where an optimizer implementation acts)
+                samples = v.row.details.setdefault(name, [[] for _ in v.row.replica_samples_s])
+                samples[i].extend(chunk[key])
         if chunk.get("ended"):  # the script ran out of steps: timed on what it gave
             v.finished = True
             v.row.details = {**(v.row.details or {}), "timed_until_the_script_ended": chunk["steps"]}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from pitstop.train.variants.ddp import fits
 
 MEANINGFUL = 1.05  # a technique combines when faster beyond noise, or by 5% (median)
 TIE = 1.03  # within 3% (and within noise): the simpler one is preferred
+MIN_SAVING = 0.01  # an optimizer implementation judged on its own step saves at least 1% of the whole step
 PROBE_SHARE = 0.45  # of the budget: probe variants not started by then are skipped (the final needs the rest)
 PROBE_CALLS, FINAL_CALLS = 5, 6  # timed steps every variant gets at least, whatever the budget (an interval)
 FINALISTS = 4
@@ -38,6 +40,21 @@ _OPTIONS: dict[str, tuple[Any, ...]] = {
     "layout": ("channels_last",),
     "ddp": ("grad-view", "static-graph", "bucket-100", "fsdp-no-reshard", "fsdp-bf16-params"),
 }
+
+
+@dataclass(frozen=True)
+class OptimizerGain:
+    """An optimizer implementation's gain measured on ``optimizer.step()`` over ``sibling`` (the same
+    step with the for-loop optimizer): ``phase``, that step's speed-up; ``share``, the time saved as
+    a fraction of the sibling's step; ``on_sibling``, the step's speed-up that saving makes; ``step``,
+    the speed-up over naive; ``step_s``, the step's seconds."""
+
+    sibling: str
+    phase: Ratio
+    share: float
+    on_sibling: float
+    step: float
+    step_s: float  # the sibling's median step less the time saved
 
 
 @dataclass
@@ -211,9 +228,11 @@ class TrainSearch(StagedSearch):
                 continue
             if not self._reliable(probe, row):
                 continue
-            if ratio.ci95[0] > 1.0 or ratio.median >= MEANINGFUL:
+            via = self.optimizer_gain(probe, row)
+            if ratio.ci95[0] > 1.0 or ratio.median >= MEANINGFUL or via is not None:
                 config = self._config(row)
-                faster.setdefault("+".join(config.axes_set), []).append((config, ratio.median))
+                speedup = ratio.median if ratio.ci95[0] > 1.0 or via is None else via.step
+                faster.setdefault("+".join(config.axes_set), []).append((config, speedup))
         return faster
 
     def ratio(self, stage: Stage, row: Measurement, baseline: str = NAIVE_NAME) -> Ratio | None:
@@ -227,6 +246,36 @@ class TrainSearch(StagedSearch):
                 return speedup_groups([g for g in a if g], [g for g in b if g])
         c = stage.result.comparison(row.variant, row.batch_size, baseline=baseline)
         return c.ratio if c else None
+
+    def optimizer_gain(self, stage: Stage, row: Measurement) -> OptimizerGain | None:
+        """An optimizer implementation judged where it acts: ``row`` differs from a row of ``stage``
+        (its sibling: naive, or the same techniques with the for-loop optimizer) in the optimizer's
+        implementation only, so the rest of their steps is the same work and the difference is in
+        ``optimizer.step()``, timed apart (the probe's step hooks). It counts when that phase is
+        faster beyond noise, saves at least ``MIN_SAVING`` of the step, and the whole step is not
+        slower beyond noise; the step's speed-up is then the sibling's step less the phase's
+        measured saving (a whole step's noise hides a saving of a few percent that the phase shows
+        plainly). None otherwise."""
+        config = self._config(row)
+        if row.status != "ok" or config.optimizer == "for-loop":
+            return None
+        sibling = stage.result.row(config.with_(optimizer="for-loop").name, row.batch_size)
+        if sibling is None or sibling.status != "ok" or not sibling.latency or not row.latency:
+            return None
+        a, b = ((x.details or {}).get("optimizer_samples_s") for x in (sibling, row))
+        a, b = [g for g in a or [] if g], [g for g in b or [] if g]
+        step = self.ratio(stage, row, baseline=sibling.variant)
+        if not a or not b or step is None or step.ci95[1] < 1.0:
+            return None
+        phase = speedup_groups(a, b)
+        base_s = sibling.latency.median / 1e3
+        saved = statistics.median(itertools.chain(*a)) - statistics.median(itertools.chain(*b))
+        if phase.ci95[0] <= 1.0 or not MIN_SAVING * base_s <= saved < base_s:
+            return None
+        on_sibling = base_s / (base_s - saved)
+        over = self.ratio(stage, sibling) if sibling.variant != NAIVE_NAME else None
+        return OptimizerGain(sibling.variant, phase, saved / base_s, on_sibling,
+                             on_sibling * (over.median if over else 1.0), base_s - saved)
 
     def _config(self, row: Measurement) -> TrainConfig:
         return TrainConfig.from_dict(row.config, self.settings.threads)
@@ -349,9 +398,15 @@ class TrainSearch(StagedSearch):
             return
         steps = self.settings.steps
         faster = []
-        for row in stage.rows:
+        beyond = {r.variant for r in stage.rows if r.status == "ok" and r.variant != NAIVE_NAME
+                  and (x := self.ratio(stage, r)) is not None and x.ci95[0] > 1.0}
+        gains = {r.variant: g for r in stage.rows if (g := self.optimizer_gain(stage, r)) is not None}
+        by_phase = {v for v, g in gains.items() if v not in beyond and (g.sibling == NAIVE_NAME or g.sibling in beyond)}
+        for row in stage.rows:  # faster beyond noise, or by its optimizer step on a step that is
             ratio = self.ratio(stage, row)
-            if row.status != "ok" or row.variant == NAIVE_NAME or ratio is None or ratio.ci95[0] <= 1.0:
+            if row.status != "ok" or row.variant == NAIVE_NAME or ratio is None:
+                continue
+            if row.variant not in beyond and row.variant not in by_phase:
                 continue
             if not self._fits(row) or not self._reliable(stage, row):
                 continue
@@ -361,8 +416,10 @@ class TrainSearch(StagedSearch):
                     self.outcome.notes.append(f"{row.variant}: compilation ({row.compile_s:.0f} s) pays for itself "
                                               f"after {even:,.0f} steps, more than the {steps} planned")
                     continue
-            total = (row.compile_s or 0.0) + (steps or 0) * (row.latency.median if row.latency else 0.0) / 1e3
-            faster.append((total if steps else -ratio.median, row))
+            via = gains[row.variant] if row.variant in by_phase else None
+            step_s = via.step_s if via else (row.latency.median / 1e3 if row.latency else 0.0)
+            total = (row.compile_s or 0.0) + (steps or 0) * step_s
+            faster.append((total if steps else -(via.step if via else ratio.median), row))
         if not faster:
             self.outcome.winner = None
             self.outcome.verdict = "no finalist passed the gate and was faster than naive beyond noise"
@@ -372,10 +429,19 @@ class TrainSearch(StagedSearch):
         for _, row in faster[1:]:
             simpler = len(self._config(row).parts) < len(self._config(winner).parts)
             vs = self.ratio(stage, winner, baseline=row.variant)
+            kept = gains.get(winner.variant)
+            if kept is not None and kept.sibling == row.variant:
+                continue  # the winner's optimizer step is faster than this one's beyond noise
             if simpler and vs and vs.ci95[0] <= 1.0 and vs.median < TIE:
                 winner = row
                 break
         self.outcome.winner = winner
+        via = gains.get(winner.variant)
+        if winner.variant in by_phase and via is not None:
+            self.outcome.notes.append(
+                f"{winner.variant}: chosen on its optimizer step, {via.phase.median:.2f}x faster "
+                f"[{via.phase.ci95[0]:.2f}-{via.phase.ci95[1]:.2f}] than {via.sibling}'s, saving {via.share:.1%} of "
+                f"that step ({via.on_sibling:.2f}x), less than the whole step's noise shows")
         self.outcome.verdict = ("least total time over the planned steps, beyond noise" if steps else
                                 "fastest beyond noise that trains the same")
         if stage.load.get("busy") or self.group.one_thread:

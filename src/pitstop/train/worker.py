@@ -81,11 +81,15 @@ class TrainSession:
         self.optimizer.zero_grad(set_to_none=True)
         train_step, model, optimizer, batch = self.ns["train_step"], self.model, self.optimizer, self.batch
         self.cpu: list[float] = []  # the process's CPU seconds per step (what other processes do not move)
+        self.opt: list[float] = []  # seconds inside optimizer.step() per step (CPU only: CUDA's runs async)
+        in_step = _optimizer_clock(optimizer) if self.device.type == "cpu" else None
 
         def step() -> torch.Tensor:
             start = time.process_time()
             loss = self._counted(train_step(model, optimizer, batch))
             self.cpu.append(time.process_time() - start)
+            if in_step is not None:
+                self.opt.append(in_step.pop())
             return loss
 
         self.fn = step
@@ -131,9 +135,10 @@ class TrainSession:
 
     def run(self, n: int) -> dict[str, Any]:
         """Seconds for each of ``n`` timed steps, and GradScaler's skips so far."""
-        before = len(self.cpu)
+        before, opt_before = len(self.cpu), len(self.opt)
         times = self.timer.times(n)
-        return {"times": times, "cpu_times": self.cpu[before:][-len(times):], "skipped": self.skipped,
+        return {"times": times, "cpu_times": self.cpu[before:][-len(times):],
+                "optimizer_times": self.opt[opt_before:][-len(times):], "skipped": self.skipped,
                 "steps": self.steps}
 
     def memory(self) -> dict[str, Any]:
@@ -145,6 +150,35 @@ class TrainSession:
         """Give back the thread count (inline sessions share the process)."""
         if hasattr(self, "threads_before"):
             torch.set_num_threads(self.threads_before)
+
+
+class _InStep:
+    """Seconds spent inside ``optimizer.step()`` since the last ``pop`` (its pre and post hooks)."""
+
+    def __init__(self) -> None:
+        self.total, self.since = 0.0, 0.0
+
+    def pre(self, *_: Any) -> None:
+        self.since = time.perf_counter()
+
+    def post(self, *_: Any) -> None:
+        if self.since:
+            self.total += time.perf_counter() - self.since
+            self.since = 0.0
+
+    def pop(self) -> float:
+        total, self.total = self.total, 0.0
+        return total
+
+
+def _optimizer_clock(optimizer: torch.optim.Optimizer) -> _InStep | None:
+    """Hooks timing ``optimizer.step()`` (None for an optimizer without step hooks)."""
+    if not hasattr(optimizer, "register_step_pre_hook"):
+        return None
+    clock = _InStep()
+    optimizer.register_step_pre_hook(clock.pre)
+    optimizer.register_step_post_hook(clock.post)
+    return clock
 
 
 def _sync(device: torch.device) -> None:

@@ -10,6 +10,7 @@ end, or its crash, answers the pending request with the reason."""
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import sys
@@ -104,21 +105,23 @@ class Server:
             tail = sorted(probe.step_times[-5:])
             return {"losses": losses, "times": list(probe.step_times), "per_call_s": tail[len(tail) // 2],
                     "seed": self.job.get("seed", 0), "skipped": 0, "steps": probe.steps}
-        training, cpu = self._training_times()
+        training, cpu, opt = self._training_times()
         if self.pending == "warmup":
             return {"per_call_s": statistics.median(training or done), "calls": len(done)}
-        return {"times": training, "cpu_times": cpu, "skipped": 0, "steps": probe.steps,
+        return {"times": training, "cpu_times": cpu, "optimizer_times": opt, "skipped": 0, "steps": probe.steps,
                 "eval_steps": len(done) - len(training)}
 
-    def _training_times(self) -> tuple[list[float], list[float]]:
-        """The pending request's step times and CPU times, the steps spent mostly in an evaluation
-        (no_grad, inference_mode: a validation loop between two steps) left out, unless most were."""
+    def _training_times(self) -> tuple[list[float], list[float], list[float]]:
+        """The pending request's step times, CPU times and seconds in ``optimizer.step()``, the steps
+        spent mostly in an evaluation (no_grad, inference_mode: a validation loop between two steps)
+        left out, unless most were."""
         probe = self.probe
-        rows = list(zip(probe.step_times[self.mark:], probe.step_cpu[self.mark:], probe.eval_steps[self.mark:],
-                        strict=False))
-        kept = [r for r in rows if not r[2]]
+        rows = list(zip(probe.step_times[self.mark:], probe.step_cpu[self.mark:], probe.step_opt[self.mark:],
+                        probe.eval_steps[self.mark:], strict=False))
+        kept = [r for r in rows if not r[3]]
         chosen = kept if len(kept) * 2 >= len(rows) else rows
-        return [r[0] for r in chosen], [r[1] for r in chosen]
+        opt = [r[2] for r in chosen]
+        return [r[0] for r in chosen], [r[1] for r in chosen], opt if all(math.isfinite(x) for x in opt) else []
 
     def _gradients(self) -> dict[str, Any]:
         """Step 1's gradients: the discovery run keeps them as the reference; a variant compares."""
@@ -215,8 +218,9 @@ class Server:
         steps = self.probe.steps
         why = error or f"the script ended after {steps} optimizer step(s)"
         if self.pending == "run" and error is None:  # timed steps cut short: what was timed still counts
-            times, cpu = self._training_times()
-            self._reply({"times": times, "cpu_times": cpu, "skipped": 0, "steps": steps, "ended": True})
+            times, cpu, opt = self._training_times()
+            self._reply({"times": times, "cpu_times": cpu, "optimizer_times": opt, "skipped": 0, "steps": steps,
+                         "ended": True})
         elif self.pending is not None:
             wanted = "; pitstop needed more: give arguments that train longer (e.g. more iterations)" \
                 if error is None and self.pending in STEP_REQUESTS else ""

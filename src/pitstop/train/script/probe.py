@@ -32,6 +32,10 @@ class Probe:
         self.step_losses: list[float] = []
         self.step_times: list[float] = []
         self.step_cpu: list[float] = []  # the process's CPU seconds (all threads) per step: what load does not move
+        self.step_opt: list[float] = []  # seconds inside optimizer.step() per step (every optimizer): where the
+        # optimizer implementation acts, measured apart from the rest of the step's noise
+        self.opt_s, self._opt_since = 0.0, 0.0
+        self.opt_timed = True  # every optimizer's parameters on the CPU: its step's time is its work
         self.cpu_resumed = time.process_time()
         self.eval_steps: list[bool] = []  # steps whose interval was mostly no_grad / inference_mode (validation)
         self.nograd_s, self._nograd_depth, self._nograd_since = 0.0, 0, 0.0
@@ -170,13 +174,15 @@ class Probe:
     # -- steps ----------------------------------------------------------------------------------
 
     def _pre_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        pass
+        self._opt_since = time.perf_counter()
 
     def _first_gradients(self, optimizer: torch.optim.Optimizer) -> None:
         """Each optimizer's gradients at its first step, read after the step (a closure step, as
         Lightning makes, computes them inside step(); no optimizer clears them)."""
         if not any(o is optimizer for o in self.optimizers):
             self.optimizers.append(optimizer)
+            self.opt_timed = self.opt_timed and all(
+                p.device.type == "cpu" for group in optimizer.param_groups for p in group["params"])
             index = len(self.optimizers) - 1
             for g, group in enumerate(optimizer.param_groups):
                 for k, p in enumerate(group["params"]):
@@ -184,6 +190,9 @@ class Probe:
                         self.first_grads[f"optimizer{index}.group{g}.param{k}"] = p.grad.detach().cpu().float().clone()
 
     def _post_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if self._opt_since:
+            self.opt_s += time.perf_counter() - self._opt_since
+            self._opt_since = 0.0
         self._first_gradients(optimizer)
         if self.clock is None:
             self.clock = optimizer
@@ -196,6 +205,8 @@ class Probe:
         wall = now - self.resumed
         self.step_times.append(wall)
         self.step_cpu.append(time.process_time() - self.cpu_resumed)
+        self.step_opt.append(self.opt_s if self.opt_timed else math.nan)  # a CUDA step returns before it ran
+        self.opt_s = 0.0
         self.eval_steps.append(self.nograd_s > 0.5 * wall)  # mostly an evaluation: not a training step's time
         self.nograd_s = 0.0
         self.step_losses.append(_sum(self.losses))

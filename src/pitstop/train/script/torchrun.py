@@ -143,9 +143,10 @@ def merge(method: str, replies: list[Any]) -> Any:
         width = min(len(r["times"]) for r in replies)
         times = [max(r["times"][i] for r in replies) for i in range(width)]
         merged = {**first, "times": times}
-        if all("cpu_times" in r for r in replies):
-            cpu = min(len(r["cpu_times"]) for r in replies)
-            merged["cpu_times"] = [max(r["cpu_times"][i] for r in replies) for i in range(cpu)]
+        for key in ("cpu_times", "optimizer_times"):
+            if all(key in r for r in replies):
+                width = min(len(r[key]) for r in replies)
+                merged[key] = [max(r[key][i] for r in replies) for i in range(width)]
         if method == "trajectory":
             tail = sorted(times[-5:])
             merged["per_call_s"] = tail[len(tail) // 2] if tail else first.get("per_call_s")
