@@ -143,6 +143,11 @@ def in_process(folder: Path, runs: int, blocks: int, per_block: int) -> None:
 
 def run(folder: Path, log: Path, steps: int, profiled: bool, port: int) -> float:
     """One whole job; the median step (max over ranks of each step's interval, first 10 left out)."""
+    return statistics.median(run_steps(folder, log, steps, profiled, port))
+
+
+def run_steps(folder: Path, log: Path, steps: int, profiled: bool, port: int) -> list[float]:
+    """One whole job; each step's interval (the slowest rank's; the first 10 left out)."""
     head = ["-m", "pitstop", "profile", "--no-drill-down", "--json", str(folder / "p.json")] if profiled else []
     env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", "STEP_LOG": str(log)}
     for path in folder.glob(f"{log.name}.rank*"):
@@ -152,18 +157,29 @@ def run(folder: Path, log: Path, steps: int, profiled: bool, port: int) -> float
                    timeout=900)
     per_rank = [[float(t) for t in p.read_text().split()] for p in sorted(folder.glob(f"{log.name}.rank*"))]
     gaps = [[b - a for a, b in itertools.pairwise(ts)][10:] for ts in per_rank]
-    return statistics.median(max(g[i] for g in gaps) for i in range(min(map(len, gaps))))
+    return [max(g[i] for g in gaps) for i in range(min(map(len, gaps)))]
 
 
 def overhead(folder: Path, rounds: int, steps: int) -> None:
-    plain, profiled = [], []
+    """Whole jobs, plain and profiled, interleaved; the ratio of pooled medians with a hierarchical
+    bootstrap interval (runs resampled, then steps within them: on this VM one whole run's median
+    differs from the next by up to 20%, so the interval says what the rounds can resolve)."""
+    from pitstop.stats import speedup_groups
+
+    plain: list[list[float]] = []
+    profiled: list[list[float]] = []
+    load = os.getloadavg()[0]
     for r in range(rounds):
         for mode in (False, True) if r % 2 == 0 else (True, False):
-            (profiled if mode else plain).append(run(folder, folder / "steps", steps, mode, 29601 + r))
-    ratio = statistics.median(profiled) / statistics.median(plain)
-    print(f"profile overhead: plain {statistics.median(plain) * 1e3:.2f} ms/step, profiled "
-          f"{statistics.median(profiled) * 1e3:.2f} ms/step: x{ratio:.3f} ({(ratio - 1):+.1%}; goal <= +3%) over "
-          f"{rounds} interleaved rounds; load average {os.getloadavg()[0]:.2f}")
+            (profiled if mode else plain).append(run_steps(folder, folder / "steps", steps, mode, 29601 + r))
+    ratio = speedup_groups(profiled, plain)  # >1: the profiled step is slower
+    noise = "within noise" if ratio.ci95[0] <= 1.0 <= ratio.ci95[1] else "beyond noise"
+    runs = lambda groups: [round(statistics.median(g) * 1e3, 1) for g in groups]  # noqa: E731
+    print(f"profile overhead, whole processes: plain {statistics.median(t for g in plain for t in g) * 1e3:.2f} "
+          f"ms/step, profiled {statistics.median(t for g in profiled for t in g) * 1e3:.2f} ms/step: "
+          f"x{ratio.median:.3f} [{ratio.ci95[0]:.3f}-{ratio.ci95[1]:.3f}] ({noise}; goal <= x1.03) over {rounds} "
+          f"interleaved rounds; run medians plain {runs(plain)}, profiled {runs(profiled)}; load average {load:.2f} "
+          f"before, {os.getloadavg()[0]:.2f} after")
 
 
 def trained(folder: Path, rounds: int, steps: int, budget_s: float) -> None:

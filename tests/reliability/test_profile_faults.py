@@ -244,3 +244,27 @@ def test_a_read_only_folder_is_refused_before_the_script_runs(tmp_path, immutabl
     proc = pitstop("profile", flag, str(target), "train.py", cwd=tmp_path)
     assert proc.returncode == 2 and f"{flag}: " in proc.stderr and "must not run" not in proc.stderr, proc.stderr
     assert (immutable / "recipe.py").read_text() == "# the old recipe\n"
+
+
+def test_snapshots_back_off_to_one_percent_of_the_run_and_the_report_says_what_they_cost():
+    """A snapshot of a long run's report takes longer as the run grows (and in a DDP job every rank
+    waits for the one making it): after one that took 50 ms, the next is not due for 5 s."""
+    import time
+    from multiprocessing import Pipe
+
+    from pitstop.scripts.child import Channel
+
+    mine, theirs = Pipe()
+    channel = Channel(mine, 0.0)
+
+    def slow() -> dict:
+        time.sleep(0.05)
+        return {"steps": 1}
+
+    for _ in range(5):
+        channel.snapshot(slow)
+    assert channel.sent == 1 and channel.due - time.monotonic() > 4.0
+    assert theirs.recv() == ("snapshot", {"steps": 1})
+    channel.final({"steps": 2}, 0)
+    kind, doc, code = theirs.recv()
+    assert kind == "final" and code == 0 and doc["snapshots"]["sent"] == 1 and doc["snapshots"]["seconds"] >= 0.05

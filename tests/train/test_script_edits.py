@@ -120,3 +120,16 @@ def test_a_full_variant_edits_every_site_and_the_diff_applies(tmp_path):
         pytest.skip("git is not installed")
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run(["git", "apply", "--check", "-"], cwd=tmp_path, input=patch, text=True, check=True)
+
+
+def test_an_optimizer_that_already_runs_fused_is_not_a_variant(tmp_path):
+    """The HF Trainer's default optim is adamw_torch_fused on torch >= 2.8: the fused variant would
+    be the unmodified script measured twice (a difference there is noise), so it is not planned."""
+    found = _found(tmp_path)
+    found["sites"]["optimizers"][0]["set"] = {"foreach": None, "fused": True}
+    with pytest.raises(NotMechanical, match="AdamW already runs with fused=True"):
+        edits.plan(TrainConfig(optimizer="fused"), found)
+    with pytest.raises(NotMechanical, match="foreach cannot be added"):  # torch refuses both flags
+        edits.plan(TrainConfig(optimizer="foreach"), found)
+    found["sites"]["optimizers"][0]["set"] = {"foreach": None, "fused": None}
+    assert edits.plan(TrainConfig(optimizer="fused"), found)  # not set: edited

@@ -16,30 +16,40 @@ from typing import Any, NoReturn
 
 from pitstop.doctor.consumer import Consumer
 
+SNAPSHOT_SHARE = 0.01  # snapshots take at most 1% of the script's time: their interval grows with their cost
+
 
 class Channel:
-    """Documents to pitstop: snapshots, at most one every ``interval_s``, then the final one."""
+    """Documents to pitstop: snapshots, at most one every ``interval_s`` (longer when making and
+    sending one costs more than ``SNAPSHOT_SHARE`` of that: a long run's report grows with its
+    steps, and in a DDP job every rank waits for the one making it), then the final one."""
 
     def __init__(self, conn: Connection, interval_s: float) -> None:
         self.conn, self.interval_s = conn, interval_s
-        self.last = time.monotonic()
+        self.due = time.monotonic() + interval_s
         self.closed = False
+        self.sent, self.spent_s = 0, 0.0  # snapshots sent, and the script's time they took
 
     def snapshot(self, make: Callable[[], dict[str, Any]]) -> None:
-        """Send ``make()`` if the interval has passed (a failure here never stops the script)."""
-        if self.closed or time.monotonic() - self.last < self.interval_s:
+        """Send ``make()`` if it is due (a failure here never stops the script)."""
+        started = time.monotonic()
+        if self.closed or started < self.due:
             return
-        self.last = time.monotonic()
         try:
             self.conn.send(("snapshot", make()))
+            self.sent += 1
         except Exception:  # the report of a run in progress is a courtesy: the run goes on
             pass
+        spent = time.monotonic() - started
+        self.spent_s += spent
+        self.due = time.monotonic() + max(self.interval_s, spent / SNAPSHOT_SHARE)
 
     def final(self, document: dict[str, Any], code: int) -> None:
         """The final document and the script's exit code (once)."""
         if self.closed:
             return
         self.closed = True
+        document["snapshots"] = {"sent": self.sent, "seconds": round(self.spent_s, 4)}  # what they cost the script
         try:
             self.conn.send(("final", document, code))
         except OSError:
@@ -56,11 +66,20 @@ class Snapshots(Consumer):
         self.channel.snapshot(self.make)
 
 
-def _with_environment(doc: dict[str, Any]) -> dict[str, Any]:
+def _with_environment(doc: dict[str, Any], snapshot: bool = False) -> dict[str, Any]:
+    """``doc`` with the machine's record (a snapshot reuses the first one: it reads package metadata)."""
     from pitstop._env import environment
 
-    doc["environment"] = doc.get("environment") or environment()
+    if not doc.get("environment"):
+        if snapshot:
+            _ENVIRONMENT[0] = _ENVIRONMENT[0] or environment()
+            doc["environment"] = dict(_ENVIRONMENT[0])
+        else:
+            doc["environment"] = environment()
     return doc
+
+
+_ENVIRONMENT: list[dict[str, Any] | None] = [None]
 
 
 def run_doctor(job: dict[str, Any], channel: Channel) -> int:
@@ -70,7 +89,8 @@ def run_doctor(job: dict[str, Any], channel: Channel) -> int:
 
     doctor = Doctor(guard=job.get("guard", False), sync_every=job.get("sync_every"),
                     select=job.get("select", ()), ignore=job.get("ignore", ()))
-    doctor.session.subscribe(Snapshots(channel, lambda: _with_environment(doctor.local_report().to_dict())))
+    doctor.session.subscribe(Snapshots(channel, lambda: _with_environment(doctor.local_report().to_dict(),
+                                                                         snapshot=True)))
     _final_on_hard_exit(lambda code: _doctor_final(doctor, job, code), channel)
     report, code = run_script(job["script"], list(job["args"]), doctor)
     channel.final(_with_environment(report.to_dict()), code)
@@ -95,7 +115,8 @@ def run_profile(job: dict[str, Any], channel: Channel) -> int:
 
     def attached(profiler: Any) -> None:
         holder["profiler"] = profiler
-        profiler.session.subscribe(Snapshots(channel, lambda: _with_environment(profiler.report.to_dict())))
+        profiler.session.subscribe(Snapshots(channel, lambda: _with_environment(profiler.report.to_dict(),
+                                                                               snapshot=True)))
 
     _final_on_hard_exit(lambda code: _profile_final(holder, job, code), channel)
     report, code = profile_script(job["script"], list(job["args"]), settings, on_attach=attached)

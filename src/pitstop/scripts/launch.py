@@ -16,6 +16,8 @@ from typing import Any
 
 from pitstop.errors import UsageError
 
+WAKE_S = 1.0  # the waiting parent wakes at most once a second (a DDP rank's core is shared with it: its
+# wake-ups delay that rank, and every other rank waits for it in the all-reduce)
 CHILD = "pitstop.scripts.child"
 
 
@@ -103,17 +105,26 @@ class _Waiting:
     def collect(self, conn: Connection, timeout_s: float | None) -> ChildOutcome:
         """Documents until the child exits (or ``timeout_s`` passes: then it is killed)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        timed_out = False
+        timed_out, connected = False, True
         while self.proc.poll() is None:
-            self._drain(conn, 0.1)
+            wait_s = WAKE_S if deadline is None else max(0.0, min(WAKE_S, deadline - time.monotonic()))
+            if connected:  # a document, or the child's end of the socket closing, wakes the wait at once
+                connected = self._drain(conn, wait_s)
+            else:
+                try:
+                    self.proc.wait(wait_s)
+                except subprocess.TimeoutExpired:
+                    pass
             if deadline is not None and time.monotonic() > deadline and self.proc.poll() is None:
                 timed_out = True
                 _stop(self.proc)
-        self._drain(conn, 0.0)
+        if connected:
+            self._drain(conn, 0.0)
         conn.close()
         return self._outcome(self.proc.returncode, timed_out, timeout_s)
 
-    def _drain(self, conn: Connection, wait_s: float) -> None:
+    def _drain(self, conn: Connection, wait_s: float) -> bool:
+        """The documents that arrive within ``wait_s``; False once the child's end is closed."""
         try:
             while conn.poll(wait_s):
                 wait_s = 0.0
@@ -123,7 +134,8 @@ class _Waiting:
                 elif kind == "final":
                     self.document, self.code, self.final = payload[0], int(payload[1]), True
         except (EOFError, OSError):
-            return
+            return False
+        return True
 
     def _outcome(self, returncode: int, timed_out: bool, timeout_s: float | None) -> ChildOutcome:
         if timed_out:

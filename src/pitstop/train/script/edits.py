@@ -144,8 +144,16 @@ def _before_training(found: dict[str, Any], line: str, why: str) -> Change:
 
 
 def _optimizer(config: TrainConfig, found: dict[str, Any], kind: str) -> list[Change]:
-    sites = [o for o in (found.get("sites") or {}).get("optimizers", []) if o.get("site")]
+    seen = (found.get("sites") or {}).get("optimizers", [])
+    sites = [o for o in seen if o.get("site")]
     flag = "fused" if config.optimizer == "fused" else "foreach"
+    if seen and all((o.get("set") or {}).get(flag) for o in seen):  # the HF Trainer's default optim is fused
+        raise NotMechanical(f"the script's {', '.join(sorted({o['class'] for o in seen}))} already runs with "
+                            f"{flag}=True: the unmodified script is this variant")
+    fused = sorted({o["class"] for o in seen if (o.get("set") or {}).get("fused")})
+    if flag == "foreach" and fused:  # torch refuses both flags on one optimizer
+        raise NotMechanical(f"the script's {', '.join(fused)} already runs with fused=True (foreach cannot be added "
+                            "to it)")
     if not sites and kind == "hf" and flag == "fused":
         return [_trainer_keyword(found, "hf-arguments", 'optim="adamw_torch_fused"', "fused")]
     if not sites:
