@@ -72,8 +72,8 @@ def _with_environment(doc: dict[str, Any], snapshot: bool = False) -> dict[str, 
 
     if not doc.get("environment"):
         if snapshot:
-            _ENVIRONMENT[0] = _ENVIRONMENT[0] or environment()
-            doc["environment"] = dict(_ENVIRONMENT[0])
+            known = _ENVIRONMENT[0] = _ENVIRONMENT[0] or environment()
+            doc["environment"] = dict(known)
         else:
             doc["environment"] = environment()
     return doc
