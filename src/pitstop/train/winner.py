@@ -1,0 +1,142 @@
+"""The train search's winner: the fastest gate-passing finalist beyond noise (``decide``), and an
+optimizer implementation judged on ``optimizer.step()`` itself (``optimizer_gain``). ``search`` is
+the ``TrainSearch`` whose stages they read (typed ``Any``: that module imports this one)."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from pitstop.bench.result import Measurement
+from pitstop.bench.stages import Stage
+from pitstop.stats import Ratio, speedup_groups
+from pitstop.train.config import NAIVE_NAME
+
+TIE = 1.03  # within 3% (and within noise): the simpler one is preferred
+MIN_SAVING = 0.01  # an optimizer implementation judged on its own step saves at least 1% of the whole step
+
+
+@dataclass(frozen=True)
+class OptimizerGain:
+    """An optimizer implementation's gain measured on ``optimizer.step()`` over ``sibling`` (the same
+    step with the for-loop optimizer): ``phase``, that step's speed-up; ``share``, the time saved as
+    a fraction of the sibling's step; ``on_sibling``, the step's speed-up that saving makes; ``step``,
+    the speed-up over naive; ``step_s``, the step's seconds."""
+
+    sibling: str
+    phase: Ratio
+    share: float
+    on_sibling: float
+    step: float
+    step_s: float  # the sibling's median step less the time saved
+
+
+def optimizer_gain(search: Any, stage: Stage, row: Measurement) -> OptimizerGain | None:
+    """An optimizer implementation judged where it acts: ``row`` differs from a row of ``stage``
+    (its sibling: naive, or the same techniques with the for-loop optimizer) in the optimizer's
+    implementation only, so the rest of their steps is the same work and the difference is in
+    ``optimizer.step()``, timed apart (the probe's step hooks). It counts when that phase is
+    faster beyond noise, saves at least ``MIN_SAVING`` of the step, and the whole step is not
+    slower beyond noise; the step's speed-up is then the sibling's step less the phase's
+    measured saving (a whole step's noise hides a saving of a few percent that the phase shows
+    plainly). None otherwise."""
+    config = search._config(row)
+    if row.status != "ok" or config.optimizer == "for-loop":
+        return None
+    sibling = stage.result.row(config.with_(optimizer="for-loop").name, row.batch_size)
+    if sibling is None or sibling.status != "ok" or not sibling.latency or not row.latency:
+        return None
+    a, b = ((x.details or {}).get("optimizer_samples_s") for x in (sibling, row))
+    a, b = [g for g in a or [] if g], [g for g in b or [] if g]
+    step = search.ratio(stage, row, baseline=sibling.variant)
+    if not a or not b or step is None or step.ci95[1] < 1.0:
+        return None
+    phase = speedup_groups(a, b)
+    base_s = sibling.latency.median / 1e3
+    saved = statistics.median(itertools.chain(*a)) - statistics.median(itertools.chain(*b))
+    if phase.ci95[0] <= 1.0 or not MIN_SAVING * base_s <= saved < base_s:
+        return None
+    on_sibling = base_s / (base_s - saved)
+    over = search.ratio(stage, sibling) if sibling.variant != NAIVE_NAME else None
+    return OptimizerGain(sibling.variant, phase, saved / base_s, on_sibling,
+                         on_sibling * (over.median if over else 1.0), base_s - saved)
+
+
+def decide(search: Any) -> None:
+    """The winner: in the last stage, the fastest gate-passing finalist faster than naive beyond
+    noise (with ``steps``: the least total time over them, compilation included, and only if
+    its compilation pays for itself); a simpler one within noise and 3% is preferred."""
+    if search.outcome.failed:
+        search.outcome.winner = None
+        search.outcome.verdict = f"{search.outcome.failed}; nothing is recommended and no recipe is written"
+        return
+    stages = [s for s in search.outcome.stages if s.rows]
+    if not stages:
+        if search.outcome.interrupted:
+            search.outcome.verdict = "interrupted before anything was measured"
+        return
+    stage = stages[-1]
+    search.outcome.winner_stage = stage
+    naive = stage.result.row(NAIVE_NAME, search.settings.batch)
+    if not stage.name.startswith("final"):
+        search.outcome.verdict = "the search stopped before the final stage: nothing passed the trajectory gate"
+        return
+    steps = search.settings.steps
+    faster = []
+    beyond = {r.variant for r in stage.rows if r.status == "ok" and r.variant != NAIVE_NAME
+              and (x := search.ratio(stage, r)) is not None and x.ci95[0] > 1.0}
+    gains = {r.variant: g for r in stage.rows if (g := optimizer_gain(search, stage, r)) is not None}
+    by_phase = {v for v, g in gains.items() if v not in beyond and (g.sibling == NAIVE_NAME or g.sibling in beyond)}
+    for row in stage.rows:  # faster beyond noise, or by its optimizer step on a step that is
+        ratio = search.ratio(stage, row)
+        if row.status != "ok" or row.variant == NAIVE_NAME or ratio is None:
+            continue
+        if row.variant not in beyond and row.variant not in by_phase:
+            continue
+        if not search._fits(row) or not search._reliable(stage, row):
+            continue
+        if steps is not None and naive and naive.latency and row.latency and row.compile_s:
+            even = row.compile_s / max((naive.latency.median - row.latency.median) / 1e3, 1e-12)
+            if even > steps:
+                search.outcome.notes.append(f"{row.variant}: compilation ({row.compile_s:.0f} s) pays for itself "
+                                          f"after {even:,.0f} steps, more than the {steps} planned")
+                continue
+        via = gains[row.variant] if row.variant in by_phase else None
+        step_s = via.step_s if via else (row.latency.median / 1e3 if row.latency else 0.0)
+        total = (row.compile_s or 0.0) + (steps or 0) * step_s
+        faster.append((total if steps else -(via.step if via else ratio.median), row))
+    if not faster:
+        search.outcome.winner = None
+        search.outcome.verdict = "no finalist passed the gate and was faster than naive beyond noise"
+        return
+    faster.sort(key=lambda p: p[0])
+    winner = faster[0][1]
+    for _, row in faster[1:]:
+        simpler = len(search._config(row).parts) < len(search._config(winner).parts)
+        vs = search.ratio(stage, winner, baseline=row.variant)
+        kept = gains.get(winner.variant)
+        if kept is not None and kept.sibling == row.variant:
+            continue  # the winner's optimizer step is faster than this one's beyond noise
+        if simpler and vs and vs.ci95[0] <= 1.0 and vs.median < TIE:
+            winner = row
+            break
+    search.outcome.winner = winner
+    via = gains.get(winner.variant)
+    if winner.variant in by_phase and via is not None:
+        search.outcome.notes.append(
+            f"{winner.variant}: chosen on its optimizer step, {via.phase.median:.2f}x faster "
+            f"[{via.phase.ci95[0]:.2f}-{via.phase.ci95[1]:.2f}] than {via.sibling}'s, saving {via.share:.1%} of "
+            f"that step ({via.on_sibling:.2f}x), less than the whole step's noise shows")
+    search.outcome.verdict = ("least total time over the planned steps, beyond noise" if steps else
+                            "fastest beyond noise that trains the same")
+    if stage.load.get("busy") or search.group.one_thread:
+        chosen = search.ratio(stage, winner)
+        search.outcome.verdict += " (compared by CPU time per step: the machine was busy"
+        search.outcome.notes.append(
+            f"the machine was busy (other processes used {stage.load.get('others_cpu_share') or 0:.0%} of the "
+            f"CPU): variants were compared by the CPU time of a step, which other processes do not move; "
+            f"{winner.variant} {chosen.median:.2f}x [{chosen.ci95[0]:.2f}-{chosen.ci95[1]:.2f}] by CPU time"
+            if chosen else "the machine was busy: variants were compared by CPU time per step")
+        search.outcome.verdict += ")"
