@@ -21,6 +21,7 @@ from pitstop.bench.variants.handlers import build
 from pitstop.bench.worker import CudaEventTimer, load_module
 from pitstop.bench.worker import serve as serve_session
 from pitstop.memory.peak import peak_bytes
+from pitstop.train.clock import InStep
 from pitstop.train.fidelity import gradient_report
 
 
@@ -152,30 +153,11 @@ class TrainSession:
             torch.set_num_threads(self.threads_before)
 
 
-class _InStep:
-    """Seconds spent inside ``optimizer.step()`` since the last ``pop`` (its pre and post hooks)."""
-
-    def __init__(self) -> None:
-        self.total, self.since = 0.0, 0.0
-
-    def pre(self, *_: Any) -> None:
-        self.since = time.perf_counter()
-
-    def post(self, *_: Any) -> None:
-        if self.since:
-            self.total += time.perf_counter() - self.since
-            self.since = 0.0
-
-    def pop(self) -> float:
-        total, self.total = self.total, 0.0
-        return total
-
-
-def _optimizer_clock(optimizer: torch.optim.Optimizer) -> _InStep | None:
+def _optimizer_clock(optimizer: torch.optim.Optimizer) -> InStep | None:
     """Hooks timing ``optimizer.step()`` (None for an optimizer without step hooks)."""
     if not hasattr(optimizer, "register_step_pre_hook"):
         return None
-    clock = _InStep()
+    clock = InStep()
     optimizer.register_step_pre_hook(clock.pre)
     optimizer.register_step_post_hook(clock.post)
     return clock

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 from torch.optim import optimizer as optim_hooks
 
+from pitstop.train.clock import InStep
 from pitstop.train.script.frames import caller_site, site_of, user_frames
 
 
@@ -34,7 +35,7 @@ class Probe:
         self.step_cpu: list[float] = []  # the process's CPU seconds (all threads) per step: what load does not move
         self.step_opt: list[float] = []  # seconds inside optimizer.step() per step (every optimizer): where the
         # optimizer implementation acts, measured apart from the rest of the step's noise
-        self.opt_s, self._opt_since = 0.0, 0.0
+        self.in_step = InStep()
         self.opt_timed = True  # every optimizer's parameters on the CPU: its step's time is its work
         self.cpu_resumed = time.process_time()
         self.eval_steps: list[bool] = []  # steps whose interval was mostly no_grad / inference_mode (validation)
@@ -174,7 +175,7 @@ class Probe:
     # -- steps ----------------------------------------------------------------------------------
 
     def _pre_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        self._opt_since = time.perf_counter()
+        self.in_step.pre()
 
     def _first_gradients(self, optimizer: torch.optim.Optimizer) -> None:
         """Each optimizer's gradients at its first step, read after the step (a closure step, as
@@ -190,9 +191,7 @@ class Probe:
                         self.first_grads[f"optimizer{index}.group{g}.param{k}"] = p.grad.detach().cpu().float().clone()
 
     def _post_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        if self._opt_since:
-            self.opt_s += time.perf_counter() - self._opt_since
-            self._opt_since = 0.0
+        self.in_step.post()
         self._first_gradients(optimizer)
         if self.clock is None:
             self.clock = optimizer
@@ -205,8 +204,8 @@ class Probe:
         wall = now - self.resumed
         self.step_times.append(wall)
         self.step_cpu.append(time.process_time() - self.cpu_resumed)
-        self.step_opt.append(self.opt_s if self.opt_timed else math.nan)  # a CUDA step returns before it ran
-        self.opt_s = 0.0
+        opt_s = self.in_step.pop()
+        self.step_opt.append(opt_s if self.opt_timed else math.nan)  # a CUDA step returns before it ran
         self.eval_steps.append(self.nograd_s > 0.5 * wall)  # mostly an evaluation: not a training step's time
         self.nograd_s = 0.0
         self.step_losses.append(_sum(self.losses))
