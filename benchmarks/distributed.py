@@ -11,7 +11,7 @@
    median step (the slowest rank's, as the job waits for it).
 
     python benchmarks/distributed.py [--rounds 5] [--budget-s 240] [--steps 200] [--runs 6] [--blocks 16]
-        [--block-steps 20] [--only overhead|in-process|trained]
+        [--block-steps 20] [--pin] [--only overhead|in-process|trained]
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 steps = int(sys.argv[1])
+if os.environ.get("PIN_RANKS"):  # every thread of this rank on one core (--pin): no migrations
+    core = sorted(os.sched_getaffinity(0))[int(os.environ["LOCAL_RANK"]) % len(os.sched_getaffinity(0))]
+    for task in os.listdir("/proc/self/task"):
+        os.sched_setaffinity(int(task), {core})
 dist.init_process_group("gloo")
 rank = dist.get_rank()
 torch.manual_seed(0)
@@ -146,10 +150,13 @@ def run(folder: Path, log: Path, steps: int, profiled: bool, port: int) -> float
     return statistics.median(run_steps(folder, log, steps, profiled, port))
 
 
-def run_steps(folder: Path, log: Path, steps: int, profiled: bool, port: int) -> list[float]:
-    """One whole job; each step's interval (the slowest rank's; the first 10 left out)."""
+def run_steps(folder: Path, log: Path, steps: int, profiled: bool, port: int, pin: bool = False) -> list[float]:
+    """One whole job; each step's interval (the slowest rank's; the first 10 left out). ``pin``: each
+    rank pins its threads to one core (rank i on core i) before it starts."""
     head = ["-m", "pitstop", "profile", "--no-drill-down", "--json", str(folder / "p.json")] if profiled else []
     env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", "STEP_LOG": str(log)}
+    if pin:
+        env["PIN_RANKS"] = "1"
     for path in folder.glob(f"{log.name}.rank*"):
         path.unlink()
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
@@ -160,26 +167,38 @@ def run_steps(folder: Path, log: Path, steps: int, profiled: bool, port: int) ->
     return [max(g[i] for g in gaps) for i in range(min(map(len, gaps)))]
 
 
-def overhead(folder: Path, rounds: int, steps: int) -> None:
+def overhead(folder: Path, rounds: int, steps: int, pin: bool = False) -> None:
     """Whole jobs, plain and profiled, interleaved; the ratio of pooled medians with a hierarchical
     bootstrap interval (runs resampled, then steps within them: on this VM one whole run's median
-    differs from the next by up to 20%, so the interval says what the rounds can resolve)."""
-    from pitstop.stats import speedup_groups
+    differs from the next by up to 20%, so the interval says what the rounds can resolve). And
+    paired: each round's profiled run against the plain run next to it (which goes first alternates),
+    the median of those ratios with its order-statistic interval: a drift of the machine over minutes
+    (a neighbour on the host) moves both runs of a round, so pairing takes it out of the figure.
+    ``pin``: both sides with each rank pinned to its own core, which takes the scheduler's placement
+    of the ranks' threads (a whole run fast or slow by ~15% on 2 cores) out of the comparison."""
+    from pitstop.stats import median_ci, speedup_groups
 
     plain: list[list[float]] = []
     profiled: list[list[float]] = []
     load = os.getloadavg()[0]
     for r in range(rounds):
         for mode in (False, True) if r % 2 == 0 else (True, False):
-            (profiled if mode else plain).append(run_steps(folder, folder / "steps", steps, mode, 29601 + r))
+            (profiled if mode else plain).append(run_steps(folder, folder / "steps", steps, mode, 29601 + r, pin))
     ratio = speedup_groups(profiled, plain)  # >1: the profiled step is slower
     noise = "within noise" if ratio.ci95[0] <= 1.0 <= ratio.ci95[1] else "beyond noise"
     runs = lambda groups: [round(statistics.median(g) * 1e3, 1) for g in groups]  # noqa: E731
-    print(f"profile overhead, whole processes: plain {statistics.median(t for g in plain for t in g) * 1e3:.2f} "
+    pinned = ", ranks pinned to cores" if pin else ""
+    plain_ms = statistics.median(t for g in plain for t in g) * 1e3
+    print(f"profile overhead, whole processes{pinned}: plain {plain_ms:.2f} "
           f"ms/step, profiled {statistics.median(t for g in profiled for t in g) * 1e3:.2f} ms/step: "
           f"x{ratio.median:.3f} [{ratio.ci95[0]:.3f}-{ratio.ci95[1]:.3f}] ({noise}; goal <= x1.03) over {rounds} "
           f"interleaved rounds; run medians plain {runs(plain)}, profiled {runs(profiled)}; load average {load:.2f} "
           f"before, {os.getloadavg()[0]:.2f} after")
+    paired = [statistics.median(b) / statistics.median(a) for a, b in zip(plain, profiled, strict=True)]
+    lo, hi = median_ci(paired)
+    noise = "within noise" if lo <= 1.0 <= hi else "beyond noise"
+    print(f"profile overhead, whole processes, paired by round: x{statistics.median(paired):.3f} [{lo:.3f}-{hi:.3f}] "
+          f"({noise}; goal <= x1.03); per round {[round(x, 3) for x in paired]}")
 
 
 def trained(folder: Path, rounds: int, steps: int, budget_s: float) -> None:
@@ -217,13 +236,14 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=6, help="in-process part: runs (the first-made job alternates)")
     ap.add_argument("--blocks", type=int, default=16, help="in-process part: blocks per side and run")
     ap.add_argument("--block-steps", type=int, default=20, help="in-process part: steps per block")
+    ap.add_argument("--pin", action="store_true", help="overhead part: each rank pinned to its own core, both sides")
     ap.add_argument("--only", choices=("overhead", "in-process", "trained"), help="one part alone")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="pitstop-distributed-") as tmp:
         folder = Path(tmp)
         (folder / "job.py").write_text(textwrap.dedent(JOB))
         if args.only in (None, "overhead"):
-            overhead(folder, args.rounds, args.steps)
+            overhead(folder, args.rounds, args.steps, args.pin)
         if args.only in (None, "in-process"):
             in_process(folder, args.runs, args.blocks, args.block_steps)
         if args.only in (None, "trained"):

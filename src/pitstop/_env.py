@@ -104,7 +104,7 @@ def environment(threads: int | None = None, seed: int | None = None) -> dict[str
         "pitstop": __version__,
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),  # a str: TorchVersion unpickled elsewhere would import torch there
         "torch_git": getattr(torch.version, "git_version", None),
         "torch_debug": bool(torch.version.debug),
         "cuda_build": torch.version.cuda,

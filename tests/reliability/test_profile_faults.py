@@ -264,7 +264,25 @@ def test_snapshots_back_off_to_one_percent_of_the_run_and_the_report_says_what_t
     for _ in range(5):
         channel.snapshot(slow)
     assert channel.sent == 1 and channel.due - time.monotonic() > 4.0
-    assert theirs.recv() == ("snapshot", {"steps": 1})
+    kind, text = theirs.recv()
+    assert kind == "snapshot" and json.loads(text) == {"steps": 1}
     channel.final({"steps": 2}, 0)
-    kind, doc, code = theirs.recv()
+    kind, text, code = theirs.recv()
+    doc = json.loads(text)
     assert kind == "final" and code == 0 and doc["snapshots"]["sent"] == 1 and doc["snapshots"]["seconds"] >= 0.05
+
+
+def test_the_waiting_parent_never_imports_torch(tmp_path):
+    """The report comes back as JSON text: unpickling the environment's ``torch.__version__`` (a
+    TorchVersion) imported torch in the waiting parent, two seconds of a core taken from the
+    script's first steps on every rank of a torchrun job."""
+    script(tmp_path)
+    probe = ("import sys; from pitstop.scripts.launch import run_child; "
+             "o = run_child({'command': 'profile', 'script': 'train.py', 'args': [], "
+             "'settings': {'drill_down': False}, 'snapshot_s': 0.0}); "
+             "print(o.final, o.document['environment']['torch'], 'torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": SRC})
+    final, version, imported = proc.stdout.split()[-3:]
+    assert proc.returncode == 0 and final == "True" and version[0].isdigit(), proc.stderr
+    assert imported == "False"

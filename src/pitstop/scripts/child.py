@@ -7,6 +7,7 @@ calls ``os._exit`` still gets its final report (the call is wrapped: report firs
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -22,7 +23,10 @@ SNAPSHOT_SHARE = 0.01  # snapshots take at most 1% of the script's time: their i
 class Channel:
     """Documents to pitstop: snapshots, at most one every ``interval_s`` (longer when making and
     sending one costs more than ``SNAPSHOT_SHARE`` of that: a long run's report grows with its
-    steps, and in a DDP job every rank waits for the one making it), then the final one."""
+    steps, and in a DDP job every rank waits for the one making it), then the final one. They
+    travel as JSON text, not pickles: unpickling an object of torch's (``torch.__version__`` is
+    one) would import torch in the waiting parent, two seconds of a core taken from the script's
+    first steps (on every rank of a torchrun job)."""
 
     def __init__(self, conn: Connection, interval_s: float) -> None:
         self.conn, self.interval_s = conn, interval_s
@@ -36,7 +40,7 @@ class Channel:
         if self.closed or started < self.due:
             return
         try:
-            self.conn.send(("snapshot", make()))
+            self.conn.send(("snapshot", json.dumps(make())))
             self.sent += 1
         except Exception:  # the report of a run in progress is a courtesy: the run goes on
             pass
@@ -51,7 +55,7 @@ class Channel:
         self.closed = True
         document["snapshots"] = {"sent": self.sent, "seconds": round(self.spent_s, 4)}  # what they cost the script
         try:
-            self.conn.send(("final", document, code))
+            self.conn.send(("final", json.dumps(document), code))
         except OSError:
             pass
 

@@ -3,6 +3,7 @@ and say how it ended. No torch here: the parent of a doctor or profile run stays
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -130,9 +131,9 @@ class _Waiting:
                 wait_s = 0.0
                 kind, *payload = conn.recv()
                 if kind == "snapshot" and not self.final:
-                    self.document = payload[0]
+                    self.document = json.loads(payload[0])
                 elif kind == "final":
-                    self.document, self.code, self.final = payload[0], int(payload[1]), True
+                    self.document, self.code, self.final = json.loads(payload[0]), int(payload[1]), True
         except (EOFError, OSError):
             return False
         return True
