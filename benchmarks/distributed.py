@@ -11,12 +11,13 @@
    median step (the slowest rank's, as the job waits for it).
 
     python benchmarks/distributed.py [--rounds 5] [--budget-s 240] [--steps 200] [--runs 6] [--blocks 16]
-        [--block-steps 20] [--pin] [--only overhead|in-process|trained]
+        [--block-steps 20] [--pin] [--malloc as-is|fixed] [--only overhead|in-process|trained]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import os
 import statistics
@@ -28,7 +29,7 @@ from pathlib import Path
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 JOB = """
-import os, sys, time
+import os, resource, sys, time
 import torch, torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -52,7 +53,8 @@ for step in range(steps):
     loss = nn.functional.cross_entropy(model(x), y)
     loss.backward()
     opt.step()
-    log.write(f"{time.perf_counter():.6f}\\n")
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    log.write(f"{time.perf_counter():.6f} {time.process_time():.6f} {faults}\\n")
 log.close()
 dist.destroy_process_group()
 """
@@ -145,29 +147,52 @@ def in_process(folder: Path, runs: int, blocks: int, per_block: int) -> None:
           f"{os.getloadavg()[0]:.2f} after; {seen[-1] if seen else 'profiled side: not reported'}")
 
 
+MALLOC_FIXED = {"MALLOC_MMAP_THRESHOLD_": str(256 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
+"""glibc's allocator held in one state (--malloc fixed): every tensor of this job from the heap, and the
+heap never given back. As it is, glibc moves its mmap threshold up whenever a mapped block is freed, so
+whether a step's 4 MB temporaries are mapped afresh (a page fault per 4 KiB page, ~2,000 a step here)
+or reused depends on what the process freed before: one process is fast or slow for its whole life."""
+
+
+@dataclasses.dataclass
+class Run:
+    """One whole job: each step's interval (the slowest rank's; the first 10 left out), and per step
+    the process CPU time and minor page faults (the mean of the two ranks)."""
+
+    steps: list[float]
+    cpu_ms: float
+    faults: float
+
+
 def run(folder: Path, log: Path, steps: int, profiled: bool, port: int) -> float:
     """One whole job; the median step (max over ranks of each step's interval, first 10 left out)."""
-    return statistics.median(run_steps(folder, log, steps, profiled, port))
+    return statistics.median(run_steps(folder, log, steps, profiled, port).steps)
 
 
-def run_steps(folder: Path, log: Path, steps: int, profiled: bool, port: int, pin: bool = False) -> list[float]:
-    """One whole job; each step's interval (the slowest rank's; the first 10 left out). ``pin``: each
-    rank pins its threads to one core (rank i on core i) before it starts."""
+def run_steps(folder: Path, log: Path, steps: int, profiled: bool, port: int, pin: bool = False,
+              malloc: str = "as-is") -> Run:
+    """One whole job. ``pin``: each rank pins its threads to one core (rank i on core i) before it
+    starts; ``malloc="fixed"``: glibc's allocator in one state (``MALLOC_FIXED``)."""
     head = ["-m", "pitstop", "profile", "--no-drill-down", "--json", str(folder / "p.json")] if profiled else []
     env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", "STEP_LOG": str(log)}
     if pin:
         env["PIN_RANKS"] = "1"
+    if malloc == "fixed":
+        env.update(MALLOC_FIXED)
     for path in folder.glob(f"{log.name}.rank*"):
         path.unlink()
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
                     str(port), *head, "job.py", str(steps)], cwd=folder, env=env, check=True, capture_output=True,
                    timeout=900)
-    per_rank = [[float(t) for t in p.read_text().split()] for p in sorted(folder.glob(f"{log.name}.rank*"))]
-    gaps = [[b - a for a, b in itertools.pairwise(ts)][10:] for ts in per_rank]
-    return [max(g[i] for g in gaps) for i in range(min(map(len, gaps)))]
+    per_rank = [[[float(x) for x in line.split()] for line in p.read_text().splitlines()][10:]
+                for p in sorted(folder.glob(f"{log.name}.rank*"))]
+    gaps = [[b[0] - a[0] for a, b in itertools.pairwise(rows)] for rows in per_rank]
+    per_step = lambda col: statistics.mean((rows[-1][col] - rows[0][col]) / (len(rows) - 1)  # noqa: E731
+                                           for rows in per_rank)
+    return Run([max(g[i] for g in gaps) for i in range(min(map(len, gaps)))], per_step(1) * 1e3, per_step(2))
 
 
-def overhead(folder: Path, rounds: int, steps: int, pin: bool = False) -> None:
+def overhead(folder: Path, rounds: int, steps: int, pin: bool = False, malloc: str = "as-is") -> None:
     """Whole jobs, plain and profiled, interleaved; the ratio of pooled medians with a hierarchical
     bootstrap interval (runs resampled, then steps within them: on this VM one whole run's median
     differs from the next by up to 20%, so the interval says what the rounds can resolve). And
@@ -175,30 +200,41 @@ def overhead(folder: Path, rounds: int, steps: int, pin: bool = False) -> None:
     the median of those ratios with its order-statistic interval: a drift of the machine over minutes
     (a neighbour on the host) moves both runs of a round, so pairing takes it out of the figure.
     ``pin``: both sides with each rank pinned to its own core, which takes the scheduler's placement
-    of the ranks' threads (a whole run fast or slow by ~15% on 2 cores) out of the comparison."""
+    of the ranks' threads (a whole run fast or slow by ~15% on 2 cores) out of the comparison.
+    ``malloc="fixed"``: both sides with glibc's allocator held in one state, which takes its page
+    faults (0 to ~2,800 a step from one process to the next, as it is) out of the comparison; the page
+    faults and CPU time per step are printed either way."""
     from pitstop.stats import median_ci, speedup_groups
 
-    plain: list[list[float]] = []
-    profiled: list[list[float]] = []
+    plain: list[Run] = []
+    profiled: list[Run] = []
     load = os.getloadavg()[0]
     for r in range(rounds):
         for mode in (False, True) if r % 2 == 0 else (True, False):
-            (profiled if mode else plain).append(run_steps(folder, folder / "steps", steps, mode, 29601 + r, pin))
-    ratio = speedup_groups(profiled, plain)  # >1: the profiled step is slower
+            (profiled if mode else plain).append(run_steps(folder, folder / "steps", steps, mode, 29601 + r, pin,
+                                                           malloc))
+    ratio = speedup_groups([p.steps for p in profiled], [p.steps for p in plain])  # >1: the profiled step is slower
     noise = "within noise" if ratio.ci95[0] <= 1.0 <= ratio.ci95[1] else "beyond noise"
-    runs = lambda groups: [round(statistics.median(g) * 1e3, 1) for g in groups]  # noqa: E731
-    pinned = ", ranks pinned to cores" if pin else ""
-    plain_ms = statistics.median(t for g in plain for t in g) * 1e3
-    print(f"profile overhead, whole processes{pinned}: plain {plain_ms:.2f} "
-          f"ms/step, profiled {statistics.median(t for g in profiled for t in g) * 1e3:.2f} ms/step: "
+    runs = lambda groups: [round(statistics.median(g.steps) * 1e3, 1) for g in groups]  # noqa: E731
+    how = (", ranks pinned to cores" if pin else "") + (", allocator fixed" if malloc == "fixed" else "")
+    plain_ms = statistics.median(t for g in plain for t in g.steps) * 1e3
+    print(f"profile overhead, whole processes{how}: plain {plain_ms:.2f} "
+          f"ms/step, profiled {statistics.median(t for g in profiled for t in g.steps) * 1e3:.2f} ms/step: "
           f"x{ratio.median:.3f} [{ratio.ci95[0]:.3f}-{ratio.ci95[1]:.3f}] ({noise}; goal <= x1.03) over {rounds} "
           f"interleaved rounds; run medians plain {runs(plain)}, profiled {runs(profiled)}; load average {load:.2f} "
           f"before, {os.getloadavg()[0]:.2f} after")
-    paired = [statistics.median(b) / statistics.median(a) for a, b in zip(plain, profiled, strict=True)]
+    paired = [statistics.median(b.steps) / statistics.median(a.steps) for a, b in zip(plain, profiled, strict=True)]
     lo, hi = median_ci(paired)
     noise = "within noise" if lo <= 1.0 <= hi else "beyond noise"
     print(f"profile overhead, whole processes, paired by round: x{statistics.median(paired):.3f} [{lo:.3f}-{hi:.3f}] "
           f"({noise}; goal <= x1.03); per round {[round(x, 3) for x in paired]}")
+    cpu = [b.cpu_ms / a.cpu_ms for a, b in zip(plain, profiled, strict=True)]
+    lo, hi = median_ci(cpu)
+    print(f"CPU time per step (process, mean of ranks), paired by round: x{statistics.median(cpu):.3f} "
+          f"[{lo:.3f}-{hi:.3f}]; plain {[round(p.cpu_ms, 1) for p in plain]} ms, profiled "
+          f"{[round(p.cpu_ms, 1) for p in profiled]} ms")
+    print(f"minor page faults per step: plain {[round(p.faults) for p in plain]}, profiled "
+          f"{[round(p.faults) for p in profiled]}")
 
 
 def trained(folder: Path, rounds: int, steps: int, budget_s: float) -> None:
@@ -237,13 +273,16 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=16, help="in-process part: blocks per side and run")
     ap.add_argument("--block-steps", type=int, default=20, help="in-process part: steps per block")
     ap.add_argument("--pin", action="store_true", help="overhead part: each rank pinned to its own core, both sides")
+    ap.add_argument("--malloc", choices=("as-is", "fixed"), default="as-is",
+                    help="overhead part: glibc's allocator as it is, or held in one state on both sides (no page "
+                         "faults from its moving mmap threshold)")
     ap.add_argument("--only", choices=("overhead", "in-process", "trained"), help="one part alone")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="pitstop-distributed-") as tmp:
         folder = Path(tmp)
         (folder / "job.py").write_text(textwrap.dedent(JOB))
         if args.only in (None, "overhead"):
-            overhead(folder, args.rounds, args.steps, args.pin)
+            overhead(folder, args.rounds, args.steps, args.pin, args.malloc)
         if args.only in (None, "in-process"):
             in_process(folder, args.runs, args.blocks, args.block_steps)
         if args.only in (None, "trained"):

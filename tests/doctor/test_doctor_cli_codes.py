@@ -1,7 +1,9 @@
-"""Every run-time code through the CLI: ``python -m pitstop doctor script.py`` on a small real
-training script with the bug, and on the same script without it (no false finding). The loops
-live in a ``main()`` function, as most real scripts are written: the model is gone by the time
-the end-of-run checks run."""
+"""Every run-time code on a small real training script with the bug, and on the same script without
+it (no false finding): all of them the way the CLI's child runs a script (``run_script`` under a
+``Doctor`` built as ``pitstop doctor`` builds it, in this process), and through the CLI itself
+(``python -m pitstop doctor script.py``: a process each, two codes in the default run, every code
+under ``-m slow``). The loops live in a ``main()`` function, as most real scripts are written: the
+model is gone by the time the end-of-run checks run."""
 
 import json
 import os
@@ -99,13 +101,42 @@ def run(tmp_path, body, name="train.py"):
     return json.loads(report.read_text()), out
 
 
+def in_process(tmp_path, monkeypatch, body):
+    """The script run as the CLI's child runs it: ``run_script`` under ``Doctor()``, in this process."""
+    from pitstop.doctor import Doctor
+    from pitstop.doctor.script import run_script
+
+    path = tmp_path / "train.py"
+    path.write_text(PRELUDE.format(body="    kept = []\n" + body.strip("\n")))
+    monkeypatch.chdir(tmp_path)
+    report, code = run_script(str(path), [], Doctor())
+    return report.to_dict(), code
+
+
 @pytest.mark.parametrize("code", sorted(SCRIPTS))
+def test_the_buggy_script_reports_the_code(code, tmp_path, monkeypatch):
+    doc, _ = in_process(tmp_path, monkeypatch, SCRIPTS[code][0])
+    assert code in {f["code"] for f in doc["findings"]}, doc["findings"]
+
+
+@pytest.mark.parametrize("code", sorted(SCRIPTS))
+def test_the_clean_script_reports_nothing(code, tmp_path, monkeypatch):
+    doc, rc = in_process(tmp_path, monkeypatch, SCRIPTS[code][1])
+    assert doc["findings"] == [] and rc == 0, doc["findings"]
+    assert doc["steps"] >= 12
+
+
+THROUGH_THE_CLI = {"PIT101", "PIT402"}  # the rest through the CLI under -m slow (a process each)
+CLI_CODES = [pytest.param(c, marks=() if c in THROUGH_THE_CLI else pytest.mark.slow) for c in sorted(SCRIPTS)]
+
+
+@pytest.mark.parametrize("code", CLI_CODES)
 def test_the_buggy_script_reports_the_code_through_the_cli(code, tmp_path):
     doc, out = run(tmp_path, SCRIPTS[code][0])
     assert code in {f["code"] for f in doc["findings"]}, (doc["findings"], out.stderr[-2000:])
 
 
-@pytest.mark.parametrize("code", sorted(SCRIPTS))
+@pytest.mark.parametrize("code", CLI_CODES)
 def test_the_clean_script_reports_nothing_through_the_cli(code, tmp_path):
     doc, out = run(tmp_path, SCRIPTS[code][1])
     assert doc["findings"] == [] and doc["exit"] == {"status": "ok"}, (doc["findings"], out.stderr[-2000:])

@@ -72,6 +72,11 @@ def test_outputs_land_where_asked_when_the_script_changes_directory(tmp_path):
     assert f"JSON written to {tmp_path / 'jp.json'}" in proc.stdout
 
 
+# the doctor and the profile share one child launcher (pitstop.scripts): where a case costs a wait of
+# its own (a timeout, a kill mid-run) the doctor's side runs under -m slow
+DOCTOR_SLOW = pytest.param("doctor", marks=pytest.mark.slow)
+
+
 @pytest.mark.parametrize(("case", "content"), [
     ("raises before step 1", "raise RuntimeError('broken before training')\n"),
     ("syntax error", "def broken(:\n"),
@@ -124,7 +129,7 @@ def test_a_script_that_exits_hard_still_gets_its_report(tmp_path, command):
     assert doc["steps"] == 30 and doc["exit"]["status"] == "exited" and doc["exit"]["code"] == 3
 
 
-@pytest.mark.parametrize("command", ["profile", "doctor"])
+@pytest.mark.parametrize("command", ["profile", DOCTOR_SLOW])
 def test_a_script_killed_by_a_signal_keeps_its_last_snapshot(tmp_path, command):
     """SIGKILL in the middle of training: the last snapshot is the report, marked as such."""
     script(tmp_path, steps=400, before="import signal, time",
@@ -158,7 +163,7 @@ def test_trace_into_an_unwritable_place_is_refused_before_the_run(tmp_path):
     assert proc.returncode == 2 and "--trace: " in proc.stderr and "must not run" not in proc.stderr
 
 
-@pytest.mark.parametrize("command", ["profile", "doctor"])
+@pytest.mark.parametrize("command", ["profile", DOCTOR_SLOW])
 def test_a_script_that_hangs_is_stopped_at_its_timeout_and_keeps_what_it_measured(tmp_path, command):
     """--timeout-s on a script that trains, then hangs: stopped (exit 124), its report is the steps
     it took, marked as timed out; a good earlier report is not replaced by it."""

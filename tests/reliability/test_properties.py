@@ -140,7 +140,7 @@ _SCRIPT = ("import torch\nm = torch.nn.Linear(4, 2)\no = torch.optim.SGD(m.param
            "for _ in range(4):\n    o.zero_grad(); m(torch.randn(8, 4)).sum().backward(); o.step()\n")
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=5, deadline=None, suppress_health_check=list(HealthCheck))  # a process each
 @given(flag=st.sampled_from(PROFILE_FLAGS), value=_value(), path=_PATH)
 def test_profile_options(real_documents, tmp_path_factory, flag, value, path):
     """Any option value for profile, output paths included: exit 0 or a one-line exit 2, never a

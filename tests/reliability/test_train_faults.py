@@ -22,6 +22,10 @@ T = ["--input", "float32[B,8]", "--target", "int64[B]{0,4}", "--batch-size", "8"
      "--techniques", "zero_grad", "--replicas", "1"]
 
 
+# a second case of a code path another case in the default run already takes: under -m slow
+SLOW = pytest.mark.slow
+
+
 def pitstop(*args: str, cwd: str | Path | None = None, env: dict[str, str] | None = None,
             timeout: int = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pitstop", *args], capture_output=True, text=True, cwd=cwd,
@@ -61,10 +65,15 @@ def test_a_hostile_model_file_name_is_data_not_code(tmp_path):
     run = subprocess.run([sys.executable, str(tmp_path / "s" / "recipe.py")], capture_output=True, text=True,
                          cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert run.returncode == 0, run.stderr  # runs without pitstop...
-    assert "after 30 steps" in run.stdout
+    assert "after 30 steps" in run.stdout and "changed since pitstop measured" not in run.stderr
     assert not (tmp_path / "PWNED").exists()  # ...and runs nothing it was not meant to
+    hostile.write_text(hostile.read_text() + "\n# edited\n")  # the model file changes: the recipe says so
+    changed = subprocess.run([sys.executable, str(tmp_path / "s" / "recipe.py")], capture_output=True, text=True,
+                             cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert "changed since pitstop measured this recipe" in changed.stderr, changed.stderr
 
 
+@SLOW  # the hostile-name test above checks the same warning, on its own recipe
 def test_a_saved_recipe_warns_loudly_when_the_model_file_changed(good_train, tmp_path):
     model = tmp_path / "m.py"
     shutil.copy(GOOD.split(":")[0], model)
@@ -104,19 +113,20 @@ def test_a_model_that_exits_or_hangs_is_one_line_and_loses_nothing(kept, tmp_pat
 
 @pytest.mark.parametrize(("args", "needle"), [
     ([GOOD, *T, "--weight-decay", "nan"], "--weight-decay: expected a finite number >= 0"),
-    ([GOOD, *T, "--weight-decay", "-1"], "--weight-decay: expected a finite number >= 0"),
+    pytest.param([GOOD, *T, "--weight-decay", "-1"], "--weight-decay: expected a finite number >= 0", marks=SLOW),
     ([f"{TF}:no_parameters", *T], "has no parameters: there is nothing to train"),
     ([f"{TF}:frozen", *T], "has only frozen parameters"),
     ([GOOD, *T, "--target", "int64[B]{0,10}"], "the first training step (fp32, as naive) failed"),
-    ([GOOD, *T, "--target", "float32[B]"], "the first training step (fp32, as naive) failed"),
-    ([GOOD, *T, "--target", "int64[B,7]{0,4}"], "the first training step (fp32, as naive) failed"),
+    pytest.param([GOOD, *T, "--target", "float32[B]"], "the first training step (fp32, as naive) failed", marks=SLOW),
+    pytest.param([GOOD, *T, "--target", "int64[B,7]{0,4}"], "the first training step (fp32, as naive) failed",
+                 marks=SLOW),
     ([GOOD, *T, "--target", "int64[3]{0,4}"], "--target: its batch dimension 0 must be the batch size 8"),
     ([GOOD, *T, "--target", "flot[B]"], "--target: expected a dtype"),
     ([f"{TF}:first_forward_raises", *T], "the first forward on float32[8,8] failed: ValueError"),
     ([GOOD, *T, "--batch-size", "1000000000000"], "--input: cannot allocate"),
     ([GOOD, *T, "--optimizer", "lbfgs"], "--optimizer: LBFGS steps with a closure"),
     ([GOOD, *T, "--seed", "-1"], "--seed: expected a seed in 0 .. 2**63-1"),
-    ([GOOD, *T, "--seed", str(10**23)], "--seed: expected a seed in 0 .. 2**63-1"),
+    pytest.param([GOOD, *T, "--seed", str(10**23)], "--seed: expected a seed in 0 .. 2**63-1", marks=SLOW),
 ])
 def test_bad_input_is_one_line_exit_2_and_keeps_the_good_files(capsys, kept, args, needle):
     json_file, saved = kept
@@ -297,10 +307,10 @@ def _model(kind: str) -> object:
 
 
 @pytest.mark.parametrize(("make", "target", "needle"), [
-    ("no parameters", "int", "has no parameters"),
+    pytest.param("no parameters", "int", "has no parameters", marks=SLOW),
     ("frozen", "int", "has only frozen parameters"),
     ("linear", "out-of-range", "the first training step (fp32, as naive) failed"),
-    ("linear", "float", "the first training step (fp32, as naive) failed"),
+    pytest.param("linear", "float", "the first training step (fp32, as naive) failed", marks=SLOW),
 ])
 def test_the_api_gives_the_same_one_line_errors_from_its_workers(make, target, needle):
     """Row C through ``pitstop.train`` (isolated: the model's first step runs in a worker): a
