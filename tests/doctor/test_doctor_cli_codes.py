@@ -92,9 +92,15 @@ def doctor(*args, cwd=None):
                           text=True, cwd=cwd, env=env, timeout=300)
 
 
-def run(tmp_path, body, name="train.py"):
+def write(tmp_path, body, name="train.py"):
+    """The training script with ``body`` as its loop."""
     path = tmp_path / name
     path.write_text(PRELUDE.format(body="    kept = []\n" + body.strip("\n")))
+    return path
+
+
+def run(tmp_path, body, name="train.py"):
+    path = write(tmp_path, body, name)
     report = tmp_path / f"{name}.json"
     out = doctor("--json", report, "--fail-on", "never", path, cwd=tmp_path)
     assert report.exists(), out.stderr[-3000:]
@@ -106,8 +112,7 @@ def in_process(tmp_path, monkeypatch, body):
     from pitstop.doctor import Doctor
     from pitstop.doctor.script import run_script
 
-    path = tmp_path / "train.py"
-    path.write_text(PRELUDE.format(body="    kept = []\n" + body.strip("\n")))
+    path = write(tmp_path, body)
     monkeypatch.chdir(tmp_path)
     report, code = run_script(str(path), [], Doctor())
     return report.to_dict(), code

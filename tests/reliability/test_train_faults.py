@@ -49,6 +49,11 @@ def kept(good_train, tmp_path) -> tuple[Path, Path]:
     return json_copy, saved
 
 
+def _without_pitstop() -> dict[str, str]:
+    """This environment without the PYTHONPATH that makes pitstop importable: a recipe runs alone."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def _snapshot(path: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(path.iterdir())} if path.is_dir() else {"": path.read_bytes()}
 
@@ -62,14 +67,13 @@ def test_a_hostile_model_file_name_is_data_not_code(tmp_path):
     shutil.copy(GOOD.split(":")[0], hostile)
     proc = pitstop("train", f"{hostile}:build", *T, "--save", str(tmp_path / "s"), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    run = subprocess.run([sys.executable, str(tmp_path / "s" / "recipe.py")], capture_output=True, text=True,
-                         cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    recipe, clean = [sys.executable, str(tmp_path / "s" / "recipe.py")], _without_pitstop()
+    run = subprocess.run(recipe, capture_output=True, text=True, cwd=tmp_path, env=clean)
     assert run.returncode == 0, run.stderr  # runs without pitstop...
     assert "after 30 steps" in run.stdout and "changed since pitstop measured" not in run.stderr
     assert not (tmp_path / "PWNED").exists()  # ...and runs nothing it was not meant to
     hostile.write_text(hostile.read_text() + "\n# edited\n")  # the model file changes: the recipe says so
-    changed = subprocess.run([sys.executable, str(tmp_path / "s" / "recipe.py")], capture_output=True, text=True,
-                             cwd=tmp_path, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    changed = subprocess.run(recipe, capture_output=True, text=True, cwd=tmp_path, env=clean)
     assert "changed since pitstop measured this recipe" in changed.stderr, changed.stderr
 
 
@@ -79,7 +83,7 @@ def test_a_saved_recipe_warns_loudly_when_the_model_file_changed(good_train, tmp
     shutil.copy(GOOD.split(":")[0], model)
     proc = pitstop("train", f"{model}:build", *T, "--save", str(tmp_path / "s"))
     assert proc.returncode == 0, proc.stderr
-    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    clean = _without_pitstop()
     same = subprocess.run([sys.executable, "s/recipe.py"], capture_output=True, text=True, cwd=tmp_path, env=clean)
     assert same.returncode == 0 and "changed since pitstop measured" not in same.stderr
     model.write_text(model.read_text() + "\n# edited\n")
