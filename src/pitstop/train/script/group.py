@@ -89,7 +89,7 @@ class ScriptGroup(TrainGroup):
             raise ReferenceFailed(f"{self.script.name}: the unmodified script's loss is not finite in its first "
                                   f"steps ({losses}): there is no training to compare with")
         self.found = {**found, "script": os.path.realpath(self.script.script)}
-        self.first_loss = losses[0]
+        self.first_losses = losses
         forward = (found.get("sites") or {}).get("forward") or {}
         flags = [set(o["flags"]) for o in (found.get("sites") or {}).get("optimizers", [])]
         self.target = TrainTarget(device=str(forward.get("device", "cpu")).split(":")[0],
@@ -110,16 +110,27 @@ class ScriptGroup(TrainGroup):
 
     def notes_after(self, rows: list[Measurement]) -> list[str]:
         """Whether the script is reproducible under pitstop's seeds: the unmodified script's first
-        loss with seed 0, in the discovery run and in the reference's seed-0 run. A script that
-        seeds its own randomness from elsewhere (DataLoader workers seeded by the OS, a clock)
-        differs: the gate still compares against the spread of the fp32 seeds, which covers that
-        randomness, but cannot see a technique's effect smaller than it."""
+        losses with seed 0, in the discovery run and in the reference's seed-0 run of this stage
+        (its trajectory, else its first step). Up to five losses are compared, so two runs that
+        differ cannot pass by one coincidence. A script that seeds its own randomness from elsewhere
+        (DataLoader workers seeded by the OS, a clock) differs: the gate still compares against
+        the spread of the fp32 seeds, which covers that randomness, but cannot see a technique's
+        effect smaller than it."""
         naive = next((r for r in rows if r.variant == NAIVE.name and r.status != "failed"), None)
-        again = (naive.details or {}).get("first_step_loss") if naive else None
-        if again is None or abs(again - self.first_loss) <= 1e-3 * max(1.0, abs(self.first_loss)):
+        if naive is None:
             return []
+        trajectory = (naive.fidelity or {}).get("trajectory") or {}
+        runs = zip(trajectory.get("seeds", []), trajectory.get("losses", []), strict=True)
+        again = next((run for seed, run in runs if seed == 0 and run), None)
+        if again is None and (naive.details or {}).get("first_step_loss") is not None:
+            again = [naive.details["first_step_loss"]]
+        n = min(len(again or []), len(self.first_losses), 5)
+        pairs = list(zip(self.first_losses[:n], (again or [])[:n], strict=True))
+        if not pairs or all(abs(b - a) <= 1e-3 * max(1.0, abs(a)) for a, b in pairs):
+            return []
+        began = ", ".join(f"{a:.5g}" for a, _ in pairs), ", ".join(f"{b:.5g}" for _, b in pairs)
         return [f"{self.script.name} is not reproducible under pitstop's seeds: two runs of the unmodified script "
-                f"with seed 0 began at loss {self.first_loss:.5g} and {again:.5g} (its data order or initialisation "
+                f"with seed 0 began at losses {began[0]} and {began[1]} (its data order or initialisation "
                 "comes from elsewhere, e.g. DataLoader workers seeded by the OS); the gate compares each variant with "
                 "the spread of the fp32 seeds, which includes that randomness, and cannot see smaller effects"]
 
