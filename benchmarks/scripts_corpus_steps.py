@@ -12,7 +12,10 @@ wrapper of `torch.autograd.backward`)
 (line-buffered, so a run killed by a timeout keeps its lines), and at exit one summary line goes to
 stderr: `[scripts_corpus_steps] N steps, median X ms between steps of one optimizer`.
 
-No sitecustomize, no import hooks: nothing else about the run changes.
+No sitecustomize, no import hooks: nothing else about the run changes. With `PITSTOP_CORPUS_SEED=k`
+(k > 0), the run is seeded as `pitstop train`'s fp32 replica k is (`seed_with_offset`: every
+generator seeded with k, and k added to every seed the script sets itself), so a script that seeds
+itself still gives a different initialisation and data order: the reference seeds of the gate.
 """
 
 from __future__ import annotations
@@ -112,6 +115,11 @@ def main() -> None:
         print(f"{PREFIX} {n} steps, median {ms} between steps of one optimizer", file=sys.stderr, flush=True)
 
     atexit.register(summary)
+    seed = int(os.environ.get("PITSTOP_CORPUS_SEED") or 0)
+    if seed:  # a reference seed of the gate, as pitstop train runs it (seed 0: the script's own seeds)
+        from pitstop.train.script.sources import seed_with_offset
+
+        seed_with_offset(seed)
     sys.argv = [script, *sys.argv[2:]]
     sys.path[0] = os.path.dirname(script)
     runpy.run_path(script, run_name="__main__")

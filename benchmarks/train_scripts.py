@@ -16,13 +16,17 @@ scripts_corpus.py):
    step-timing wrapper), interleaved over `--rounds` rounds in rotating order. Per copy: the median
    time between optimizer steps (the first two steps left out) and the loss at the last step every
    copy reached.
+4. the gate, as `pitstop train` draws it: the original run whole once more with each of `--seeds` - 1
+   further seeds (`PITSTOP_CORPUS_SEED`, pitstop's replica seeding: k added to every seed the script
+   sets), the band of the original's losses after the last common step over all its seeds, widened by
+   5% of their decrease (`pitstop.train.fidelity.band`); every run of a patched copy must lie in it.
 
 It prints one line per script and copy: step ms, speed-up over the original, ratio to the hand edit,
 the loss, the patch's lines; then the targets of issue 25 as met / not met. Load average is printed
 with every timing; on a busy machine the figures are indicative only.
 
     python benchmarks/train_scripts.py [--only nanogpt dcgan] [--budget-s 300] [--rounds 3] [--load]
-                                       [--json out.json]
+                                       [--seeds 3] [--json out.json]
 """
 
 from __future__ import annotations
@@ -92,9 +96,9 @@ def measure(entry: dict[str, Any], copies: dict[str, Path], rounds: int, timeout
     return {name: summary(rs) for name, rs in runs.items()}
 
 
-def once(entry: dict[str, Any], cwd: Path, timeout: float) -> dict[str, Any]:
+def once(entry: dict[str, Any], cwd: Path, timeout: float, seed: int = 0) -> dict[str, Any]:
     log = Path(tempfile.mkstemp(prefix="steps-", suffix=".txt", dir=cwd)[1])
-    env = {**corpus.environ(entry), "PITSTOP_CORPUS_STEPS": str(log)}
+    env = {**corpus.environ(entry), "PITSTOP_CORPUS_STEPS": str(log), "PITSTOP_CORPUS_SEED": str(seed)}
     load = os.getloadavg()[0]
     try:
         proc = subprocess.run(corpus.command(entry), cwd=cwd, env=env, capture_output=True, text=True,
@@ -128,6 +132,19 @@ def final_loss(measured: dict[str, Any], at: int) -> float | None:
     return statistics.mean(values) if values else None
 
 
+def gate(original: dict[str, Any], seeded: list[dict[str, Any]], at: int,
+         tolerance: float = 0.05) -> dict[str, Any] | None:
+    """The band a patched copy's loss after ``at`` steps must lie in: pitstop train's trajectory gate
+    (``fidelity.band``) over the original's runs, its seed-0 runs and one run per further seed, each
+    as (its first ``WINDOW`` steps' mean, its mean of the ``WINDOW`` steps up to ``at``)."""
+    from pitstop.train.fidelity import band
+
+    runs = [run for run in original["losses"] + [s["losses"] for s in seeded] if len(run) >= at >= 1]
+    if len(runs) < 2:
+        return None
+    return band([[statistics.mean(run[:WINDOW]), _tail(run, at)] for run in runs], tolerance)
+
+
 def loss_spread(measured: dict[str, Any], at: int) -> float:
     """The range of one copy's loss at step ``at`` over its runs (0 for a script that repeats itself
     exactly: a seeded one; an unseeded shuffle differs run to run)."""
@@ -158,10 +175,23 @@ def bench(entry: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
                 copies[s["tag"]] = cwd
                 s["same_as_hand"] = _same_files(tmp_path / s["tag"], tmp_path / "hand")
         measured = measure(entry, copies, args.rounds, args.timeout)
+        seeded = [once(entry, copies["original"], args.timeout, seed=k) for k in range(1, args.seeds)]
     at = min((len(run) for m in measured.values() for run in m["losses"]), default=0)
+    at = min([at] + [len(s["losses"]) for s in seeded if s["rc"] == 0 and s["losses"]])
+    admitted = gate(measured["original"], [s for s in seeded if s["rc"] == 0], at)
     return {"name": entry["name"], "kind": entry["kind"], "searches": searches, "measured": measured, "loss_at": at,
+            "seeded": seeded, "gate": admitted,
+            "inside": {name: _inside(m, at, admitted) for name, m in measured.items()},
             "losses": {name: final_loss(m, at) for name, m in measured.items()},
             "loss_spread": {name: loss_spread(m, at) for name, m in measured.items()}}
+
+
+def _inside(measured: dict[str, Any], at: int, admitted: dict[str, Any] | None) -> bool | None:
+    """Whether every run of a copy ends (its mean of the last ``WINDOW`` steps up to ``at``) in the band."""
+    values = [_tail(run, at) for run in measured["losses"] if len(run) >= at]
+    if admitted is None or not values:
+        return None
+    return all(admitted["low"] <= v <= admitted["high"] for v in values)
 
 
 def report(r: dict[str, Any]) -> list[str]:
@@ -169,6 +199,11 @@ def report(r: dict[str, Any]) -> list[str]:
     hand = m["hand"]["step_ms"]
     lines = [f"{r['name']} ({r['kind']}): loss at step {r['loss_at']} (the mean of steps "
              f"{max(1, r['loss_at'] - WINDOW + 1)}-{r['loss_at']})"]
+    admitted = r.get("gate")
+    if admitted:
+        lines.append(f"  gate: [{admitted['low']:.4f}, {admitted['high']:.4f}] (the original's {admitted['seeds']} "
+                     f"runs over {1 + len(r.get('seeded', []))} seeds end at "
+                     f"{', '.join(f'{f:.4f}' for f in admitted['finals'])}; widened by {admitted['widened_by']:.4f})")
     for s in r["searches"]:
         lines.append(f"  search {s['tag']:8} exit {s['rc']}  {s['search_s']:5.0f} s  load {s['loadavg'][0]:.1f}->"
                      f"{s['loadavg'][1]:.1f}  winner {s['winner']} (predicted {s['predicted'] or 1:.2f}x)  patch: "
@@ -183,9 +218,15 @@ def report(r: dict[str, Any]) -> list[str]:
         vs_hand = f"{hand / ms:.2f}" if hand and ms else "-"
         loss = r["losses"].get(name)
         lines.append(f"  {name:9} step {ms or 0:8.1f} ms  speed-up {speed:>6}  vs hand {vs_hand:>5}  "
-                     f"loss {loss if loss is None else round(loss, 4)}  runs {[round(x, 1) for x in got['runs_ms']]} "
+                     f"loss {loss if loss is None else round(loss, 4)}{_mark(r, name)}  "
+                     f"runs {[round(x, 1) for x in got['runs_ms']]} "
                      f"load {[round(x, 1) for x in got['loadavg']]}")
     return lines
+
+
+def _mark(r: dict[str, Any], name: str) -> str:
+    inside = (r.get("inside") or {}).get(name)
+    return "" if inside is None else (" (in the gate)" if inside else " (OUTSIDE the gate)")
 
 
 def targets(results: list[dict[str, Any]]) -> list[str]:
@@ -218,7 +259,10 @@ def targets(results: list[dict[str, Any]]) -> list[str]:
             elif by_hand and got:
                 hand.append((r["name"], by_hand / got))
             patched, original = r["losses"].get("quiet"), r["losses"].get("original")
-            if patched is not None and original:
+            inside = (r.get("inside") or {}).get("quiet")
+            if patched is not None and original and inside is not None:
+                same.append((r["name"], patched / original, inside))
+            elif patched is not None and original:
                 spread = sum((r.get("loss_spread") or {}).get(k, 0.0) for k in ("quiet", "original"))
                 same.append((r["name"], patched / original, abs(patched - original) <= max(0.05 * original, spread)))
 
@@ -233,8 +277,9 @@ def targets(results: list[dict[str, Any]]) -> list[str]:
            line(">= 1.3x where the script is fp32 and compute-bound", any(x >= 1.3 for _, x in speed), fmt(speed))
            if native else f"  n/a      >= 1.3x where the script is fp32 and compute-bound: this CPU has no native "
                           f"bfloat16 (no avx512_bf16 or amx_bf16; the target is for one that has): {fmt(speed)}",
-           line(f"trains the same (the loss after the last common step, a mean of {WINDOW} steps, within 5% of "
-                "the original's, or within the two copies' own run-to-run range: an unseeded script)",
+           line(f"trains the same (every run of the patch ends, a mean of {WINDOW} steps after the last common step, "
+                "in the gate drawn from the original's seeds; saved results without seeds: within 5% of the "
+                "original's loss or the copies' run-to-run range); patched / original loss",
                 all(ok for *_, ok in same), ", ".join(f"{n} {x:.3f}" for n, x, _ in same)),
            line("never slower than 0.97x", all(x >= 0.97 for _, x in never_slower), fmt(never_slower)),
            line("within 5% of the hand edit (patched / hand step time)", all(x >= 0.95 for _, x in hand),
@@ -283,6 +328,8 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=300.0, help="pitstop train --time-budget-s (default 300)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved whole-process runs per copy (default 3)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per whole run (default 900)")
+    ap.add_argument("--seeds", type=int, default=3,
+                    help="the original's seeds the gate is drawn from, seed 0 included (default 3)")
     ap.add_argument("--load", action="store_true", help="also search twice with one busy process per core")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--summarize", nargs="+", type=Path, metavar="JSON",
@@ -297,6 +344,9 @@ def main() -> int:
                 at = r["loss_at"]
                 r["losses"] = {n: final_loss(m, at) for n, m in r["measured"].items()}  # as this version reads them
                 r["loss_spread"] = {n: loss_spread(m, at) for n, m in r["measured"].items()}
+                if r.get("seeded"):
+                    r["gate"] = gate(r["measured"]["original"], [s for s in r["seeded"] if s["rc"] == 0], at)
+                    r["inside"] = {n: _inside(m, at, r["gate"]) for n, m in r["measured"].items()}
                 for s in r["searches"]:  # saved before the comparison existed: made again from the patch
                     if "same_as_hand" not in s and s.get("patch") and s.get("applies") == "applies":
                         s["same_as_hand"] = _patch_is_hand(corpus_entries[r["name"]], s["patch"])
