@@ -171,6 +171,9 @@ PROFILE_SCHEMA: dict[str, Any] = {
         "steps": {"type": "integer", "minimum": 0},
         "exit": {"type": "object", "required": ["status"],
                  "properties": {"status": {"enum": ["ok", "crashed", "exited", "interrupted", "killed", "timed out"]}}},
+        "page_faults": {"type": ["object", "null"], "required": ["per_step", "us_each", "ms_per_step", "share"],
+                        "properties": {"per_step": {"type": "number", "minimum": 0}, "us_each": _MS_OR_NULL,
+                                       "ms_per_step": _MS_OR_NULL, "share": _MS_OR_NULL}},
     },
 }
 

@@ -161,7 +161,8 @@ class Profiler:
         if native is None:
             native = _native_bf16(self.observed.device, cpu_flags())
         facts = Facts(shares, syncs, self.observed, native, self.settings.physical_cores or physical_cores(),
-                      bool(torch.backends.cudnn.benchmark), step_ms["median"] or 0.0, self.train_command())
+                      bool(torch.backends.cudnn.benchmark), step_ms["median"] or 0.0, self.train_command(),
+                      summary.page_faults)
         drill = self.drill
         exit_: dict[str, Any] = {"status": "ok"}
         if self.crash:
@@ -171,7 +172,7 @@ class Profiler:
         if distributed and world() > 1 and not self.attached:
             self._gather()
             if self._gathered is not None:
-                job, per_rank = analyze(self._gathered)
+                job, per_rank = analyze(self._gathered, self.train_command())
                 found = sorted([*found, *per_rank], key=lambda v: -v["saves"])
         return ProfileReport(
             step_ms, phases, syncs, drill.top_ops if drill else {}, found,
@@ -181,7 +182,7 @@ class Profiler:
              "trace": drill.trace_path if drill else None, "error": drill.error if drill else None},
             "CUDA events" if self.timer.clock.device == "cuda" else "wall clock", self.script, exit_,
             list(self.session.internal), evaluation=summary.evaluation, stalls=summary.stalls, distributed=job,
-            comm_wait_ms=self.comm.median_ms(), comm=self.comm.comm())
+            comm_wait_ms=self.comm.median_ms(), comm=self.comm.comm(), page_faults=summary.page_faults)
 
 
 def _native_bf16(device: str, flags: list[str]) -> bool:

@@ -16,6 +16,8 @@ fetch, its set-up).
 A model run without autograd that never trains here (a teacher, a frozen encoder) stays ``forward``:
 it is part of the step.
 
+Each step also records the process's minor page faults during it (``faults``: see ``faults.py``).
+
 Inside torch.profiler's window (``marking``) each phase is also a ``pitstop:<phase>`` range in the
 trace, so the drill-down can put every op under the phase that ran it."""
 
@@ -29,6 +31,7 @@ import torch
 
 from pitstop.doctor.session import Consumer
 from pitstop.profile.clock import CudaClock, WallClock, clock_for
+from pitstop.profile.faults import minor_faults
 
 PHASES = ("data", "h2d", "forward", "backward", "optimizer", "sync", "other")  # a training step's
 EVAL = "eval"  # an evaluation between steps: never in the step's phases
@@ -39,13 +42,15 @@ MAX_STEPS = 5000  # steps kept in detail (a long run's later steps add nothing t
 class StepTimes:
     """One optimizer step: its wall time and each phase's share of it, in seconds; ``eval_s``: an
     evaluation that ran before it (in ``wall_s``, never in ``phases``). ``measured``: the step counts
-    in the statistics (the first step warms up; the drill-down's steps are slower)."""
+    in the statistics (the first step warms up; the drill-down's steps are slower). ``faults``: the
+    process's minor page faults during the step (None: not counted here)."""
 
     step: int
     wall_s: float
     phases: dict[str, float]
     measured: bool = True
     eval_s: float = 0.0
+    faults: int | None = None
 
 
 class PhaseTimer(Consumer):
@@ -61,7 +66,8 @@ class PhaseTimer(Consumer):
         self.copies_watched = False  # h2d copies are wrapped: on a GPU run, none seen is a measured 0
         self._stack: list[tuple[str, Any]] = []
         self._marks: list[tuple[str, Any]] = []
-        self._pending: deque[tuple[int, list[tuple[str, Any]], Any, bool, WallClock | CudaClock]] = deque()
+        self._pending: deque[tuple[int, list[tuple[str, Any]], Any, bool, WallClock | CudaClock, int | None]] = deque()
+        self._faults: int | None = None  # the process's minor page faults at the current step's start
         self._clock_chosen = False
         self._discard = False
         self.trained: set[int] = set()  # roots seen in a forward with autograd
@@ -73,6 +79,7 @@ class PhaseTimer(Consumer):
     def start(self) -> None:
         """The first step starts now."""
         self._marks = [("other", self.clock.mark())]
+        self._faults = minor_faults()
 
     def enter(self, phase: str) -> None:
         """``phase`` starts (inside the phase running now)."""
@@ -172,9 +179,11 @@ class PhaseTimer(Consumer):
         while self._stack:  # a phase left open (a backward that raised) ends with its step
             self.leave(self._stack[0][0])
         end = self.clock.mark()
+        faults, before = minor_faults(), self._faults
         if len(self.steps) + len(self._pending) < MAX_STEPS:
-            self._pending.append((step, self._marks, end, self._discard, self.clock))
-        self._marks, self._discard = [("other", end)], False
+            during = faults - before if faults is not None and before is not None else None
+            self._pending.append((step, self._marks, end, self._discard, self.clock, during))
+        self._marks, self._discard, self._faults = [("other", end)], False, faults
         self._resolve(block=False)
 
     def on_finish(self) -> None:
@@ -202,7 +211,7 @@ class PhaseTimer(Consumer):
     def _resolve(self, block: bool) -> None:
         """Turn the marks of finished steps into times (on CUDA: once their events completed)."""
         while self._pending:
-            step, marks, end, discard, clock = self._pending[0]
+            step, marks, end, discard, clock, faults = self._pending[0]
             if not clock.ready(end):
                 if not block:
                     return
@@ -213,4 +222,4 @@ class PhaseTimer(Consumer):
                 times[phase] += clock.seconds(a, b)
             wall = clock.seconds(marks[0][1], end)
             eval_s = times.pop(EVAL)
-            self.steps.append(StepTimes(step, wall, times, not (discard or self.excluded(step)), eval_s))
+            self.steps.append(StepTimes(step, wall, times, not (discard or self.excluded(step)), eval_s, faults))

@@ -3,12 +3,16 @@ per rank (phase medians, the step, the time waiting in the gradient all-reduce: 
 bytes, never a trace) over the job's process group (``pitstop.ranks``) and finds the straggler: in a
 data-parallel job every rank's step takes as long as the slowest rank's work, and the others wait
 for it in the all-reduce, so the straggler is the rank that works longest and waits least, and the
-phase where its work differs is the cause. ``comm-bound``: the all-reduce itself is exposed."""
+phase where its work differs is the cause. ``comm-bound``: the all-reduce itself is exposed.
+``page-faults`` on a rank other than 0 (rank 0's own verdict already tests its own faults): that
+rank's minor page faults take an estimated 5% of its step or more."""
 
 from __future__ import annotations
 
 import statistics
 from typing import Any
+
+from pitstop.profile.verdict import faults_entry
 
 STRAGGLER = 0.10  # a rank working more than 10% of the step longer than the others (and >= 2 ms)
 COMM = 0.20  # exposed all-reduce over 20% of the step on every rank
@@ -18,15 +22,19 @@ WORK = ("data", "forward", "backward", "optimizer")
 def summary(doc: dict[str, Any], comm_wait_ms: float | None, ddp: dict[str, Any] | None,
             comm: dict[str, Any] | None = None) -> dict[str, Any]:
     """One rank's summary: its step, each phase's median, the all-reduce wait (inside backward),
-    the all-reduce's own time and the share of it the backward overlapped (when timed)."""
+    the all-reduce's own time and the share of it the backward overlapped (when timed), its minor
+    page faults per step (``faults.py``)."""
     phases = {p["name"]: p["median_ms"] for p in doc.get("phases", [])}
     return {"step_ms": (doc.get("step_ms") or {}).get("median"), "phases": phases, "comm_wait_ms": comm_wait_ms,
             "comm_ms": (comm or {}).get("ms"), "comm_overlapped": (comm or {}).get("overlapped"),
-            "steps": doc.get("steps", 0), "evaluation": doc.get("evaluation"), "ddp": ddp}
+            "steps": doc.get("steps", 0), "evaluation": doc.get("evaluation"), "ddp": ddp,
+            "page_faults": doc.get("page_faults")}
 
 
-def analyze(docs: list[dict[str, Any] | None]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The job's ``distributed`` section and its verdict entries (each naming its rank)."""
+def analyze(docs: list[dict[str, Any] | None], command: str = "pitstop train train.py",
+            ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The job's ``distributed`` section and its verdict entries (each naming its rank; ``command``:
+    the runnable ``pitstop train SCRIPT ARGS`` the actions name)."""
     ranks = [{"rank": r, **d} if d else {"rank": r, "missing": True} for r, d in enumerate(docs)]
     ok = [r for r in ranks if not r.get("missing") and r.get("step_ms")]
     section: dict[str, Any] = {"world": len(docs), "ranks": ranks}
@@ -46,6 +54,10 @@ def analyze(docs: list[dict[str, Any] | None]) -> tuple[dict[str, Any], list[dic
     waits = [r.get("comm_wait_ms") or 0.0 for r in ok]
     if not found and min(waits) > COMM * step:
         found.append(_comm_bound(ok, statistics.median(waits), step))
+    for r in ok[1:] if ok and ok[0]["rank"] == 0 else ok:  # rank 0's own verdict tests its own faults
+        entry = faults_entry(r.get("page_faults"), command)
+        if entry:
+            found.append({**entry, "rank": r["rank"], "evidence": f"rank {r['rank']}: {entry['evidence']}"})
     return section, found
 
 

@@ -8,7 +8,9 @@ that took the time, never spread over the others). The step's median and the 95%
 median; each phase's ``median_ms`` and ``ci95`` from its own per-step values (so the value lies
 inside its interval, and one slow step moves nothing), its ``share`` that median over the median
 step (the shares need not add up to 100%: medians do not add). A phase that was never measured (no
-DataLoader, no CUDA copies) has ``median_ms`` and ``share`` None: "not measured", never 0."""
+DataLoader, no CUDA copies) has ``median_ms`` and ``share`` None: "not measured", never 0.
+``page_faults``: the median minor page faults of those steps, one fault's cost measured on this
+machine, and their estimated time and share of the step (``faults.py``)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pitstop._document import envelope
+from pitstop.profile import faults as _faults
 from pitstop.profile.phases import PHASES, StepTimes
 from pitstop.stats import median_ci
 
@@ -43,6 +46,7 @@ class ProfileReport:
     comm_wait_ms: float | None = None  # this rank's median wait for the gradient all-reduce per step
     comm: dict[str, Any] | None = None  # the all-reduce per step: ms, overlapped share, exposed_ms (comm.py)
     stalls: list[dict[str, Any]] = field(default_factory=list)  # {"step", "wall_ms", "median_ms", "phase", "phase_ms"}
+    page_faults: dict[str, Any] | None = None  # {"per_step", "us_each", "ms_per_step", "share"} (faults.py)
 
     def share(self, phase: str) -> float | None:
         """A phase's share of the step (None: not measured)."""
@@ -59,14 +63,15 @@ class ProfileReport:
                         clock=self.clock, step_ms=self.step_ms, phases=self.phases, syncs=self.syncs,
                         top_ops=self.top_ops, drill_down=self.drill_down, verdict=self.verdict,
                         evaluation=self.evaluation, stalls=self.stalls, distributed=self.distributed,
-                        comm_wait_ms=self.comm_wait_ms, comm=self.comm, timeline=self.timeline,
+                        comm_wait_ms=self.comm_wait_ms, comm=self.comm, page_faults=self.page_faults,
+                        timeline=self.timeline,
                         internal=self.internal)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ProfileReport:
         keys = ("step_ms", "phases", "syncs", "top_ops", "verdict", "steps", "timeline", "drill_down", "clock",
                 "script", "exit", "internal", "environment", "evaluation", "stalls", "distributed", "comm_wait_ms",
-                "comm")
+                "comm", "page_faults")
         return cls(**{k: d[k] for k in keys if k in d and d[k] is not None})
 
     def table(self) -> str:
@@ -95,6 +100,7 @@ class Summary:
     phases: list[dict[str, Any]]
     evaluation: dict[str, Any] | None = None
     stalls: list[dict[str, Any]] = field(default_factory=list)
+    page_faults: dict[str, Any] | None = None
 
 
 def summarize_steps(steps: list[StepTimes], seen: set[str], tail_eval_s: float = 0.0) -> Summary:
@@ -118,8 +124,9 @@ def summarize_steps(steps: list[StepTimes], seen: set[str], tail_eval_s: float =
         value = statistics.median(per_step)
         rows.append({"name": phase, "median_ms": value, "share": value / median if median else None,
                      "ci95": list(median_ci(per_step))})
+    counted = [s.faults for s, _ in kept if s.faults is not None]
     return Summary({"median": median, "ci95": list(median_ci(walls)), "n": len(walls)}, rows,
-                   _evaluation(steps, tail_eval_s), stalls)
+                   _evaluation(steps, tail_eval_s), stalls, _faults.summary(counted, median))
 
 
 Timed = list[tuple[StepTimes, float]]  # a step and its training time (ms)

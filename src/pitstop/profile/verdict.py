@@ -7,18 +7,22 @@ wait that workers hide, all of a sync's wait, half of a for-loop optimizer, ...)
 the list. Every action names the pitstop command that measures the fix on this model.
 
 The catalogue (``CAUSES``): the issue's seven plus ``zero-grad-in-place``,
-``conv-bias-before-bn`` and ``cudnn-benchmark-off``."""
+``conv-bias-before-bn``, ``cudnn-benchmark-off`` and ``page-faults`` (the step's temporaries mapped
+afresh by the C allocator every step; its share is an estimate: the faults counted times one
+fault's cost measured on this machine)."""
 
 from __future__ import annotations
 
+import platform
 from dataclasses import dataclass
 from typing import Any
 
 from pitstop.profile.observe import Observations
 
 CAUSES = ("input-bound", "sync-bound", "optimizer-bound", "compute-fp32", "debug-mode", "threads-oversubscribed",
-          "compute-bound", "zero-grad-in-place", "conv-bias-before-bn", "cudnn-benchmark-off")
+          "compute-bound", "zero-grad-in-place", "conv-bias-before-bn", "cudnn-benchmark-off", "page-faults")
 INPUT, SYNC, OPTIMIZER, COMPUTE = 0.15, 0.10, 0.20, 0.40  # shares of the step from which a phase is the cause
+FAULTS = 0.05  # the estimated share of the step in minor page faults from which they are a cause
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ class Facts:
     cudnn_benchmark: bool
     step_ms: float
     train_command: str = "pitstop train train.py"  # the runnable command: this script, its own arguments
+    page_faults: dict[str, Any] | None = None  # {"per_step", "us_each", "ms_per_step", "share"} (faults.py)
 
     @property
     def train(self) -> str:
@@ -163,6 +168,33 @@ def cudnn_benchmark_off(f: Facts) -> dict[str, Any] | None:
                   f"{f.train} measures the step techniques inside this script")
 
 
+def page_faults(f: Facts) -> dict[str, Any] | None:
+    return faults_entry(f.page_faults, f.train_command)
+
+
+def faults_entry(pf: dict[str, Any] | None, train_command: str) -> dict[str, Any] | None:
+    """``page-faults`` from a report's ``page_faults`` (``faults.summary``), or None under ``FAULTS``."""
+    from pitstop.profile.faults import HOLD
+
+    share = (pf or {}).get("share")
+    if pf is None or share is None or share < FAULTS:
+        return None
+    profile = train_command.replace("pitstop train", "pitstop profile", 1)
+    hold = " ".join(f"{k}={v}" for k, v in HOLD.items())
+    glibc = platform.libc_ver()[0] == "glibc"
+    evidence = (f"~{pf['per_step']:.0f} minor page faults in each step (the median), {pf['us_each']:.2g} us each as "
+                f"measured on this machine: ~{pf['ms_per_step']:.3g} ms, an estimated {share:.0%} of the step. Large "
+                "temporaries are mapped afresh and handed back to the kernel every step" + (
+                    " (glibc's malloc maps every block over its mmap threshold, a threshold it moves as the process "
+                    "frees memory: the same job can fault or not from one run to the next)" if glibc else ""))
+    action = ("keep them in the allocator's heap: " + (
+        f"`{hold} {profile}` measures it (glibc keeps blocks up to 256 MiB in its heap and trims it only over "
+        "1 GiB; set the same two variables for the training run), or " if glibc else "")
+              + "preload a caching allocator (LD_PRELOAD=libjemalloc.so or libtcmalloc.so), as PyTorch's CPU "
+                "performance tuning guide advises")
+    return _entry("page-faults", share, 0.8 * share, evidence, action)
+
+
 def compute_bound(f: Facts, found: list[dict[str, Any]]) -> dict[str, Any] | None:
     share = f.share("forward", "backward")
     if share < 0.5 or any(v["cause"] in ("compute-fp32", "debug-mode", "threads-oversubscribed") for v in found):
@@ -173,7 +205,7 @@ def compute_bound(f: Facts, found: list[dict[str, Any]]) -> dict[str, Any] | Non
 
 
 RULES = (input_bound, sync_bound, optimizer_bound, compute_fp32, debug_mode, threads_oversubscribed,
-         zero_grad_in_place, conv_bias_before_bn, cudnn_benchmark_off)
+         zero_grad_in_place, conv_bias_before_bn, cudnn_benchmark_off, page_faults)
 
 
 def verdict(facts: Facts) -> list[dict[str, Any]]:

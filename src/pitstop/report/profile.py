@@ -57,7 +57,7 @@ def _rank_lines(doc: dict[str, Any]) -> list[str]:
     skew = f"; step-time skew {job['skew']:.2f}x (slowest / fastest rank)" if job.get("skew") else ""
     lines = [f"ranks: {job['world']}{skew}", f"  {'rank':<5} {'step ms':>8} {'data':>7} {'forward':>8} {'backward':>9} "
                                              f"{'optimizer':>10} {'all-reduce wait':>16} {'all-reduce ms':>14} "
-                                             f"{'overlapped':>10}"]
+                                             f"{'overlapped':>10} {'faults/step':>11}"]
     for r in job.get("ranks", []):
         if r.get("missing"):
             lines.append(f"  {r['rank']:<5} left no summary (crashed, or still running when rank 0 ended)")
@@ -66,7 +66,8 @@ def _rank_lines(doc: dict[str, Any]) -> list[str]:
         lines.append(f"  {r['rank']:<5} {_num(r.get('step_ms')):>8} {_num(ph.get('data')):>7} "
                      f"{_num(ph.get('forward')):>8} {_num(ph.get('backward')):>9} {_num(ph.get('optimizer')):>10} "
                      f"{_num(r.get('comm_wait_ms')):>16} {_num(r.get('comm_ms')):>14} "
-                     f"{_share(r.get('comm_overlapped')):>10}")
+                     f"{_share(r.get('comm_overlapped')):>10} "
+                     f"{_num((r.get('page_faults') or {}).get('per_step'), '.0f'):>11}")
     return lines
 
 
@@ -87,7 +88,18 @@ def _apart_lines(doc: dict[str, Any]) -> list[str]:
                      f"{s['phase_ms']:.3g} ms of it in {s['phase']}; left out of the phases above")
     if len(doc.get("stalls") or []) > 5:
         lines.append(f"... and {len(doc['stalls']) - 5} more stalls")
-    return lines
+    faults = _faults_line(doc)
+    return lines + ([faults] if faults else [])
+
+
+def _faults_line(doc: dict[str, Any]) -> str | None:
+    """The minor page faults per step, where there are any worth a line (10 a step or more)."""
+    pf = doc.get("page_faults") or {}
+    if (pf.get("per_step") or 0) < 10 or pf.get("ms_per_step") is None:
+        return None
+    share = f", ~{pf['share']:.0%} of the step" if pf.get("share") is not None else ""
+    return (f"page faults: ~{pf['per_step']:.0f} minor faults per step (median) x {pf['us_each']:.2g} us each, "
+            f"one fault's cost measured apart on this machine: an estimated ~{pf['ms_per_step']:.3g} ms{share}")
 
 
 def _sync_lines(doc: dict[str, Any]) -> list[str]:
@@ -197,6 +209,8 @@ def profile_html(doc: dict[str, Any], fragment: bool = False) -> str:
     rows = [[p["name"], _num(p.get("median_ms")) if p.get("share") is not None else NOT_MEASURED[p["name"]],
              f"{p['share']:.0%}" if p.get("share") is not None else "-"] for p in doc.get("phases", [])]
     sections.append("<h2>Phases (per step)</h2>" + _html_table(["phase", "ms/step", "share"], rows))
+    if _faults_line(doc):
+        sections.append(f"<p>{escape(_faults_line(doc) or '')}</p>")
     sections.append("<h2>Verdict</h2>" + _html_table(
         ["cause", "share", "fix saves (an estimate)", "evidence", "next action"],
         [[v["cause"], f"{v['share']:.0%}", f"~{v['saves']:.0%}", v["evidence"], v["action"]]
