@@ -33,7 +33,6 @@ def profiled(name, steps=12):
     ("threads.py", "threads-oversubscribed"),
     ("foreach_off.py", "optimizer-bound"),
     ("fp32.py", "compute-fp32"),
-    ("page_faults.py", "page-faults"),
 ])
 def test_the_planted_cause_comes_first(script, cause):
     report = profiled(script)
