@@ -19,6 +19,11 @@ import mmap
 import statistics
 import time
 
+try:
+    import resource
+except ImportError:  # Windows: no getrusage
+    resource = None  # type: ignore[assignment]
+
 PAGES = 2048  # 8 MiB of 4 KiB pages per sample
 REPEATS = 9
 HOLD = {"MALLOC_MMAP_THRESHOLD_": "268435456", "MALLOC_TRIM_THRESHOLD_": "1073741824"}  # 256 MiB, 1 GiB
@@ -26,11 +31,7 @@ HOLD = {"MALLOC_MMAP_THRESHOLD_": "268435456", "MALLOC_TRIM_THRESHOLD_": "107374
 
 def minor_faults() -> int | None:
     """The process's minor page faults so far (None where ``getrusage`` does not exist: Windows)."""
-    try:
-        import resource
-    except ImportError:
-        return None
-    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    return None if resource is None else resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 _cost_us: float | None = None

@@ -54,7 +54,7 @@ def analyze(docs: list[dict[str, Any] | None], command: str = "pitstop train tra
     waits = [r.get("comm_wait_ms") or 0.0 for r in ok]
     if not found and min(waits) > COMM * step:
         found.append(_comm_bound(ok, statistics.median(waits), step))
-    for r in ok[1:] if ok and ok[0]["rank"] == 0 else ok:  # rank 0's own verdict tests its own faults
+    for r in (r for r in ok if r["rank"] != 0):  # rank 0's own verdict tests its own faults
         entry = faults_entry(r.get("page_faults"), command)
         if entry:
             found.append({**entry, "rank": r["rank"], "evidence": f"rank {r['rank']}: {entry['evidence']}"})

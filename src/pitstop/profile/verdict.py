@@ -17,6 +17,7 @@ import platform
 from dataclasses import dataclass
 from typing import Any
 
+from pitstop.profile.faults import HOLD
 from pitstop.profile.observe import Observations
 
 CAUSES = ("input-bound", "sync-bound", "optimizer-bound", "compute-fp32", "debug-mode", "threads-oversubscribed",
@@ -174,8 +175,6 @@ def page_faults(f: Facts) -> dict[str, Any] | None:
 
 def faults_entry(pf: dict[str, Any] | None, train_command: str) -> dict[str, Any] | None:
     """``page-faults`` from a report's ``page_faults`` (``faults.summary``), or None under ``FAULTS``."""
-    from pitstop.profile.faults import HOLD
-
     share = (pf or {}).get("share")
     if pf is None or share is None or share < FAULTS:
         return None
