@@ -35,7 +35,8 @@ def analyze(docs: list[dict[str, Any] | None], command: str = "pitstop train tra
             ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The job's ``distributed`` section and its verdict entries (each naming its rank; ``command``:
     the runnable ``pitstop train SCRIPT ARGS`` the actions name)."""
-    ranks = [{"rank": r, **d} if d else {"rank": r, "missing": True} for r, d in enumerate(docs)]
+    ranks: list[dict[str, Any]] = [{"rank": r, **d} if d else {"rank": r, "missing": True}
+                                   for r, d in enumerate(docs)]
     ok = [r for r in ranks if not r.get("missing") and r.get("step_ms")]
     section: dict[str, Any] = {"world": len(docs), "ranks": ranks}
     if len(ok) < 2:
