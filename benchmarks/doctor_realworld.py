@@ -67,8 +67,13 @@ def collect(mirrors: Path, corpus: Path, entries: list[dict[str, Any]]) -> int:
     for entry in entries:
         git = mirrors / entry["repo"].replace("/", "+") / "repo"
         for path in entry["files"]:
-            blob = subprocess.run(["git", "--git-dir", str(git), "show", f"{entry['commit']}:{path}"],
-                                  capture_output=True, check=True).stdout
+            shown = subprocess.run(["git", "--git-dir", str(git), "show", f"{entry['commit']}:{path}"],
+                                   capture_output=True)
+            if shown.returncode != 0:  # the mirror absent, or without that commit: the rest still come
+                print(f"skipped {entry['repo']}@{entry['commit'][:10]}:{path}: not in {git} "
+                      f"(fetch the repository's mirror first)", file=sys.stderr)
+                continue
+            blob = shown.stdout
             dest = corpus_file(corpus, entry, path)
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(blob)
