@@ -74,7 +74,15 @@ def search(entry: dict[str, Any], cwd: Path, budget_s: float, tag: str) -> dict[
             "changes": (doc.get("script") or {}).get("changes", []),
             "patch": patch.read_text() if patch.exists() else "",
             "machine": (doc.get("environment") or {}).get("load"),
+            "rows": [_row(r) for r in doc.get("results", [])],  # why a variant lost, kept with the figures
             "error": proc.stderr.strip().splitlines()[-1] if proc.returncode and proc.stderr.strip() else ""}
+
+
+def _row(r: dict[str, Any]) -> dict[str, Any]:
+    """A search's result row, in brief: stage, variant, status, its speed-up and verdict, its reason."""
+    speed = r.get("speedup") or {}
+    return {"stage": r.get("stage"), "variant": r.get("variant"), "status": r.get("status"),
+            "speedup": speed.get("median"), "verdict": speed.get("verdict"), "reason": r.get("reason")}
 
 
 def applied(entry: dict[str, Any], root: Path, patch: str) -> tuple[Path | None, str]:
