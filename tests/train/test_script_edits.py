@@ -47,6 +47,25 @@ def test_insert_before_the_training_loop_inside_a_function():
                   "        loss = model(x)\n"
 
 
+@pytest.mark.parametrize(("text", "line", "new", "after"), [
+    # time_sequence_prediction's shape: the loop, and the model it trains, under `if __name__ == ...`
+    ("import torch\nif __name__ == '__main__':\n    seq = Net()\n    for i in range(9):\n"
+     "        def closure():\n            return seq(x)\n        opt.step(closure)\n", 7, "seq.compile()",
+     "import torch\nif __name__ == '__main__':\n    seq = Net()\n    seq.compile()\n    for i in range(9):\n"),
+    # inside `with` and `try`, before the outermost loop (not the inner one)
+    ("with run():\n    model = Net()\n    try:\n        for e in range(2):\n            for x in data:\n"
+     "                model(x)\n    finally:\n        pass\n", 6, "model.compile()",
+     "with run():\n    model = Net()\n    try:\n        model.compile()\n        for e in range(2):\n"),
+    # no loop: right before the statement (a Trainer's fit), inside the `if` block
+    ("if __name__ == '__main__':\n    model = Net()\n    trainer.fit(model)\n", 3, "model.compile()",
+     "if __name__ == '__main__':\n    model = Net()\n    model.compile()\n    trainer.fit(model)\n"),
+])
+def test_insert_before_the_loop_looks_inside_if_with_and_try_blocks(text, line, new, after):
+    out = insert_before(text, Where("f.py", line, 0, "<module>"), [new])
+    assert out.startswith(after), out
+    ast.parse(out)
+
+
 def test_insert_after_imports_adds_torch_when_missing():
     text = '"""doc"""\nimport os\nfrom x import y\n\nprint(1)\n'
     assert insert_after_imports(text, ["torch.set_num_threads(1)"]) == \

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -155,12 +156,36 @@ def test_a_trainer_script_gets_its_own_flags_and_trains_the_same(tmp_path, name,
             (what, final_loss(before.stdout), final_loss(after.stdout))
 
 
-def test_a_script_that_never_steps_an_optimizer_is_one_line(tmp_path):
-    (tmp_path / "infer.py").write_text("import torch\nm = torch.nn.Linear(4, 2)\nfor _ in range(5):\n"
-                                       "    m(torch.randn(2, 4)).sum().backward()\n")
-    proc = run("train", "--time-budget-s", "10", "infer.py", cwd=tmp_path)
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines()[-1].startswith("pitstop: error: infer.py: ")
+NO_STEP = {  # what the script does instead of stepping a torch.optim optimizer -> what the error says
+    "by_hand.py": ("import torch\nm = torch.nn.Linear(4, 2)\nfor _ in range(5):\n"
+                   "    m(torch.randn(2, 4)).sum().backward()\n    with torch.no_grad():\n"
+                   "        for p in m.parameters():\n            p -= 0.1 * p.grad\n",
+                   "called backward() 5 time(s) but never stepped a torch.optim optimizer"),
+    "forward_only.py": ("import torch\nm = torch.nn.Linear(4, 2)\nfor _ in range(5):\n    m(torch.randn(2, 4))\n",
+                        "a forward with gradients but no backward() and no optimizer step"),
+    # the hogwild pattern: the loop runs in torch.multiprocessing workers, the main process only waits
+    "in_workers.py": ("import torch, torch.multiprocessing as mp\n\ndef train(m):\n"
+                      "    opt = torch.optim.SGD(m.parameters(), lr=0.1)\n    for _ in range(5):\n"
+                      "        opt.zero_grad(); m(torch.randn(2, 4)).sum().backward(); opt.step()\n\n"
+                      "if __name__ == '__main__':\n    m = torch.nn.Linear(4, 2)\n    m.share_memory()\n"
+                      "    p = mp.Process(target=train, args=(m,))\n    p.start(); p.join()\n",
+                      "without training in its own process"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NO_STEP))
+def test_a_script_that_never_steps_an_optimizer_is_one_line(tmp_path, name):
+    """The error names what the script did instead (hand updates, no backward, training in workers),
+    and the JSON written so far says why nothing is recommended."""
+    source, says = NO_STEP[name]
+    (tmp_path / name).write_text(source)
+    proc = run("train", "--time-budget-s", "10", "--json", "t.json", name, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"pitstop: error: {name}: ") and says in last and "Traceback" not in proc.stderr, last
+    assert " raised " not in last  # pitstop's request names are not the user's business
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert says in doc["failed"] and not doc["complete"] and doc["winner"]["recipe"] == ""
 
 
 def test_model_options_with_a_script_are_refused(tmp_path):
@@ -208,3 +233,150 @@ def test_a_gan_step_gets_autocast_around_each_of_its_backwards_forwards(tmp_path
     after = run(script.name, "30", cwd=tmp_path, pitstop=False)
     assert after.returncode == 0, after.stderr
     assert final_loss(after.stdout) == final_loss(after.stdout)
+
+
+DROPOUT_LOOP = """
+import sys
+import torch
+from torch import nn
+torch.manual_seed(0)
+p = float(sys.argv[1])
+model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(p), nn.Linear(32, 2))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(20):
+    x = torch.randn(16, 8)
+    opt.zero_grad()
+    loss = nn.functional.cross_entropy(model(x), (x[:, 0] > 0).long())
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_compiled_variant_of_a_model_with_dropout_is_not_held_to_the_gradient_floor(tmp_path):
+    """Discovery names the dropout the step-1 forward ran; a compiled variant whose step-1 gradients
+    are another draw of the masks (cosine under the floor) is then left to the trajectory, with the
+    reason in its row; an eager variant, or a compiled one without dropout, is still rejected, and the
+    reason says the floor is script mode's fixed one (no seed-to-seed cosine is measured in a script)."""
+    from pitstop.bench.result import Measurement
+    from pitstop.train.config import TrainConfig
+    from pitstop.train.group import _Live
+
+    script = tmp_path / "drop.py"
+    script.write_text(DROPOUT_LOOP)
+    far = {"overall_cosine": 0.3, "missing": [], "nonfinite": []}  # a gradient another mask draw gives
+    for p, dropout in (("0.5", True), ("0.0", False)):
+        group = _discover(script, p)
+        try:
+            found = group.found["sites"]["dropout"]
+            assert (found == "1 module drawing masks, p up to 0.5") if dropout else found is None, found
+            cases = ((TrainConfig(compile="default"), not dropout), (TrainConfig(optimizer="foreach"), True))
+            for config, gated in cases:
+                v = _Live(config, Measurement("v", {}, 1, fidelity={}), [])
+                why = group.gradient_rejection(v, far)
+                if gated:
+                    assert why and "0.300 < 0.500" in why and "script mode's fixed floor" in why, why
+                    assert "between two fp32 seeds" not in why  # not a number pitstop did not measure
+                else:
+                    assert why is None and "not gated" in v.row.fidelity["gradients_not_gated"]
+            close = _Live(TrainConfig(compile="default"), Measurement("v", {}, 1, fidelity={}), [])
+            assert group.gradient_rejection(close, {**far, "nonfinite": ["optimizer0.group0.param0"]})  # always
+        finally:
+            group.close()
+
+
+CLOSURE_LOOP = """
+import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+x, y = torch.randn(32, 4), torch.randn(32, 1)
+opt = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=5)
+for step in range(10):
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+    print(f"first {opt.step(closure).item():.6f}", flush=True)
+"""
+
+OWN_OPTIMIZER = """
+import torch
+class MySGD(torch.optim.Optimizer):
+    def __init__(self, params, lr):
+        super().__init__(params, dict(lr=lr))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    p.add_(p.grad, alpha=-group["lr"])
+
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+opt = MySGD(model.parameters(), lr=0.1)
+for step in range(10):
+    x = torch.randn(8, 4)
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), x[:, :1])
+    loss.backward()
+    opt.step()
+"""
+
+
+def test_a_closure_optimizer_and_the_scripts_own_optimizer_class_are_taken(tmp_path):
+    """LBFGS re-evaluates the loss in step(closure): a step's loss is its first evaluation (what
+    step() returns), not the sum of however many the variant made; an optimizer class of the
+    script's own is reported by name, and the flags it lacks are not edited."""
+    from pitstop.train.config import TrainConfig
+
+    (tmp_path / "lbfgs.py").write_text(CLOSURE_LOOP)
+    plain = run("lbfgs.py", cwd=tmp_path, pitstop=False)
+    firsts = [float(v) for v in re.findall(r"first ([0-9.]+)", plain.stdout)]
+    group = _discover(tmp_path / "lbfgs.py")
+    try:
+        assert group.problem_doc["optimizer"]["name"] == "LBFGS"
+        assert group.first_losses == pytest.approx(firsts[:len(group.first_losses)], rel=1e-4), plain.stdout
+        assert len(group.first_losses) >= 2 and "no fused implementation" in group._gate(TrainConfig(optimizer="fused"))
+    finally:
+        group.close()
+    (tmp_path / "own.py").write_text(OWN_OPTIMIZER)
+    group = _discover(tmp_path / "own.py")
+    try:
+        assert group.problem_doc["optimizer"]["name"] == "MySGD"
+        assert group._gate(TrainConfig(optimizer="foreach"))  # MySGD has no foreach flag: a reason, not an edit
+    finally:
+        group.close()
+
+
+SLOW_STEPS = """
+import time
+import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(1000):
+    x = torch.randn(8, 4)
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), x[:, :1])
+    loss.backward()
+    time.sleep(1.0)  # a step of a second: the gate's 3 reference runs of 20+ steps cannot fit in 20 s
+    opt.step()
+"""
+
+
+def test_a_budget_too_short_for_the_gate_stops_and_names_the_budget_it_needs(tmp_path):
+    """The final stage is not started when even the reference's trajectories would overrun the budget
+    several times over: exit 1, no patch, and the reason gives the step time and a budget that fits."""
+    (tmp_path / "slow.py").write_text(SLOW_STEPS)
+    start = time.monotonic()
+    proc = run("train", "--time-budget-s", "20", "--techniques", "threads", "--json", "t.json", "--patch", "p.diff",
+               "slow.py", cwd=tmp_path)
+    took = time.monotonic() - start
+    assert proc.returncode == 1, proc.stderr[-2000:] + proc.stdout[-2000:]
+    doc = json.loads((tmp_path / "t.json").read_text())
+    failed = doc["failed"]
+    assert "the time budget is too short for this script: a step takes 1." in failed, failed
+    needed = int(re.search(r"--time-budget-s (\d+) or more", failed).group(1))
+    assert needed > 60 and not (tmp_path / "p.diff").exists()
+    assert [s["name"] for s in doc["search"]["stages"]] == ["probe"] and took < 150, took

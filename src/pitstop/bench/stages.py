@@ -76,6 +76,10 @@ class StagedSearch:
             self.outcome.complete = True
         except KeyboardInterrupt:
             self.outcome.interrupted = True
+        except Exception as exc:  # the partial results written below say why the run stopped
+            if hasattr(self.outcome, "failed") and not self.outcome.failed:
+                self.outcome.failed = str(exc)
+            raise
         finally:
             self._decide()
             self.outcome.elapsed_s = time.monotonic() - self.t0

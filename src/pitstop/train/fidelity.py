@@ -61,16 +61,21 @@ def _cosine(dot: float, na: float, nb: float) -> float:
     return dot / math.sqrt(na * nb)
 
 
-def gradient_verdict(report: Mapping[str, Any], seed_cosine: float) -> str | None:
-    """Why the step-1 gradients fail the gate, or None."""
+def gradient_verdict(report: Mapping[str, Any], seed_cosine: float | None, fixed_floor: float | None = None,
+                     floor_is: str = "") -> str | None:
+    """Why the step-1 gradients fail the gate, or None. The floor is ``GRAD_FLOOR`` times the measured
+    ``seed_cosine``, or ``fixed_floor`` where none is measured, whose origin ``floor_is`` states (in a
+    script another seed draws other weights too: the two runs' gradients are not comparable)."""
     if report.get("nonfinite"):
         return f"step-1 gradients not finite in {', '.join(report['nonfinite'])}"
     if report.get("missing"):
         return f"no step-1 gradient for {', '.join(report['missing'])}"
-    floor = GRAD_FLOOR * min(seed_cosine, 1.0)
+    if seed_cosine is None:
+        floor, why = (fixed_floor or 0.0), floor_is
+    else:
+        floor, why = GRAD_FLOOR * min(seed_cosine, 1.0), f"0.9 x the cosine between two fp32 seeds, {seed_cosine:.3f}"
     if report["overall_cosine"] < floor:
-        return (f"step-1 gradients point elsewhere: overall cosine {report['overall_cosine']:.3f} < {floor:.3f} "
-                f"(0.9 x the cosine between two fp32 seeds, {seed_cosine:.3f})")
+        return f"step-1 gradients point elsewhere: overall cosine {report['overall_cosine']:.3f} < {floor:.3f} ({why})"
     return None
 
 

@@ -119,7 +119,7 @@ class TrainGroup(WorkerGroup):
         self.settings = dataclasses.replace(self.settings, batch_size=int(info["batch_size"]))
         self.problem = Problem(OptimizerSpec.from_dict(info["optimizer"]), LossSpec.from_dict(info["loss"]))
         self.target = TrainTarget.from_dict(info["target"])
-        self.seed_cosine = float(info["seed_cosine"])
+        self.seed_cosine: float | None = float(info["seed_cosine"])
         self.payload = Path(info["payload"])
         self.inputs_description = str(info["inputs"])
         self.inline = inline is not None
@@ -238,6 +238,10 @@ class TrainGroup(WorkerGroup):
                     worker.kill()
             raise
 
+    def gradient_rejection(self, v: _Live, gradients: dict[str, Any]) -> str | None:
+        """Why the variant's step-1 gradients reject it, or None (against the seed-to-seed cosine)."""
+        return fidelity.gradient_verdict(gradients, self.seed_cosine)
+
     def _profile(self, v: _Live, memory: bool, trajectory: bool) -> None:
         """First step (compile), gradients, memory and trajectory or warm-up of each replica."""
         if not v.alive:
@@ -253,7 +257,7 @@ class TrainGroup(WorkerGroup):
                 v.row.compile_s = prepared["first_call_s"] if v.config.compile else None
                 v.row.details = {**prepared["details"], "first_step_s": prepared["first_call_s"]}
                 v.row.fidelity = {"gradients": prepared["gradients"], "seed_cosine": self.seed_cosine}
-                why = fidelity.gradient_verdict(prepared["gradients"], self.seed_cosine)
+                why = self.gradient_rejection(v, prepared["gradients"])
                 if why:
                     v.reject(why)
             warm = self._call(v, worker, "trajectory" if trajectory else "warmup",

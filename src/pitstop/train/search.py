@@ -82,6 +82,8 @@ class TrainSearch(StagedSearch):
         if self._reference_failed(probe):
             return
         finalists, replicas = self._plan(self.finalists())
+        if self._too_long(finalists):
+            return
         final = self._stage("final", [NAIVE, *finalists], share=0.7, target=self.settings.policy.target,
                             replicas=replicas, trajectory=True, memory=True)
         if self._reference_failed(final):
@@ -317,6 +319,23 @@ class TrainSearch(StagedSearch):
         """Fewer replicas, then fewer finalists, until the final's estimated cost (start-up, first
         step or compile, trajectory and minimum timed steps, from the probe) fits in 80% of the time left."""
         return self._fit_final(finalists, self.settings.replicas, self._cost, 0.8)
+
+    def _too_long(self, finalists: list[TrainConfig]) -> bool:
+        """Would even the smallest final (the reference's trajectories and one finalist's, from the
+        probe's step times) overrun the budget by over twice what is left, and by over a minute? Then
+        nothing can be gated in time: the search stops and says what budget the script needs."""
+        need, left = self._cost(finalists[:1], 1), max(self.left_s(), 0.0)
+        if need <= max(2 * left, 60.0):
+            return False
+        naive = {r.variant: r for r in self.outcome.stages[0].rows}.get(NAIVE_NAME)
+        steps = self.settings.trajectory_steps + FINAL_CALLS + 2
+        budget = 10 * math.ceil(((time.monotonic() - self.t0) + need) / 10)
+        self.outcome.failed = (
+            f"the time budget is too short for this script: a step takes {_step_s(naive, 1.0):.1f} s, and the "
+            f"gate needs the unmodified script's {self.settings.seeds} runs of {steps} steps next to each finalist's "
+            f"(~{need:.0f} s; {left:.0f} s of --time-budget-s {self.settings.time_budget_s:.0f} left); run again with "
+            f"--time-budget-s {budget} or more, or with arguments that make a step shorter")
+        return True
 
     def _cost(self, finalists: list[TrainConfig], replicas: int) -> float:
         probe = {r.variant: r for r in self.outcome.stages[0].rows}

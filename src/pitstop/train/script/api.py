@@ -59,8 +59,7 @@ def script_report(search: TrainSearch, outcome: TrainOutcome) -> TrainReport:
               "trainers": found.get("trainers"), "flops_per_step": found.get("flops_per_step"),
               "peaks": (found.get("peaks") or {}).get("peak_flops"), "clock": found.get("clock"),
               "optimizers": found.get("optimizers")} if group.prepared else {}
-    problem = {"optimizer": group.problem.optimizer.to_dict(), "loss": group.problem.loss.to_dict()} \
-        if group.prepared else {}
+    problem = group.problem_doc if group.prepared else {}
     report = TrainReport(group.script.name, s.to_dict(), search.env, outcome, recipe, problem)
     report.script = script
     return report

@@ -213,17 +213,29 @@ class Server:
             error = f"the script raised {last_line(exc)}{_where(exc)}"
         self._ended(error)
 
+    def _no_step(self) -> str:
+        """Why a script that ended on its own never stepped: what it did do in this process."""
+        backwards = len(self.probe.losses)
+        if backwards:
+            return (f"the script called backward() {backwards} time(s) but never stepped a torch.optim optimizer "
+                    "(parameters updated by hand?): script mode edits and times the optimizer's step; build one "
+                    "(e.g. torch.optim.SGD(model.parameters(), lr=...)) and call its step()")
+        if self.probe.started:
+            return "the script ran a forward with gradients but no backward() and no optimizer step in its own process"
+        return ("the script ended without training in its own process (no forward with gradients, no backward(), "
+                "no optimizer step): a loop in worker processes (torch.multiprocessing, hogwild) is not seen")
+
     def _ended(self, error: str | None) -> None:
         """The script is over: answer the pending request with why, then serve what is left."""
         steps = self.probe.steps
-        why = error or f"the script ended after {steps} optimizer step(s)"
+        why = error or (f"the script ended after {steps} optimizer step(s)" if steps else self._no_step())
         if self.pending == "run" and error is None:  # timed steps cut short: what was timed still counts
             times, cpu, opt = self._training_times()
             self._reply({"times": times, "cpu_times": cpu, "optimizer_times": opt, "skipped": 0, "steps": steps,
                          "ended": True})
         elif self.pending is not None:
             wanted = "; pitstop needed more: give arguments that train longer (e.g. more iterations)" \
-                if error is None and self.pending in STEP_REQUESTS else ""
+                if error is None and steps and self.pending in STEP_REQUESTS else ""
             self.conn.send(("error", why + wanted, ""))
             self.pending = None
         while True:  # answer the immediate requests (discover, memory) until told to exit

@@ -8,6 +8,7 @@ Nothing here edits the script: the variant's technique is in its source already 
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -26,10 +27,12 @@ class Probe:
 
     def __init__(self, on_pause: Callable[[str, Any], None], discover: bool) -> None:
         self.on_pause, self.discover = on_pause, discover
+        self.pid = os.getpid()  # the script's process (install() sets it again)
         self.steps = 0  # completed steps of the clock optimizer
         self.clock: torch.optim.Optimizer | None = None
         self.started = False  # the first training forward happened (pause 0 is behind us)
         self.losses: list[torch.Tensor] = []  # values backward() was called on since the last step
+        self._inside_from: int | None = None  # where the clock's step(closure) began in ``losses``
         self.step_losses: list[float] = []
         self.step_times: list[float] = []
         self.step_cpu: list[float] = []  # the process's CPU seconds (all threads) per step: what load does not move
@@ -52,7 +55,10 @@ class Probe:
     # -- install -------------------------------------------------------------------------------
 
     def install(self) -> None:
-        """Every hook; the module-call patch lasts until the first training forward."""
+        """Every hook; the module-call patch lasts until the first training forward. Only this process
+        is watched: a process forked from it (torch.multiprocessing, a DataLoader worker) inherits the
+        hooks and the connection to pitstop, and must neither pause nor count."""
+        self.pid = os.getpid()
         self._handles += [optim_hooks.register_optimizer_step_pre_hook(self._pre_step),
                           optim_hooks.register_optimizer_step_post_hook(self._post_step)]
         self._orig["backward"] = torch.autograd.backward
@@ -133,7 +139,8 @@ class Probe:
 
     def _first_call(self, module: nn.Module, *args: Any, **kwargs: Any) -> Any:
         orig = self._orig["call"]
-        if not self.started and torch.is_grad_enabled() and not torch.compiler.is_compiling():
+        if (not self.started and os.getpid() == self.pid and torch.is_grad_enabled()
+                and not torch.compiler.is_compiling()):
             self.started = True
             nn.Module.__call__ = orig  # type: ignore[method-assign]
             if self.discover:
@@ -148,8 +155,13 @@ class Probe:
         (a GAN's three: D on real data, G then D on fakes, D for G's loss)."""
         depth = [0]
         events = self.sites["events"] = []
+        drops: dict[int, float] = {}
+        self._dropout = drops
 
         def pre(module: nn.Module, args: Any) -> None:
+            p = _mask_rate(module)
+            if p:
+                drops[id(module)] = p
             if depth[0] == 0 and torch.is_grad_enabled():
                 events.append(("forward", [site_of(f) for f in user_frames(sys._getframe(1))]))
             depth[0] += 1
@@ -175,7 +187,12 @@ class Probe:
     # -- steps ----------------------------------------------------------------------------------
 
     def _pre_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if os.getpid() != self.pid:
+            return
         self.in_step.pre()
+        if optimizer is self.clock or self.clock is None:  # a closure re-evaluates the loss inside step()
+            closure = args[1] if len(args) > 1 else kwargs.get("closure")  # args: (optimizer, closure)
+            self._inside_from = len(self.losses) if callable(closure) else None
 
     def _first_gradients(self, optimizer: torch.optim.Optimizer) -> None:
         """Each optimizer's gradients at its first step, read after the step (a closure step, as
@@ -191,6 +208,8 @@ class Probe:
                         self.first_grads[f"optimizer{index}.group{g}.param{k}"] = p.grad.detach().cpu().float().clone()
 
     def _post_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if os.getpid() != self.pid:
+            return
         self.in_step.post()
         self._first_gradients(optimizer)
         if self.clock is None:
@@ -208,10 +227,17 @@ class Probe:
         self.step_opt.append(opt_s if self.opt_timed else math.nan)  # a CUDA step returns before it ran
         self.eval_steps.append(self.nograd_s > 0.5 * wall)  # mostly an evaluation: not a training step's time
         self.nograd_s = 0.0
-        self.step_losses.append(_sum(self.losses))
-        self.losses = []
+        self.step_losses.append(_sum(self._step_losses()))
+        self.losses, self._inside_from = [], None
         self.pause("step")
         self.resumed, self.cpu_resumed = time.perf_counter(), time.process_time()
+
+    def _step_losses(self) -> list[torch.Tensor]:
+        """The losses of this step: all backward() values since the last step, but of a step given a
+        closure only its first evaluation (LBFGS re-evaluates the loss up to ``max_iter`` times, and
+        how often depends on the variant; the first is the loss at the step's start, as step() returns)."""
+        start = self._inside_from
+        return self.losses if start is None else self.losses[:start + 1]
 
     def pause(self, where: str) -> None:
         """Give control to pitstop (it returns when the script may go on)."""
@@ -219,7 +245,7 @@ class Probe:
         self.resumed, self.cpu_resumed = time.perf_counter(), time.process_time()
 
     def _backward(self, tensors: Any, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(tensors, torch.Tensor) and tensors.numel() == 1:
+        if isinstance(tensors, torch.Tensor) and tensors.numel() == 1 and os.getpid() == self.pid:
             self.losses.append(tensors.detach())
             if self.discover and (self.sites["backward"] is None or getattr(self, "_step1_hooks", None)):
                 stack = [site_of(f) for f in user_frames(sys._getframe(1))]
@@ -243,12 +269,15 @@ class Probe:
                     pairs.append(pair)
                 since = []
         self.sites["pairs"] = pairs
+        drops = getattr(self, "_dropout", None) or {}
+        self.sites["dropout"] = (f"{len(drops)} module{'s' * (len(drops) > 1)} drawing masks, p up to "
+                                 f"{max(drops.values()):g}") if drops else None
 
     # -- where the optimizer is made and zeroed ------------------------------------------------
 
     def _optimizer_init(self, optimizer: Any, params: Any, defaults: Any) -> None:
         self._orig["init"](optimizer, params, defaults)
-        if self.discover and type(optimizer).__module__.startswith("torch.optim"):
+        if self.discover and os.getpid() == self.pid and type(optimizer).__module__.startswith("torch.optim"):
             import inspect
 
             accepted = inspect.signature(type(optimizer).__init__).parameters
@@ -259,11 +288,22 @@ class Probe:
                 "set": {f: optimizer.defaults.get(f) for f in ("foreach", "fused") if f in optimizer.defaults}})
 
     def _zero_grad(self, optimizer: Any, set_to_none: bool = True) -> None:
-        if self.discover:
+        if self.discover and os.getpid() == self.pid:
             site = caller_site()
             if site is not None and site not in self.sites["zero_grad"]:
                 self.sites["zero_grad"].append(site)
         self._orig["zero_grad"](optimizer, set_to_none)
+
+
+def _mask_rate(module: nn.Module) -> float:
+    """The rate at which a module in training draws random masks (dropout, attention dropout), else 0."""
+    if not module.training:
+        return 0.0
+    if isinstance(module, nn.modules.dropout._DropoutNd):
+        return float(module.p)
+    if isinstance(module, nn.MultiheadAttention):
+        return float(module.dropout)
+    return 0.0
 
 
 def _sum(values: list[torch.Tensor]) -> float:

@@ -47,12 +47,24 @@ def set_keyword(text: str, line: int, name: str, value: str, callee: str | None 
 
 
 def statement_start(text: str, where: Where) -> int:
-    """The first line of the statement of ``where``'s function body that contains its line."""
+    """The first line of the statement of ``where``'s function body that contains its line: the
+    outermost loop that holds it, or the statement itself, looking inside ``if``/``with``/``try``
+    blocks (the model of a script whose loop runs under ``if __name__ == "__main__":`` is bound inside
+    that block: a line before the whole block would run before it exists)."""
     body = _body_of(ast.parse(text), where)
-    stmt = next((s for s in body if _first(s) <= where.line <= (s.end_lineno or s.lineno)), None)
+    stmt = _containing(body, where.line)
     if stmt is None:
         raise NotMechanical(f"no statement at line {where.line} of {where.file}")
+    while not isinstance(stmt, ast.For | ast.AsyncFor | ast.While):
+        inner = next((s for block in _blocks(stmt) if (s := _containing(block, where.line)) is not None), None)
+        if inner is None or isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            break
+        stmt = inner
     return _first(stmt)
+
+
+def _containing(body: list[ast.stmt], line: int) -> ast.stmt | None:
+    return next((s for s in body if _first(s) <= line <= (s.end_lineno or s.lineno)), None)
 
 
 def wrapped_start(text: str, forward: Where, backward: Where) -> int:
