@@ -185,6 +185,13 @@ def test_the_fused_optimizer_is_judged_on_its_optimizer_step_when_the_whole_step
     assert search.outcome.winner is not None and search.outcome.winner.variant == "fused"
     note = next(n for n in search.outcome.notes if n.startswith("fused: chosen on its optimizer step"))
     assert "2.00x faster" in note and re.search(r"than naive's, saving 4\.\d% of that step \(1\.05x\)", note), note
+    # the summary says what chose it, and does not call a whole step within noise "faster"
+    from pitstop.train.result import TrainReport, verdict_lines
+
+    assert search.outcome.verdict.startswith("its optimizer step is faster beyond noise (2.00x, 1.0")
+    line = verdict_lines(TrainReport("m", {"time_budget_s": 60}, {}, search.outcome, "", {}))[-1]
+    assert line.startswith("Winner: fused: ") and "per step, within noise of naive" in line, line
+    assert "faster per step" not in line, line
     final = with_optimizer_phase(noisy_stage("final", {NAIVE_NAME: 100.0, "fused": 96.0}, spread=0.15),
                                  {NAIVE_NAME: 9.0, "fused": 8.9})  # the optimizer step itself no faster
     search.outcome.stages, search.outcome.notes = [final], []

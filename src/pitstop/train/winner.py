@@ -131,6 +131,9 @@ def decide(search: Any) -> None:
             f"that step ({via.on_sibling:.2f}x), less than the whole step's noise shows")
     search.outcome.verdict = ("least total time over the planned steps, beyond noise" if steps else
                             "fastest beyond noise that trains the same")
+    if winner.variant in by_phase and via is not None:
+        search.outcome.verdict = (f"its optimizer step is faster beyond noise ({via.phase.median:.2f}x, "
+                                  f"{via.step:.2f}x predicted per step) and it trains the same")
     if stage.load.get("busy") or search.group.one_thread:
         chosen = search.ratio(stage, winner)
         search.outcome.verdict += " (compared by CPU time per step: the machine was busy"
