@@ -81,6 +81,14 @@ def collect(mirrors: Path, corpus: Path, entries: list[dict[str, Any]]) -> int:
     return n
 
 
+def find_corpus(entries: list[dict[str, Any]], given: Path | None) -> tuple[Path | None, list[str]]:
+    """The corpus folder (``given``, else the first of ``CORPORA`` that exists) and the names of the
+    entries whose files are not all in it."""
+    corpus = given or next((c for c in CORPORA if c.is_dir()), None)
+    return corpus, [e["name"] for e in entries if corpus is None
+                    or not all(corpus_file(corpus, e, p).exists() for p in e["files"])]
+
+
 def prepare(entry: dict[str, Any], corpus: Path, root: Path) -> Path:
     """A temp copy of the script's files with its edits applied and its setup run; its folder."""
     for path in entry["files"]:
@@ -265,9 +273,7 @@ def main() -> int:
         corpus = args.corpus or CORPORA[0]
         print(f"collected {collect(args.collect, corpus, entries)} files into {corpus}")
         return 0
-    corpus = args.corpus or next((c for c in CORPORA if c.is_dir()), None)
-    missing = [e["name"] for e in entries if corpus is None
-               or not all(corpus_file(corpus, e, p).exists() for p in e["files"])]
+    corpus, missing = find_corpus(entries, args.corpus)
     if missing:
         print(f"doctor_realworld: the third-party scripts are not here ({', '.join(missing)} missing from "
               f"{corpus or ' or '.join(map(str, CORPORA))}); fetch them and run with --collect MIRRORS. Skipped.")

@@ -159,10 +159,8 @@ def main() -> int:
         if unknown:
             ap.error(f"--only: no script named {', '.join(sorted(unknown))} in {MANIFEST.name}")
         todo = [e for e in todo if e["name"] in args.only]
-    corpus = args.corpus or next((c for c in doctor.CORPORA if c.is_dir()), None)
-    missing = [e["name"] for e in todo if corpus is None
-               or not all(doctor.corpus_file(corpus, e, p).exists() for p in e["files"])]
-    if missing:
+    corpus, missing = doctor.find_corpus(todo, args.corpus)
+    if missing or corpus is None:
         print(f"train_heldout: the third-party scripts are not here ({', '.join(missing)}); run "
               f"`python benchmarks/doctor_realworld.py --collect MIRRORS` first. Skipped.")
         return 0
