@@ -27,7 +27,7 @@ class Probe:
 
     def __init__(self, on_pause: Callable[[str, Any], None], discover: bool) -> None:
         self.on_pause, self.discover = on_pause, discover
-        self.pid = os.getpid()  # the script's process (install() sets it again)
+        self.pid = os.getpid()  # the script's process: the only one whose hooks act
         self.steps = 0  # completed steps of the clock optimizer
         self.clock: torch.optim.Optimizer | None = None
         self.started = False  # the first training forward happened (pause 0 is behind us)
@@ -57,8 +57,7 @@ class Probe:
     def install(self) -> None:
         """Every hook; the module-call patch lasts until the first training forward. Only this process
         is watched: a process forked from it (torch.multiprocessing, a DataLoader worker) inherits the
-        hooks and the connection to pitstop, and must neither pause nor count."""
-        self.pid = os.getpid()
+        hooks and the connection to pitstop, and must neither pause nor count (``self.pid``)."""
         self._handles += [optim_hooks.register_optimizer_step_pre_hook(self._pre_step),
                           optim_hooks.register_optimizer_step_post_hook(self._post_step)]
         self._orig["backward"] = torch.autograd.backward
