@@ -6,12 +6,16 @@
    And in one process (--only in-process): on both ranks, blocks of steps alternate between two
    identical DDP jobs, one plain and one under pitstop.profile() attached for its blocks (which job
    is made first alternates between --runs runs); the ratio with its bootstrap 95% interval.
+   With `--in-rank`, a third side joins the rounds: the same profiler run in the rank's own process
+   (`pitstop.profile.script.run_profile`, what the CLI's child runs, with no waiting parent and no
+   child): which part of the whole-process cost is the profiler in the rank, and which the CLI's
+   process per rank.
 2. The trained patch: `pitstop train --nproc-per-node 2 --patch` on the job, the patch applied with
    git apply, then the original and the patched job run whole, interleaved; the speed-up of the
    median step (the slowest rank's, as the job waits for it).
 
     python benchmarks/distributed.py [--rounds 5] [--budget-s 240] [--steps 200] [--runs 6] [--blocks 16]
-        [--block-steps 20] [--pin] [--malloc as-is|fixed] [--only overhead|in-process|trained]
+        [--block-steps 20] [--pin] [--malloc as-is|fixed] [--in-rank] [--only overhead|in-process|trained]
 """
 
 from __future__ import annotations
@@ -147,6 +151,16 @@ def in_process(folder: Path, runs: int, blocks: int, per_block: int) -> None:
           f"{os.getloadavg()[0]:.2f} after; {seen[-1] if seen else 'profiled side: not reported'}")
 
 
+IN_RANK = """
+import sys
+from pitstop.profile.script import run_profile
+from pitstop.profile.settings import ProfileSettings
+
+report, code = run_profile(sys.argv[1], sys.argv[2:], ProfileSettings(drill_down=False))
+sys.exit(code)
+"""
+
+
 MALLOC_FIXED = {"MALLOC_MMAP_THRESHOLD_": str(256 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 30)}
 """glibc's allocator held in one state (--malloc fixed): every tensor of this job from the heap, and the
 heap never given back. As it is, glibc moves its mmap threshold up whenever a mapped block is freed, so
@@ -169,11 +183,15 @@ def run(folder: Path, log: Path, steps: int, profiled: bool, port: int) -> float
     return statistics.median(run_steps(folder, log, steps, profiled, port).steps)
 
 
-def run_steps(folder: Path, log: Path, steps: int, profiled: bool, port: int, pin: bool = False,
+def run_steps(folder: Path, log: Path, steps: int, profiled: bool | str, port: int, pin: bool = False,
               malloc: str = "as-is") -> Run:
-    """One whole job. ``pin``: each rank pins its threads to one core (rank i on core i) before it
-    starts; ``malloc="fixed"``: glibc's allocator in one state (``MALLOC_FIXED``)."""
+    """One whole job. ``profiled``: False (plain), True (the CLI) or ``"in-rank"`` (the profiler in
+    the rank's own process: ``IN_RANK``). ``pin``: each rank pins its threads to one core (rank i on
+    core i) before it starts; ``malloc="fixed"``: glibc's allocator in one state (``MALLOC_FIXED``)."""
     head = ["-m", "pitstop", "profile", "--no-drill-down", "--json", str(folder / "p.json")] if profiled else []
+    if profiled == "in-rank":
+        (folder / "in_rank.py").write_text(textwrap.dedent(IN_RANK))
+        head = ["in_rank.py"]
     env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", "STEP_LOG": str(log)}
     if pin:
         env["PIN_RANKS"] = "1"
@@ -192,49 +210,55 @@ def run_steps(folder: Path, log: Path, steps: int, profiled: bool, port: int, pi
     return Run([max(g[i] for g in gaps) for i in range(min(map(len, gaps)))], per_step(1) * 1e3, per_step(2))
 
 
-def overhead(folder: Path, rounds: int, steps: int, pin: bool = False, malloc: str = "as-is") -> None:
+def overhead(folder: Path, rounds: int, steps: int, pin: bool = False, malloc: str = "as-is",
+             in_rank: bool = False) -> None:
     """Whole jobs, plain and profiled, interleaved; the ratio of pooled medians with a hierarchical
     bootstrap interval (runs resampled, then steps within them: on this VM one whole run's median
     differs from the next by up to 20%, so the interval says what the rounds can resolve). And
-    paired: each round's profiled run against the plain run next to it (which goes first alternates),
-    the median of those ratios with its order-statistic interval: a drift of the machine over minutes
-    (a neighbour on the host) moves both runs of a round, so pairing takes it out of the figure.
-    ``pin``: both sides with each rank pinned to its own core, which takes the scheduler's placement
+    paired: each round's profiled run against the plain run next to it (the order of the sides
+    rotates), the median of those ratios with its order-statistic interval: a drift of the machine
+    over minutes (a neighbour on the host) moves all runs of a round, so pairing takes it out.
+    ``pin``: all sides with each rank pinned to its own core, which takes the scheduler's placement
     of the ranks' threads (a whole run fast or slow by ~15% on 2 cores) out of the comparison.
-    ``malloc="fixed"``: both sides with glibc's allocator held in one state, which takes its page
+    ``malloc="fixed"``: all sides with glibc's allocator held in one state, which takes its page
     faults (0 to ~2,800 a step from one process to the next, as it is) out of the comparison; the page
-    faults and CPU time per step are printed either way."""
+    faults and CPU time per step are printed either way. ``in_rank``: a third side, the profiler in
+    the rank's own process (no CLI parent, no child)."""
     from pitstop.stats import median_ci, speedup_groups
 
-    plain: list[Run] = []
-    profiled: list[Run] = []
+    sides: dict[str, bool | str] = {"plain": False, "profiled": True, **({"in-rank": "in-rank"} if in_rank else {})}
+    got: dict[str, list[Run]] = {name: [] for name in sides}
+    names = list(sides)
     load = os.getloadavg()[0]
     for r in range(rounds):
-        for mode in (False, True) if r % 2 == 0 else (True, False):
-            (profiled if mode else plain).append(run_steps(folder, folder / "steps", steps, mode, 29601 + r, pin,
-                                                           malloc))
-    ratio = speedup_groups([p.steps for p in profiled], [p.steps for p in plain])  # >1: the profiled step is slower
-    noise = "within noise" if ratio.ci95[0] <= 1.0 <= ratio.ci95[1] else "beyond noise"
-    runs = lambda groups: [round(statistics.median(g.steps) * 1e3, 1) for g in groups]  # noqa: E731
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            got[name].append(run_steps(folder, folder / "steps", steps, sides[name], 29601 + r, pin, malloc))
+    plain = got["plain"]
     how = (", ranks pinned to cores" if pin else "") + (", allocator fixed" if malloc == "fixed" else "")
+    runs = lambda groups: [round(statistics.median(g.steps) * 1e3, 1) for g in groups]  # noqa: E731
     plain_ms = statistics.median(t for g in plain for t in g.steps) * 1e3
-    print(f"profile overhead, whole processes{how}: plain {plain_ms:.2f} "
-          f"ms/step, profiled {statistics.median(t for g in profiled for t in g.steps) * 1e3:.2f} ms/step: "
-          f"x{ratio.median:.3f} [{ratio.ci95[0]:.3f}-{ratio.ci95[1]:.3f}] ({noise}; goal <= x1.03) over {rounds} "
-          f"interleaved rounds; run medians plain {runs(plain)}, profiled {runs(profiled)}; load average {load:.2f} "
-          f"before, {os.getloadavg()[0]:.2f} after")
-    paired = [statistics.median(b.steps) / statistics.median(a.steps) for a, b in zip(plain, profiled, strict=True)]
-    lo, hi = median_ci(paired)
-    noise = "within noise" if lo <= 1.0 <= hi else "beyond noise"
-    print(f"profile overhead, whole processes, paired by round: x{statistics.median(paired):.3f} [{lo:.3f}-{hi:.3f}] "
-          f"({noise}; goal <= x1.03); per round {[round(x, 3) for x in paired]}")
-    cpu = [b.cpu_ms / a.cpu_ms for a, b in zip(plain, profiled, strict=True)]
-    lo, hi = median_ci(cpu)
-    print(f"CPU time per step (process, mean of ranks), paired by round: x{statistics.median(cpu):.3f} "
-          f"[{lo:.3f}-{hi:.3f}]; plain {[round(p.cpu_ms, 1) for p in plain]} ms, profiled "
-          f"{[round(p.cpu_ms, 1) for p in profiled]} ms")
-    print(f"minor page faults per step: plain {[round(p.faults) for p in plain]}, profiled "
-          f"{[round(p.faults) for p in profiled]}")
+    print(f"whole processes{how}, {rounds} interleaved rounds of {steps} steps; load average {load:.2f} before, "
+          f"{os.getloadavg()[0]:.2f} after; plain {plain_ms:.2f} ms/step, run medians {runs(plain)}")
+    for name in names[1:]:
+        side = got[name]
+        what = "profile overhead (CLI)" if name == "profiled" else "profile overhead (in the rank's process)"
+        ratio = speedup_groups([p.steps for p in side], [p.steps for p in plain])  # >1: the profiled step is slower
+        noise = "within noise" if ratio.ci95[0] <= 1.0 <= ratio.ci95[1] else "beyond noise"
+        print(f"{what}: {statistics.median(t for g in side for t in g.steps) * 1e3:.2f} ms/step: "
+              f"x{ratio.median:.3f} [{ratio.ci95[0]:.3f}-{ratio.ci95[1]:.3f}] ({noise}; goal <= x1.03); run "
+              f"medians {runs(side)}")
+        paired = [statistics.median(b.steps) / statistics.median(a.steps) for a, b in zip(plain, side, strict=True)]
+        lo, hi = median_ci(paired)
+        noise = "within noise" if lo <= 1.0 <= hi else "beyond noise"
+        print(f"  paired by round: x{statistics.median(paired):.3f} [{lo:.3f}-{hi:.3f}] ({noise}); per round "
+              f"{[round(x, 3) for x in paired]}")
+        cpu = [b.cpu_ms / a.cpu_ms for a, b in zip(plain, side, strict=True)]
+        lo, hi = median_ci(cpu)
+        print(f"  CPU time per step (process, mean of ranks), paired by round: x{statistics.median(cpu):.3f} "
+              f"[{lo:.3f}-{hi:.3f}]; plain {[round(p.cpu_ms, 1) for p in plain]} ms, {name} "
+              f"{[round(p.cpu_ms, 1) for p in side]} ms")
+        print(f"  minor page faults per step: plain {[round(p.faults) for p in plain]}, {name} "
+              f"{[round(p.faults) for p in side]}")
 
 
 def trained(folder: Path, rounds: int, steps: int, budget_s: float) -> None:
@@ -276,13 +300,15 @@ def main() -> None:
     ap.add_argument("--malloc", choices=("as-is", "fixed"), default="as-is",
                     help="overhead part: glibc's allocator as it is, or held in one state on both sides (no page "
                          "faults from its moving mmap threshold)")
+    ap.add_argument("--in-rank", action="store_true",
+                    help="overhead part: a third side, the profiler in the rank's process (no CLI parent, no child)")
     ap.add_argument("--only", choices=("overhead", "in-process", "trained"), help="one part alone")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="pitstop-distributed-") as tmp:
         folder = Path(tmp)
         (folder / "job.py").write_text(textwrap.dedent(JOB))
         if args.only in (None, "overhead"):
-            overhead(folder, args.rounds, args.steps, args.pin, args.malloc)
+            overhead(folder, args.rounds, args.steps, args.pin, args.malloc, args.in_rank)
         if args.only in (None, "in-process"):
             in_process(folder, args.runs, args.blocks, args.block_steps)
         if args.only in (None, "trained"):

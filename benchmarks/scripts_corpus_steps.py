@@ -16,6 +16,9 @@ No sitecustomize, no import hooks: nothing else about the run changes. With `PIT
 (k > 0), the run is seeded as `pitstop train`'s fp32 replica k is (`seed_with_offset`: every
 generator seeded with k, and k added to every seed the script sets itself), so a script that seeds
 itself still gives a different initialisation and data order: the reference seeds of the gate.
+With `PITSTOP_CORPUS_MAX_STEPS=N`, the run ends (`SystemExit(0)` out of the N-th `optimizer.step()`)
+after N optimizer steps: a bounded whole run of a script that loops until it is stopped (an RL loop
+whose "solved" threshold is never reached).
 """
 
 from __future__ import annotations
@@ -97,6 +100,8 @@ def main() -> None:
 
     torch.autograd.backward = recording
 
+    cap = int(os.environ.get("PITSTOP_CORPUS_MAX_STEPS") or 0)
+
     def hook(optimizer: Any, args: Any, kwargs: Any) -> None:
         now = time.perf_counter()
         key = f"{id(optimizer):x}"
@@ -105,6 +110,8 @@ def main() -> None:
         losses.clear()
         if out is not None:
             out.write(f"{now:.6f} {key} {type(optimizer).__name__} {loss:.6g}\n")
+        if cap and sum(map(len, per.values())) >= cap:
+            raise SystemExit(0)
 
     register_optimizer_step_post_hook(hook)
 

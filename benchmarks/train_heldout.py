@@ -19,7 +19,16 @@ refusal was expected), NO RESULT (exit 1: the reference failed, could not be mea
 is too short for the script's steps), CRASH (a traceback, a timeout or another exit code), PATCH
 FAILS, BROKEN (the script fails without pitstop: the setup is wrong). Load average is printed with each search.
 
+With `--remeasure R`, a patch that applies and runs is then measured as train_scripts.py measures
+its corpus: the original and the patched copy run whole with the search's arguments (`python SCRIPT
+ARGS` under the step-timing wrapper; `max_steps` in the entry ends a loop that never ends on its
+own), interleaved over R rounds, then the original once more per further seed (`--seeds`); printed:
+the speed-up of the median step (and the range of the per-round ratios), the loss after the last
+common step of both, and whether every patched run lies in the gate drawn from the original's runs
+(`pitstop.train.fidelity.band`). The target of issue 25: never slower than 0.97x, and in the gate.
+
     python benchmarks/train_heldout.py [--only vae regression] [--budget-s 120] [--json out.json]
+                                       [--remeasure 4] [--seeds 3]
 
 The files come from the doctor benchmark's git-ignored corpus (`python benchmarks/doctor_realworld.py
 --collect /work/.mirror`); without them the script says so in one line and exits 0.
@@ -41,6 +50,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import doctor_realworld as doctor  # noqa: E402  (the corpus, its data edits and shims)
+import train_scripts  # noqa: E402  (whole runs under the step-timing wrapper, the gate)
 
 MANIFEST = HERE / "train_heldout.json"
 
@@ -79,7 +89,8 @@ def run_script(entry: dict[str, Any], cwd: Path, timeout: float) -> tuple[int, s
         return 124, f"timed out after {timeout:.0f} s"
 
 
-def bench(entry: dict[str, Any], corpus: Path, budget_s: float, timeout: float) -> dict[str, Any]:
+def bench(entry: dict[str, Any], corpus: Path, budget_s: float, timeout: float,
+          rounds: int = 0, seeds: int = 3) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"train-heldout-{entry['name']}-") as tmp:
         cwd = _copy(entry, corpus, Path(tmp) / "repo")
         plain_rc, plain_err = run_script(entry, cwd, timeout)
@@ -109,6 +120,7 @@ def bench(entry: dict[str, Any], corpus: Path, budget_s: float, timeout: float) 
                      for row in doc.get("results", [])]}
         if patch.exists():
             text = patch.read_text()
+            r["diff"] = text
             r["patch_lines"] = sum(ln.startswith(("+", "-")) and not ln.startswith(("+++", "---"))
                                    for ln in text.splitlines())
             fresh = _copy(entry, corpus, Path(tmp) / "patched")
@@ -117,8 +129,48 @@ def bench(entry: dict[str, Any], corpus: Path, budget_s: float, timeout: float) 
             r["patch"] = "applies" if applied.returncode == 0 else "FAILS: " + _tail(applied.stderr)
             if applied.returncode == 0:
                 r["patched_rc"], r["patched_error"] = run_script(entry, fresh, timeout)
+            if rounds and r["patched_rc"] == 0:
+                copies = {"original": _copy(entry, corpus, Path(tmp) / "original"), "patched": fresh}
+                r["whole"] = whole_runs(entry, copies, rounds, seeds, timeout)
     r["verdict"] = verdict(r)
     return r
+
+
+def whole_runs(entry: dict[str, Any], copies: dict[str, Path], rounds: int, seeds: int,
+               timeout: float) -> dict[str, Any]:
+    """The original and the patched copy run whole, interleaved: the speed-up and the gate."""
+    cap = {"PITSTOP_CORPUS_MAX_STEPS": str(entry["max_steps"])} if entry.get("max_steps") else {}
+    run = {**entry, "env": {**entry.get("env", {}), **cap}}
+    measured = train_scripts.measure(run, copies, rounds, timeout)
+    seeded = [s for s in (train_scripts.once(run, copies["original"], timeout, seed=k) for k in range(1, seeds))
+              if s["rc"] == 0 and s["losses"]]
+    lengths = [len(r) for m in measured.values() for r in m["losses"]] + [len(s["losses"]) for s in seeded]
+    at = min(lengths, default=0)
+    admitted = train_scripts.gate(measured["original"], seeded, at)
+    base, mine = measured["original"], measured["patched"]
+    paired = [b / p for b, p in zip(base["runs_ms"], mine["runs_ms"], strict=False)]
+    return {"rounds": rounds, "rc": {n: m["rc"] for n, m in measured.items()}, "loss_at": at, "gate": admitted,
+            "step_ms": {n: m["step_ms"] for n, m in measured.items()},
+            "runs_ms": {n: m["runs_ms"] for n, m in measured.items()},
+            "loadavg": {n: m["loadavg"] for n, m in measured.items()},
+            "speedup": base["step_ms"] / mine["step_ms"] if base["step_ms"] and mine["step_ms"] else None,
+            "paired": [min(paired), max(paired)] if paired else None,
+            "losses": {n: train_scripts.final_loss(m, at) for n, m in measured.items()},
+            "inside": train_scripts._inside(mine, at, admitted)}
+
+
+def whole_line(w: dict[str, Any]) -> str:
+    """The whole-run re-measurement in one line."""
+    if not w["speedup"]:
+        return f"{'':20} whole runs: not measured (exit codes {w['rc']})"
+    lo, hi = w["paired"]
+    noise = " within noise" if lo <= 1 <= hi else ""
+    gate = {None: "no gate (fewer than 2 original runs)", True: "in the gate", False: "OUTSIDE the gate"}[w["inside"]]
+    losses = ", ".join(f"{n} {v:.4f}" for n, v in w["losses"].items() if v is not None)
+    loads = [x for v in w["loadavg"].values() for x in v]
+    return (f"{'':20} whole runs ({w['rounds']} rounds, load {min(loads):.1f}-{max(loads):.1f}): step "
+            f"{w['step_ms']['original']:.1f} -> {w['step_ms']['patched']:.1f} ms, x{w['speedup']:.2f} "
+            f"[rounds {lo:.2f}-{hi:.2f}]{noise}; loss at step {w['loss_at']}: {losses}, {gate}")
 
 
 def verdict(r: dict[str, Any]) -> str:
@@ -152,6 +204,9 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=300, help="seconds for a run without pitstop (default 300)")
     ap.add_argument("--corpus", type=Path, help="folder of OWNER+NAME/COMMIT/PATH files")
     ap.add_argument("--json", type=Path, help="write every result here, after each script")
+    ap.add_argument("--remeasure", type=int, default=0, metavar="R",
+                    help="run the original and the patched script whole, interleaved over R rounds (default 0: off)")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds of the original's runs for the gate (default 3)")
     args = ap.parse_args()
     todo = entries()
     if args.only:
@@ -166,8 +221,10 @@ def main() -> int:
         return 0
     results = []
     for entry in todo:
-        results.append(bench(entry, corpus, args.budget_s, args.timeout))
+        results.append(bench(entry, corpus, args.budget_s, args.timeout, args.remeasure, args.seeds))
         print(line(results[-1]), flush=True)
+        if results[-1].get("whole"):
+            print(whole_line(results[-1]["whole"]), flush=True)
         if args.json:
             args.json.write_text(json.dumps(results, indent=1))
     counts = collections.Counter(r["verdict"] for r in results)

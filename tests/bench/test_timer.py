@@ -78,3 +78,26 @@ def test_chunk_size_targets_round_duration():
 def test_policy_validates(kwargs):
     with pytest.raises(UsageError):
         TimingPolicy(**kwargs)
+
+
+def test_a_turns_first_call_after_a_switch_is_not_a_sample():
+    from pitstop.bench.rounds import switched_in
+
+    chunk = {"times": [0.031, 0.022, 0.023], "cpu_times": [0.05, 0.04, 0.04], "optimizer_times": [0.003, 0.002, 0.002],
+             "steps": 40, "skipped": 0}
+    kept = switched_in(chunk, 1)
+    assert kept["times"] == [0.022, 0.023] and kept["cpu_times"] == [0.04, 0.04]  # aligned lists lose the same call
+    assert kept["optimizer_times"] == [0.002, 0.002] and kept["steps"] == 40
+    assert switched_in({"times": [0.031]}, 1) == {"times": [0.031]}  # a turn of one call keeps it
+    assert switched_in(chunk, 0) is chunk  # bench: every call a sample
+    assert switched_in({**chunk, "optimizer_times": []}, 1)["optimizer_times"] == []  # not timed: left as it is
+
+
+def test_train_stages_time_turns_of_several_steps_whose_first_is_not_a_sample():
+    from pitstop.train.search import ROUND_S, SWITCH_IN, TrainSearch
+
+    search = TrainSearch.__new__(TrainSearch)  # the policy of a stage needs only the clock and the limit
+    search.t0, search.limit_s = __import__("time").monotonic(), 100.0
+    policy = search._policy(4, 0.5, 0.02, 10)
+    assert (policy.round_s, policy.switch_in) == (ROUND_S, SWITCH_IN) and SWITCH_IN >= 1
+    assert chunk_size(0.022, policy, share=2) >= 10  # a 22 ms step, 2 replicas: 11 steps a turn, not 1

@@ -56,3 +56,31 @@ def test_verdicts_follow_the_labels() -> None:
     assert verdict({**base, "patch": "applies", "patched_rc": 1}) == "PATCH FAILS"
     assert verdict({**base, "plain_rc": 1}) == "BROKEN"
     assert verdict({**base, "rc": 1}) == "NO RESULT"
+
+
+LOOP = """import torch
+torch.manual_seed(0)
+model = torch.nn.Linear(8, 1)
+opt = torch.optim.SGD(model.parameters(), lr={lr})
+x, y = torch.randn(256, 8), torch.randn(256, 1)
+while True:  # never ends on its own: the entry's max_steps ends the whole run
+    for i in range(0, 256, 32):
+        opt.zero_grad()
+        torch.nn.functional.mse_loss(model(x[i:i + 32]), y[i:i + 32]).backward()
+        opt.step()
+"""
+
+
+def test_whole_runs_end_at_max_steps_and_a_patch_that_trains_differently_is_outside_the_gate(tmp_path: Path) -> None:
+    bench = load_bench()
+    copies = {}
+    for name, lr in (("original", 0.01), ("patched", 0.5)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "loop.py").write_text(LOOP.format(lr=lr))
+        copies[name] = tmp_path / name
+    entry = {"name": "loop", "path": "loop.py", "args": [], "env": {}, "shims": [], "max_steps": 30}
+    w = bench.whole_runs(entry, copies, rounds=2, seeds=2, timeout=120)
+    assert w["rc"] == {"original": [0, 0], "patched": [0, 0]} and w["loss_at"] == 30
+    assert len(w["runs_ms"]["patched"]) == 2 and w["speedup"] > 0 and w["gate"] is not None
+    assert w["inside"] is False  # lr 0.5 against 0.01: not the same training
+    assert "OUTSIDE the gate" in bench.whole_line(w) and "x" in bench.whole_line(w)
