@@ -249,7 +249,7 @@ def overhead(folder: Path, rounds: int, steps: int, pin: bool = False, malloc: s
               f"medians {runs(side)}")
         paired = [statistics.median(b.steps) / statistics.median(a.steps) for a, b in zip(plain, side, strict=True)]
         lo, hi = median_ci(paired)
-        noise = "within noise" if lo <= 1.0 <= hi else "beyond noise"
+        noise = ("within noise" if lo <= 1.0 <= hi else "beyond noise") if rounds >= 3 else "too few rounds to say"
         print(f"  paired by round: x{statistics.median(paired):.3f} [{lo:.3f}-{hi:.3f}] ({noise}); per round "
               f"{[round(x, 3) for x in paired]}")
         cpu = [b.cpu_ms / a.cpu_ms for a, b in zip(plain, side, strict=True)]
