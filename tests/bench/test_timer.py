@@ -94,10 +94,35 @@ def test_a_turns_first_call_after_a_switch_is_not_a_sample():
 
 
 def test_train_stages_time_turns_of_several_steps_whose_first_is_not_a_sample():
-    from pitstop.train.search import ROUND_S, SWITCH_IN, TrainSearch
+    from pitstop.train.search import MIN_ROUNDS, ROUND_S, SWITCH_IN, TrainSearch
 
     search = TrainSearch.__new__(TrainSearch)  # the policy of a stage needs only the clock and the limit
     search.t0, search.limit_s = __import__("time").monotonic(), 100.0
     policy = search._policy(4, 0.5, 0.02, 10)
     assert (policy.round_s, policy.switch_in) == (ROUND_S, SWITCH_IN) and SWITCH_IN >= 1
     assert chunk_size(0.022, policy, share=2) >= 10  # a 22 ms step, 2 replicas: 11 steps a turn, not 1
+    search.limit_s = 2.0  # a small budget: shorter turns, still MIN_ROUNDS of them
+    small = search._policy(4, 0.5, 0.02, 10)
+    assert small.min_rounds == MIN_ROUNDS >= 3 and small.round_s * MIN_ROUNDS <= small.budget_s
+
+
+def test_precision_ends_a_stage_only_after_min_rounds():
+    """One long turn of identical samples is "precise" at once; with ``min_rounds`` it is one round of three."""
+    from types import SimpleNamespace
+
+    from pitstop.bench.result import Measurement
+    from pitstop.bench.rounds import interleave
+
+    def variant() -> SimpleNamespace:
+        row = Measurement("v", {}, 1, "ok")
+        row.replica_samples_s = [[]]
+        return SimpleNamespace(alive=True, finished=False, per_call_s=[0.001], spent_s=0.0, row=row)
+
+    def turn(v, i):
+        v.row.replica_samples_s[i].extend([0.001] * 100)
+        v.spent_s += 0.1
+
+    for min_rounds, rounds in ((1, 1), (3, 3)):
+        seen: list[int] = []
+        interleave([variant(), variant()], TimingPolicy(budget_s=5.0, min_rounds=min_rounds), None, turn, seen.append)
+        assert seen[-1] == rounds

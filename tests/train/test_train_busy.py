@@ -77,6 +77,25 @@ def test_drift_is_a_move_of_the_comparison_beyond_noise():
     assert drift([[0.1, 0.2]], [[0.1, 0.2]], "v") is None  # too few samples to say
 
 
+def test_drift_with_turns_is_judged_by_rounds_not_by_samples():
+    """Long turns (a training stage's ~0.5 s of steps): a turn's samples share its moment's load, so
+    one slow turn of the candidate is one round, not hundreds of samples apart from the rest (the
+    CI failure: 1.20x to 0.87x on a 1 ms step, 3 turns a variant, load 2.6)."""
+    base = [[0.001] * 300 * 3]
+    row = [[0.001] * 300 + [0.0011] * 300 + [0.00135] * 300]  # its last turn ran beside a burst
+    assert drift(base, row, "v") is not None  # by samples: 300 apart from 300, "moved"
+    turns = ([[300] * 3], [[300] * 3])
+    assert drift(base, row, "v", turns=turns) is None  # 3 rounds: 1 a third, too few to say
+    rounds = 12
+    base = [[0.001 + 0.00001 * (k % 2)] * 100 for k in range(rounds)]
+    steady = [[t / 2 for t in turn] for turn in base]
+    moving = [[t / (2 if k < 4 else 1.2) for t in turn] for k, turn in enumerate(base)]  # 2x, then 1.2x
+    flat = lambda turns_: [[t for turn in turns_ for t in turn]]  # noqa: E731
+    counts = ([[100] * rounds], [[100] * rounds])
+    assert drift(flat(base), flat(steady), "v", turns=counts) is None
+    assert "v's speed-up by step time moved from 2.00x to 1.20x" in drift(flat(base), flat(moving), "v", turns=counts)
+
+
 def test_drift_is_judged_on_the_clock_the_variants_are_compared_by():
     """A busy stage compares by CPU time per step: a variant's wall-time ratio moving (another
     process came and went while it ran) is no drift when its CPU-time ratio held still; a quiet

@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 BUSY_SHARE = 0.15  # other processes used more than 15% of the machine's CPU time
 STEAL_SHARE = 0.10  # or the hypervisor took more than 10%
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -118,23 +120,51 @@ def _thirds(groups: list[list[float]]) -> tuple[list[float], list[float]]:
     return first, last
 
 
-def drift(base: list[list[float]], row: list[list[float]], name: str, what: str = "step time") -> str | None:
+def _turn_medians(groups: list[list[float]], turns: list[list[int]]) -> list[list[float]]:
+    """Per replica, the median of each turn's samples (``turns``: each turn's sample count, in order)."""
+    out = []
+    for samples, counts in zip(groups, turns, strict=False):
+        medians, start = [], 0
+        for n in counts:
+            if n > 0 and start + n <= len(samples):
+                medians.append(float(np.median(samples[start:start + n])))
+            start += n
+        out.append(medians)
+    return out
+
+
+def drift(base: list[list[float]], row: list[list[float]], name: str, what: str = "step time",
+          turns: tuple[list[list[int]], list[list[int]]] | None = None) -> str | None:
     """Whether a comparison drifted during a stage: ``row``'s time over the reference's (``base``,
     per replica, in measurement order) in the first third of the stage against the last third;
     moved when the two ratios' 95% ranges (from the medians' intervals) are apart and differ by
     more than ``DRIFT``. The variants are measured in interleaved rounds, so a load that slows
-    every variant alike moves no ratio: only one that moved the comparison itself counts. The
-    reason, or None."""
+    every variant alike moves no ratio: only one that moved the comparison itself counts.
+
+    With ``turns`` (each replica's sample count per turn, for ``base`` and ``row``) the unit is the
+    round, not the sample: a turn's samples are consecutive and share its moment's load, so their
+    spread says nothing of the spread between turns. Each round gives one ratio (the two turns'
+    medians, taken side by side), and the first third of the rounds is compared with the last;
+    fewer than 3 rounds in a third cannot say. The reason, or None."""
     from pitstop.stats import median_ci
 
-    (b1, b2), (r1, r2) = _thirds(base), _thirds(row)
-    if min(map(len, (b1, b2, r1, r2))) < 3:
-        return None
-    (blo1, bhi1), (blo2, bhi2) = median_ci(b1), median_ci(b2)
-    (rlo1, rhi1), (rlo2, rhi2) = median_ci(r1), median_ci(r2)
-    med = lambda x: sorted(x)[len(x) // 2]  # noqa: E731
-    first, last = med(b1) / med(r1), med(b2) / med(r2)  # speed-ups
-    apart = bhi1 / rlo1 < blo2 / rhi2 or bhi2 / rlo2 < blo1 / rhi1
+    if turns is not None:
+        a, b = _turn_medians(base, turns[0]), _turn_medians(row, turns[1])
+        rounds = [[x / y for x, y in zip(ra, rb, strict=False) if y > 0] for ra, rb in zip(a, b, strict=False)]
+        r1, r2 = _thirds(rounds)
+        if min(len(r1), len(r2)) < 3:
+            return None
+        (lo1, hi1), (lo2, hi2) = median_ci(r1), median_ci(r2)
+        first, last = float(np.median(r1)), float(np.median(r2))
+        apart = hi1 < lo2 or hi2 < lo1
+    else:
+        (b1, b2), (s1, s2) = _thirds(base), _thirds(row)
+        if min(map(len, (b1, b2, s1, s2))) < 3:
+            return None
+        (blo1, bhi1), (blo2, bhi2) = median_ci(b1), median_ci(b2)
+        (rlo1, rhi1), (rlo2, rhi2) = median_ci(s1), median_ci(s2)
+        first, last = float(np.median(b1) / np.median(s1)), float(np.median(b2) / np.median(s2))  # speed-ups
+        apart = bhi1 / rlo1 < blo2 / rhi2 or bhi2 / rlo2 < blo1 / rhi1
     if apart and abs(last / first - 1) > DRIFT:
         return (f"{name}'s speed-up by {what} moved from {first:.2f}x to {last:.2f}x while it was measured")
     return None
@@ -145,8 +175,10 @@ def stage_drift(naive: Any, rows: list[Any], cpu: bool) -> str | None:
     clock the stage compares by: CPU time per step (``cpu``: a busy machine) or wall time."""
     for row in (r for r in rows if r.status == "ok" and r is not naive):
         a, b = ((x.details or {}).get("cpu_samples_s") for x in (naive, row)) if cpu else (None, None)
-        moved = drift([g for g in a if g], [g for g in b if g], row.variant, "CPU time per step") \
-            if a and b and any(a) and any(b) else drift(naive.replica_samples_s, row.replica_samples_s, row.variant)
+        ta, tb = ((x.details or {}).get("turns") for x in (naive, row))
+        turns = (ta, tb) if ta and tb else None
+        moved = drift(a, b, row.variant, "CPU time per step", turns) if a and b and any(a) and any(b) \
+            else drift(naive.replica_samples_s, row.replica_samples_s, row.variant, turns=turns)
         if moved:
             return moved
     return None

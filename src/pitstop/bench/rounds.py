@@ -78,7 +78,8 @@ class LiveVariant:
 
 def interleave(live: list[Any], policy: TimingPolicy, deadline: float | None,
                turn: Callable[[Any, int], None], on_round: Callable[[int], None]) -> None:
-    """Interleaved rounds of ``turn(variant, replica)`` until precise enough or out of budget.
+    """Interleaved rounds of ``turn(variant, replica)`` until precise enough (after at least
+    ``policy.min_rounds``) or out of budget.
     Past ``deadline`` rounds stop too, but only once every variant has ``min_samples`` calls: an
     interval needs samples. The order rotates each round, so nothing always runs first."""
     round_no = 0
@@ -86,7 +87,8 @@ def interleave(live: list[Any], policy: TimingPolicy, deadline: float | None,
         alive = [v for v in live if v.alive and v.per_call_s]
         active = [v for v in alive if not v.finished
                   and (v.spent_s < policy.budget_s or len(v.row.samples_s) < policy.min_samples)]
-        if not active or all(precise_enough(v.row.replica_samples_s, policy) for v in alive if not v.finished):
+        if not active or (round_no >= policy.min_rounds and all(
+                precise_enough(v.row.replica_samples_s, policy) for v in alive if not v.finished)):
             return
         if deadline is not None and time.monotonic() >= deadline \
                 and all(len(v.row.samples_s) >= policy.min_samples for v in active):

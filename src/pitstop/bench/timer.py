@@ -27,6 +27,8 @@ class TimingPolicy:
     min_samples: int = 10
     round_s: float = 0.05  # timed seconds per variant per interleaved round
     max_chunk: int = 1000  # calls per round at most (very fast models)
+    min_rounds: int = 1  # interleaved rounds before precision may end a stage: a turn's samples share
+    # one moment's load, so one long turn's tight interval says nothing of the next turn's
     switch_in: int = 0  # calls at the start of a turn of 2 or more that run but are not samples: the
     # process was just switched in after another variant's (its caches, its idle threads)
     warmup_min_calls: int = 3

@@ -8,6 +8,7 @@ trajectory gives that seed's loss curve, and its steps are timed like everyone e
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -295,7 +296,11 @@ class TrainGroup(WorkerGroup):
             v.reject(why)
 
     def _took(self, v: _Live, i: int, chunk: dict[str, Any]) -> None:
-        """CPU seconds per step, the script's end, the fp16 loss scaler's skipped steps."""
+        """CPU seconds per step, the turn's length, the script's end, the fp16 loss scaler's skipped steps."""
+        turns = v.row.details.setdefault("turns", [[] for _ in v.row.replica_samples_s])  # samples per turn,
+        turns[i].append(len(chunk["times"]))  # in order: the rounds a drift is judged on (``bench.load.drift``)
+        if chunk["times"]:  # the next turn's length from this turn's steps, not from the warm-up's (which
+            v.per_call_s[i] = statistics.median(chunk["times"])  # read a 1 ms step at 2 ms: turns halved to the end)
         for key, name in (("cpu_times", "cpu_samples_s"), ("optimizer_times", "optimizer_samples_s")):
             if chunk.get(key):  # CPU seconds per step (a busy machine's choice is made on them); seconds
                 # in optimizer.step() (where an optimizer implementation acts)

@@ -34,6 +34,8 @@ PROBE_CALLS, FINAL_CALLS = 5, 6  # timed steps every variant gets at least, what
 FINALISTS = 4
 ROUND_S = 0.5  # timed seconds per variant per interleaved round: a turn of several steps, not one
 SWITCH_IN = 1  # the first step of a turn is not a sample (a process switched in after another's turn)
+MIN_ROUNDS = 3  # turns per variant before precision may end a stage (turns shortened to fit the budget): one
+# 0.5 s turn of a 1 ms step is 500 samples of one moment, a tight interval that the next turn may not share
 _OPTIONS: dict[str, tuple[Any, ...]] = {
     "precision": ("bf16-autocast", "fp16-autocast"),
     "compile": ("default", "reduce-overhead"),
@@ -78,9 +80,11 @@ class TrainSearch(StagedSearch):
         """The stage's policy, with turns of several steps whose first is not timed: one step per
         turn, as a 50 ms round gave a 22 ms step on 2 cores, timed every variant just after another
         variant's process ran, and the eager script's step read 31 ms against 21 ms compiled (a
-        predicted 1.44x that whole runs of the script measured at 1.1x; its own runs say 22 and 20 ms)."""
+        predicted 1.44x that whole runs of the script measured at 1.1x; its own runs say 22 and 20 ms).
+        At least ``MIN_ROUNDS`` turns each, shorter when the budget is small."""
         policy = super()._policy(variants, share, target, min_samples)
-        return dataclasses.replace(policy, round_s=ROUND_S, switch_in=SWITCH_IN)
+        return dataclasses.replace(policy, round_s=min(ROUND_S, policy.budget_s / MIN_ROUNDS), switch_in=SWITCH_IN,
+                                   min_rounds=MIN_ROUNDS)
 
     @property
     def settings(self) -> TrainSettings:
