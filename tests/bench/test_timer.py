@@ -126,3 +126,6 @@ def test_precision_ends_a_stage_only_after_min_rounds():
         seen: list[int] = []
         interleave([variant(), variant()], TimingPolicy(budget_s=5.0, min_rounds=min_rounds), None, turn, seen.append)
         assert seen[-1] == rounds
+    seen = []  # a first turn that overran the whole budget (a step slower than its warm-up said)
+    interleave([variant(), variant()], TimingPolicy(budget_s=0.05, min_rounds=3), None, turn, seen.append)
+    assert seen[-1] == 3

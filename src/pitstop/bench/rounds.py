@@ -78,15 +78,17 @@ class LiveVariant:
 
 def interleave(live: list[Any], policy: TimingPolicy, deadline: float | None,
                turn: Callable[[Any, int], None], on_round: Callable[[int], None]) -> None:
-    """Interleaved rounds of ``turn(variant, replica)`` until precise enough (after at least
-    ``policy.min_rounds``) or out of budget.
+    """Interleaved rounds of ``turn(variant, replica)`` until precise enough or out of budget, and
+    never fewer than ``policy.min_rounds`` (as every variant gets ``min_samples`` calls whatever the
+    budget says: a turn a round, at least one call, once the budget is spent).
     Past ``deadline`` rounds stop too, but only once every variant has ``min_samples`` calls: an
     interval needs samples. The order rotates each round, so nothing always runs first."""
     round_no = 0
     while True:
         alive = [v for v in live if v.alive and v.per_call_s]
         active = [v for v in alive if not v.finished
-                  and (v.spent_s < policy.budget_s or len(v.row.samples_s) < policy.min_samples)]
+                  and (v.spent_s < policy.budget_s or len(v.row.samples_s) < policy.min_samples
+                       or round_no < policy.min_rounds)]
         if not active or (round_no >= policy.min_rounds and all(
                 precise_enough(v.row.replica_samples_s, policy) for v in alive if not v.finished)):
             return
