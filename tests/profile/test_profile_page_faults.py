@@ -99,3 +99,30 @@ def test_under_torchrun_a_faulting_rank_other_than_0_is_named_with_its_rank():
     shown = text({"kind": "profile", "step_ms": {"median": 30.0, "ci95": [29, 31], "n": 10}, "steps": 12,
                   "phases": [], "distributed": section, "verdict": found})
     assert "faults/step" in shown and " 2500" in shown
+
+
+SNAPSHOT_THEN_FINAL = """
+import torch
+from torch import nn
+import pitstop
+from pitstop.profile import faults
+
+model = nn.Linear(64, 64)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+with pitstop.profile(model, opt, drill_down=False) as prof:
+    for _ in range(6):
+        big = torch.ones(8 << 20)  # 32 MiB, mapped afresh by glibc: faults in every step
+        opt.zero_grad()
+        model(torch.randn(8, 64) + big[:64]).sum().backward()
+        opt.step()
+    snapshot = prof.report.page_faults  # while attached: a snapshot of the run so far
+    print("snapshot", snapshot["per_step"] >= 1, snapshot["us_each"], faults._cost_us)
+print("final", prof.report.page_faults["us_each"] is not None, faults._cost_us is not None)
+"""
+
+
+def test_a_snapshot_of_a_running_profile_measures_no_fault_cost_the_final_report_does():
+    # a fresh process: the cost is measured once per process, and an earlier test here may have done it
+    out = subprocess.run([sys.executable, "-c", SNAPSHOT_THEN_FINAL], capture_output=True, text=True, timeout=300,
+                         check=True).stdout.splitlines()
+    assert out == ["snapshot True None None", "final True True"]

@@ -137,7 +137,7 @@ class Profiler:
         """The report (made once detached; while attached, a snapshot of the steps so far)."""
         if self._report is not None:
             return self._report
-        report = self._make_report()
+        report = self._make_report(calibrate=not self.attached)  # a snapshot measures nothing in the run
         if not self.attached:
             self._report = report
         return report
@@ -150,10 +150,10 @@ class Profiler:
             return "pitstop train YOUR_TRAINING_SCRIPT.py"
         return "pitstop train " + shlex.join(self.command)
 
-    def _make_report(self, distributed: bool = True) -> ProfileReport:
+    def _make_report(self, distributed: bool = True, calibrate: bool = True) -> ProfileReport:
         from pitstop._env import cpu_flags, physical_cores
 
-        summary = summarize_steps(self.timer.steps, self.timer.seen, self.timer.tail_eval_s)
+        summary = summarize_steps(self.timer.steps, self.timer.seen, self.timer.tail_eval_s, calibrate)
         step_ms, phases = summary.step_ms, summary.phases
         shares = {p["name"]: p["share"] for p in phases}
         syncs = self.syncs.rows()

@@ -60,15 +60,17 @@ def fault_cost_us() -> float | None:
     return _cost_us
 
 
-def summary(per_step: list[int], step_ms: float | None) -> dict[str, float | None] | None:
+def summary(per_step: list[int], step_ms: float | None, calibrate: bool = True) -> dict[str, float | None] | None:
     """``{"per_step", "us_each", "ms_per_step", "share"}`` over the measured steps' fault counts:
     the median count, one fault's measured cost (only where there are faults to cost: at least 1 a
     step), the estimated time they take and its share of the median step (at most 1: the estimate
-    can exceed the step it is part of). None: not counted."""
+    can exceed the step it is part of). None: not counted. ``calibrate=False`` (a snapshot of a run
+    still going): the cost only if already measured, never measured now: its ~0.1 s of mapping and
+    writing pages would land in one of the script's steps (and, under DDP, every rank's)."""
     if not per_step:
         return None
     median = statistics.median(per_step)
-    cost = fault_cost_us() if median >= 1 else None
+    cost = (fault_cost_us() if calibrate else _cost_us) if median >= 1 else None
     ms = median * cost / 1e3 if cost is not None else None
     return {"per_step": median, "us_each": cost, "ms_per_step": ms,
             "share": min(ms / step_ms, 1.0) if ms is not None and step_ms else None}

@@ -103,9 +103,11 @@ class Summary:
     page_faults: dict[str, Any] | None = None
 
 
-def summarize_steps(steps: list[StepTimes], seen: set[str], tail_eval_s: float = 0.0) -> Summary:
+def summarize_steps(steps: list[StepTimes], seen: set[str], tail_eval_s: float = 0.0,
+                    calibrate: bool = True) -> Summary:
     """The statistics of the measured steps (all steps when none is measured); see the module's
-    docstring. ``tail_eval_s``: an evaluation after the last step."""
+    docstring. ``tail_eval_s``: an evaluation after the last step; ``calibrate``: as for
+    ``faults.summary`` (False for a snapshot of a run still going)."""
     chosen = [s for s in steps if s.measured] or steps
     train = [(s, (s.wall_s - s.eval_s) * 1e3) for s in chosen]
     if not train or sum(ms for _, ms in train) <= 0:
@@ -126,7 +128,7 @@ def summarize_steps(steps: list[StepTimes], seen: set[str], tail_eval_s: float =
                      "ci95": list(median_ci(per_step))})
     counted = [s.faults for s, _ in kept if s.faults is not None]
     return Summary({"median": median, "ci95": list(median_ci(walls)), "n": len(walls)}, rows,
-                   _evaluation(steps, tail_eval_s), stalls, _faults.summary(counted, median))
+                   _evaluation(steps, tail_eval_s), stalls, _faults.summary(counted, median, calibrate))
 
 
 Timed = list[tuple[StepTimes, float]]  # a step and its training time (ms)
