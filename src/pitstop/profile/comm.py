@@ -112,8 +112,7 @@ class CommWatch(Consumer):
             # collective's thread (gloo's run loop), a cost DDP's built-in path does not have.
             # No annotations: DDP checks a hook's annotations against its own classes.
             launched = time.perf_counter()
-            group = state if state is not None else dist.group.WORLD
-            tensor = bucket.buffer().div_(group.size())
+            tensor = bucket.buffer().div_(dist.get_world_size(state))  # state: the job's group (None: the default)
 
             def completed(done: torch.futures.Future[list[torch.Tensor]]) -> torch.Tensor:
                 me = watch()
@@ -122,7 +121,7 @@ class CommWatch(Consumer):
                         me._intervals.append((launched, time.perf_counter()))
                 return done.value()[0]
 
-            return dist.all_reduce(tensor, group=group, async_op=True).get_future().then(completed)
+            return dist.all_reduce(tensor, group=state, async_op=True).get_future().then(completed)
 
         try:
             module.register_comm_hook(getattr(module, "process_group", None), pitstop_timed_allreduce)
