@@ -10,12 +10,17 @@
    (`pitstop.profile.script.run_profile`, what the CLI's child runs, with no waiting parent and no
    child): which part of the whole-process cost is the profiler in the rank, and which the CLI's
    process per rank.
+   And taking turns (--only turns, the headline): the plain job and the job under the CLI run at the
+   same time as two whole torchrun jobs, each rank handing the cores to the same rank of the other
+   job every --block-steps steps (--runs runs of --blocks turns per side): whole processes, but the
+   machine's drift over seconds meets both sides alike, so the interval is a few times narrower.
 2. The trained patch: `pitstop train --nproc-per-node 2 --patch` on the job, the patch applied with
    git apply, then the original and the patched job run whole, interleaved; the speed-up of the
    median step (the slowest rank's, as the job waits for it).
 
     python benchmarks/distributed.py [--rounds 5] [--budget-s 240] [--steps 200] [--runs 6] [--blocks 16]
-        [--block-steps 20] [--pin] [--malloc as-is|fixed] [--in-rank] [--only overhead|in-process|trained]
+        [--block-steps 20] [--pin] [--malloc as-is|fixed] [--in-rank]
+        [--only overhead|turns|in-process|trained]
 """
 
 from __future__ import annotations
@@ -151,6 +156,107 @@ def in_process(folder: Path, runs: int, blocks: int, per_block: int) -> None:
           f"{os.getloadavg()[0]:.2f} after; {seen[-1] if seen else 'profiled side: not reported'}")
 
 
+TURNS = """
+import os, sys, time
+import torch, torch.distributed as dist
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+blocks, per_block = int(sys.argv[1]), int(sys.argv[2])
+side, other, first = os.environ["SIDE"], os.environ["OTHER"], os.environ["FIRST"] == "1"
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = DDP(nn.Sequential(nn.Linear(512, 1024), nn.GELU(), nn.Linear(1024, 1024), nn.GELU(), nn.Linear(1024, 10)))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+g = torch.Generator().manual_seed(rank)
+baton = os.environ["BATON"]
+mine = os.open(f"{baton}/to_{side}.{rank}", os.O_RDWR)  # O_RDWR: a FIFO opened without waiting for a writer
+theirs = os.open(f"{baton}/to_{other}.{rank}", os.O_RDWR)
+if not first:
+    os.write(theirs, b"r")  # ready: the first side starts only once this one is built (no start-up beside it)
+log = open(f"{os.environ['STEP_LOG']}.rank{rank}", "w")
+for block in range(blocks):
+    os.read(mine, 1)  # wait for the turn: a blocking read costs the running side nothing
+    last, cpu = time.perf_counter(), time.process_time()
+    for step in range(per_block):
+        x = torch.randn(64, 512, generator=g)
+        y = x[:, :10].argmax(1)
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        now, now_cpu = time.perf_counter(), time.process_time()
+        if step >= 2:  # the first steps of a turn: caches refilled after the other job's turn
+            log.write(f"{block} {now - last:.6f} {now_cpu - cpu:.6f}\\n")
+        last, cpu = now, now_cpu
+    os.write(theirs, b"t")
+log.close()
+dist.destroy_process_group()
+"""
+
+
+def turns(folder: Path, runs: int, blocks: int, per_block: int, malloc: str = "as-is") -> None:
+    """Whole processes taking turns: the plain job and the job under `torchrun -m pitstop profile`
+    run at the same time as two torchrun jobs, and each rank of one hands the cores to the same rank
+    of the other every ``per_block`` steps (a named pipe per direction and rank; the waiting job
+    blocks in a read). Everything that differs between whole processes stays (pitstop's imports, the
+    script run by its exec path, the session attached from the start, the CLI's parent per rank),
+    while the machine's drift over seconds (the same process's CPU per step moves by 20-40% on this
+    VM from one minute to the next) meets both sides alike. Which side goes first alternates by run."""
+    from pitstop.stats import median_ci, speedup_groups
+
+    (folder / "turns.py").write_text(textwrap.dedent(TURNS))
+    load = os.getloadavg()[0]
+    groups: dict[str, list[list[float]]] = {"plain": [], "profiled": []}
+    cpu: dict[str, list[float]] = {"plain": [], "profiled": []}
+    for run_ in range(runs):
+        first = "plain" if run_ % 2 == 0 else "profiled"
+        for fifo in folder.glob("to_*"):
+            fifo.unlink()
+        for name in groups:
+            for rank in (0, 1):
+                os.mkfifo(folder / f"to_{name}.{rank}")
+        procs = {}
+        for name in ("plain", "profiled"):
+            env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", "STEP_LOG": str(folder / f"turns-{name}"),
+                   "SIDE": name, "OTHER": "profiled" if name == "plain" else "plain", "BATON": str(folder),
+                   "FIRST": "1" if name == first else "0", **(MALLOC_FIXED if malloc == "fixed" else {})}
+            head = (["-m", "pitstop", "profile", "--no-drill-down", "--json", str(folder / "t.json")]
+                    if name == "profiled" else [])
+            procs[name] = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                                            "--master-port", str(29710 + 2 * run_ + (name == "profiled")), *head,
+                                            "turns.py", str(blocks), str(per_block)], cwd=folder, env=env,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        for name, proc in procs.items():
+            _, err = proc.communicate(timeout=1800)
+            if proc.returncode:
+                raise SystemExit(f"the {name} job failed (exit {proc.returncode}): {err.strip()[-600:]}")
+        for name in groups:
+            rows = [[line.split() for line in (folder / f"turns-{name}.rank{rank}").read_text().splitlines()]
+                    for rank in (0, 1)]
+            by_block: dict[str, list[float]] = {}
+            for a, b in zip(*rows, strict=True):  # the step is the slower rank's
+                by_block.setdefault(a[0], []).append(max(float(a[1]), float(b[1])))
+                cpu[name].append((float(a[2]) + float(b[2])) / 2)
+            groups[name] += list(by_block.values())
+    ratio = speedup_groups(groups["profiled"], groups["plain"])  # >1: the profiled step is slower
+    noise = "within noise" if ratio.ci95[0] <= 1.0 <= ratio.ci95[1] else "beyond noise"
+    paired = [statistics.median(b) / statistics.median(a) for a, b in zip(groups["plain"], groups["profiled"],
+                                                                             strict=True)]
+    lo, hi = median_ci(paired)
+    plain_ms = statistics.median(t for g in groups["plain"] for t in g) * 1e3
+    prof_ms = statistics.median(t for g in groups["profiled"] for t in g) * 1e3
+    how = ", allocator fixed" if malloc == "fixed" else ""
+    print(f"profile overhead, whole processes taking turns{how}: plain {plain_ms:.2f} ms/step, profiled (CLI) "
+          f"{prof_ms:.2f} ms/step: x{ratio.median:.3f} [{ratio.ci95[0]:.3f}-{ratio.ci95[1]:.3f}] ({noise}; goal "
+          f"<= x1.03) over {runs} runs of {blocks} turns of {per_block} steps per side; load average {load:.2f} "
+          f"before, {os.getloadavg()[0]:.2f} after")
+    plain_cpu, prof_cpu = statistics.median(cpu["plain"]), statistics.median(cpu["profiled"])
+    print(f"  paired by turn: x{statistics.median(paired):.3f} [{lo:.3f}-{hi:.3f}]; CPU per step (mean of ranks): "
+          f"plain {plain_cpu * 1e3:.2f} ms, profiled {prof_cpu * 1e3:.2f} ms, x{prof_cpu / plain_cpu:.3f}")
+
+
 IN_RANK = """
 import sys
 from pitstop.profile.script import run_profile
@@ -269,6 +375,13 @@ def trained(folder: Path, rounds: int, steps: int, budget_s: float) -> None:
                           cwd=folder, env=env, capture_output=True, text=True, timeout=int(budget_s * 4) + 600)
     print(f"pitstop train --nproc-per-node 2: exit {proc.returncode}; "
           + (proc.stdout.strip().splitlines() or ["(no output)"])[-1][:300])
+    if (folder / "t.json").exists():  # what the search reached in its budget, stage by stage
+        import json
+
+        doc = json.loads((folder / "t.json").read_text())
+        for stage in doc.get("search", {}).get("stages", []):
+            print(f"  stage {stage['name']} ({stage['elapsed_s']:.0f} s): {', '.join(stage['variants'])}")
+        print(f"  winner: {(doc.get('winner') or {}).get('variant')} ({(doc.get('winner') or {}).get('verdict')})")
     patched = folder / "patched"
     patched.mkdir()
     (patched / "job.py").write_text((folder / "job.py").read_text())
@@ -293,22 +406,24 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--budget-s", type=float, default=240.0)
-    ap.add_argument("--runs", type=int, default=6, help="in-process part: runs (the first-made job alternates)")
-    ap.add_argument("--blocks", type=int, default=16, help="in-process part: blocks per side and run")
-    ap.add_argument("--block-steps", type=int, default=20, help="in-process part: steps per block")
+    ap.add_argument("--runs", type=int, default=6, help="in-process, turns: runs (which side goes first alternates)")
+    ap.add_argument("--blocks", type=int, default=16, help="in-process, turns: blocks (turns) per side and run")
+    ap.add_argument("--block-steps", type=int, default=20, help="in-process, turns: steps per block")
     ap.add_argument("--pin", action="store_true", help="overhead part: each rank pinned to its own core, both sides")
     ap.add_argument("--malloc", choices=("as-is", "fixed"), default="as-is",
-                    help="overhead part: glibc's allocator as it is, or held in one state on both sides (no page "
+                    help="overhead, turns: glibc's allocator as it is, or held in one state on both sides (no page "
                          "faults from its moving mmap threshold)")
     ap.add_argument("--in-rank", action="store_true",
                     help="overhead part: a third side, the profiler in the rank's process (no CLI parent, no child)")
-    ap.add_argument("--only", choices=("overhead", "in-process", "trained"), help="one part alone")
+    ap.add_argument("--only", choices=("overhead", "turns", "in-process", "trained"), help="one part alone")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="pitstop-distributed-") as tmp:
         folder = Path(tmp)
         (folder / "job.py").write_text(textwrap.dedent(JOB))
         if args.only in (None, "overhead"):
             overhead(folder, args.rounds, args.steps, args.pin, args.malloc, args.in_rank)
+        if args.only in (None, "turns"):
+            turns(folder, args.runs, args.blocks, args.block_steps, args.malloc)
         if args.only in (None, "in-process"):
             in_process(folder, args.runs, args.blocks, args.block_steps)
         if args.only in (None, "trained"):

@@ -6,18 +6,30 @@ the backward hid, and how long the backward waited for them at its end.
   That tail, from the last gradient accumulated to the end of ``backward()``, is the communication
   the compute did not hide; on a single process it is next to nothing. Read from the session's
   hooks, whatever runs the collectives.
-- **total and overlapped** (``comm_s``, ``overlap_s``): each bucket's all-reduce timed from its
-  launch to its completion by a DDP communication hook that does what DDP's own ``allreduce_hook``
-  does (the same sum and average, on the job's process group), its one completion callback also
-  noting the time; the union of those
-  intervals is the step's communication, its part before the last gradient is what the backward
-  overlapped. The hook is registered at the first backward of a DDP module that has none, so a
-  job's own comm hook (PowerSGD, fp16 compression: registered before any backward, as DDP requires)
-  is left as it is, and then only the exposed tail is measured. On CUDA the completion is when the
-  NCCL work is done on its stream."""
+- **total and overlapped** (``comm_s``, ``overlap_s``), two ways:
+  - on CPU (gloo), **DDP's own timers**: the reducer stamps each iteration's first bucket launch,
+    its last gradient and the end of its wait for the buckets (what
+    ``DistributedDataParallel._get_ddp_logging_data()`` reports); pitstop asks for every iteration
+    (``_set_ddp_runtime_logging_sample_rate(1)``, left at DDP's default under
+    ``TORCH_DISTRIBUTED_DEBUG=DETAIL``, which logs each sample) and reads the stamps at the next
+    forward, in C++ and with no hook of its own: the job's all-reduce runs exactly as DDP runs it,
+    a comm hook of the job's own (PowerSGD, fp16 compression) included. The communication is the
+    span from the first launch to the end of the wait, its part before the last gradient what the
+    backward overlapped. (A Python comm hook costs a gloo job ~2.5% of its step: a second pass over
+    the bucket to average it, which DDP's built-in path folds into its copy, and a callback taking
+    the GIL on gloo's thread.)
+  - on CUDA, where DDP's timers are CUDA events that its next forward would wait for, each
+    bucket's all-reduce timed from its launch to its completion by a DDP communication hook that
+    does what DDP's own ``allreduce_hook`` does (the same sum and average, on the job's process
+    group), its one completion callback also noting the time; the union of those intervals is the
+    step's communication, its part before the last gradient what the backward overlapped. The hook
+    is registered at the first backward of a DDP module that has none, so a job's own comm hook
+    (registered before any backward, as DDP requires) is left as it is, and then only the exposed
+    tail is measured. The completion is when the NCCL work is done on its stream."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import threading
 import time
@@ -39,7 +51,8 @@ class CommWatch(Consumer):
         self.comm_s: list[float] = []
         self.overlap_s: list[float] = []
         self.ddp: dict[str, Any] | None = None  # bucket_cap_mb and the flags of the first DDP root
-        self.timed: bool | None = None  # None: not decided; False: the job has its own comm hook
+        self.timed: bool | None = None  # None: not decided; True: DDP's timers (CPU) or the comm hook (CUDA);
+        # False: a CUDA job with a comm hook of its own
         self._module: weakref.ref[torch.nn.Module] | None = None
         self._intervals: list[tuple[float, float]] = []  # (launched, completed) of this step's buckets
         self._lock = threading.Lock()  # gloo completes a bucket's work on its own thread
@@ -47,6 +60,9 @@ class CommWatch(Consumer):
         self._backward_start: float | None = None
         self._grads_done = 0.0  # the last gradient of the step's backwards
         self._step_wait = 0.0
+        self._timers = False  # DDP's own timers (CPU), not the comm hook
+        self._stamp = 0  # the last iteration's first bucket launch read from them (ns)
+        self._last_step = 0  # the last completed step (the timers are read one step later)
 
     def on_root_forward_start(self, module: torch.nn.Module) -> None:
         if self.ddp is None and type(module).__name__ == "DistributedDataParallel":
@@ -55,13 +71,18 @@ class CommWatch(Consumer):
                         "static_graph": bool(getattr(module, "static_graph", False)),
                         "broadcast_buffers": bool(getattr(module, "broadcast_buffers", True))}
             self._module = weakref.ref(module)
+            self._use_timers(module)
+
+    def on_root_forward(self, module: torch.nn.Module, output: Any, grad_enabled: bool) -> None:
+        if self._timers and self._module is not None and self._module() is module:
+            self._read_timers(module)
 
     def on_backward(self, tensors: list[torch.Tensor], gradients: list[Any], retain_graph: bool, site: str) -> None:
         self._last_grad = time.perf_counter()
         if self._backward_start is None:
             self._backward_start = self._last_grad
         if self.timed is None and self._module is not None:
-            self._time_buckets()
+            self._time_buckets()  # CUDA: the timing comm hook
 
     def on_grad(self, param: torch.Tensor) -> None:
         self._last_grad = time.perf_counter()
@@ -79,7 +100,7 @@ class CommWatch(Consumer):
                 total, hidden = _union(intervals), _union(intervals, until=self._grads_done)
                 self.comm_s.append(total)
                 self.overlap_s.append(hidden)
-        self._step_wait, self._backward_start = 0.0, None
+        self._step_wait, self._backward_start, self._last_step = 0.0, None, step
 
     def median_ms(self) -> float | None:
         return statistics.median(self.waits_s) * 1e3 if self.waits_s else None
@@ -94,6 +115,33 @@ class CommWatch(Consumer):
         return {"ms": statistics.median(self.comm_s) * 1e3,
                 "overlapped": sum(self.overlap_s) / total if total > 0 else None,
                 "exposed_ms": self.median_ms(), "steps": len(self.comm_s)}
+
+    def _use_timers(self, module: Any) -> None:
+        """On CPU: DDP's own timers, every iteration (see the module's docstring), instead of a hook."""
+        if any(p.device.type != "cpu" for p in module.parameters()) or not hasattr(module, "logger"):
+            return
+        try:
+            if os.environ.get("TORCH_DISTRIBUTED_DEBUG", "").upper() != "DETAIL":  # DETAIL logs every sample
+                module._set_ddp_runtime_logging_sample_rate(1)
+        except (RuntimeError, AttributeError, ValueError):
+            return
+        self._timers = self.timed = True
+
+    def _read_timers(self, module: Any) -> None:
+        """The stamps DDP's forward just set for the last iteration with an all-reduce (a new first
+        launch: an iteration under ``no_sync`` or without backward sets none), counted for its step."""
+        try:
+            ints = module.logger._get_ddp_logging_data().ints_map
+        except (RuntimeError, AttributeError):
+            return
+        start, end = ints.get("backward_comm_time_start", 0), ints.get("backward_comm_time_end", 0)
+        compute_end = ints.get("backward_compute_time_end", 0)
+        if start <= 0 or end <= start or start == self._stamp:
+            return
+        self._stamp = start
+        if not self.excluded(self._last_step):
+            self.comm_s.append((end - start) / 1e9)
+            self.overlap_s.append(max(0, min(compute_end, end) - start) / 1e9)
 
     def _time_buckets(self) -> None:
         """Register the timing comm hook on the DDP module, unless it already has a comm hook."""
