@@ -37,6 +37,24 @@ import textwrap
 from pathlib import Path
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
+SETUP = """
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = DDP(nn.Sequential(nn.Linear(512, 1024), nn.GELU(), nn.Linear(1024, 1024), nn.GELU(), nn.Linear(1024, 10)))
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+g = torch.Generator().manual_seed(rank)
+"""
+"""The job's model, optimizer and data on every rank (JOB and TURNS)."""
+STEP = """
+x = torch.randn(64, 512, generator=g)
+y = x[:, :10].argmax(1)
+opt.zero_grad()
+loss = nn.functional.cross_entropy(model(x), y)
+loss.backward()
+opt.step()
+"""
+"""One training step of the job."""
 JOB = """
 import os, resource, sys, time
 import torch, torch.distributed as dist
@@ -48,21 +66,9 @@ if os.environ.get("PIN_RANKS"):  # every thread of this rank on one core (--pin)
     core = sorted(os.sched_getaffinity(0))[int(os.environ["LOCAL_RANK"]) % len(os.sched_getaffinity(0))]
     for task in os.listdir("/proc/self/task"):
         os.sched_setaffinity(int(task), {core})
-dist.init_process_group("gloo")
-rank = dist.get_rank()
-torch.manual_seed(0)
-model = DDP(nn.Sequential(nn.Linear(512, 1024), nn.GELU(), nn.Linear(1024, 1024), nn.GELU(), nn.Linear(1024, 10)))
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-g = torch.Generator().manual_seed(rank)
-log = open(f"{os.environ['STEP_LOG']}.rank{rank}", "a")
+""" + SETUP + """log = open(f"{os.environ['STEP_LOG']}.rank{rank}", "a")
 for step in range(steps):
-    x = torch.randn(64, 512, generator=g)
-    y = x[:, :10].argmax(1)
-    opt.zero_grad()
-    loss = nn.functional.cross_entropy(model(x), y)
-    loss.backward()
-    opt.step()
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+""" + textwrap.indent(STEP, "    ") + """    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     log.write(f"{time.perf_counter():.6f} {time.process_time():.6f} {faults}\\n")
 log.close()
 dist.destroy_process_group()
@@ -88,7 +94,7 @@ def job():
     return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
 
 
-first, second = job(), job()  # two identical DDP jobs: the comm hook stays on its own; which one is
+first, second = job(), job()  # two identical DDP jobs (DDP's timers stay on for the profiled one); which is
 sides = ({"plain": first, "profiled": second} if sys.argv[3] == "0"  # profiled alternates between runs
          else {"plain": second, "profiled": first})
 profiler = pitstop.profile(drill_down=False)
@@ -101,13 +107,7 @@ for block in range(blocks):
             profiler.attach()
         last = time.perf_counter()
         for step in range(per_block):
-            x = torch.randn(64, 512, generator=g)
-            y = x[:, :10].argmax(1)
-            opt.zero_grad()
-            loss = nn.functional.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            now = time.perf_counter()
+""" + textwrap.indent(STEP, "            ") + """            now = time.perf_counter()
             if step >= 2:  # the first steps of a block: the switch between the two jobs' memory
                 log.write(f"{side} {block} {now - last:.6f}\\n")
             last = now
@@ -115,8 +115,7 @@ for block in range(blocks):
             profiler.detach()
 log.close()
 if rank == 0:  # what the profiled side saw: its steps, and whether its all-reduce was timed
-    print(f"profiled side: all-reduce timed by the comm hook: {profiler.comm.timed}, in {len(profiler.comm.comm_s)} "
-          "steps")
+    print(f"profiled side: all-reduce timed: {profiler.comm.timed}, in {len(profiler.comm.comm_s)} steps")
 dist.destroy_process_group()
 """
 
@@ -164,13 +163,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 blocks, per_block = int(sys.argv[1]), int(sys.argv[2])
 side, other, first = os.environ["SIDE"], os.environ["OTHER"], os.environ["FIRST"] == "1"
-dist.init_process_group("gloo")
-rank = dist.get_rank()
-torch.manual_seed(0)
-model = DDP(nn.Sequential(nn.Linear(512, 1024), nn.GELU(), nn.Linear(1024, 1024), nn.GELU(), nn.Linear(1024, 10)))
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-g = torch.Generator().manual_seed(rank)
-baton = os.environ["BATON"]
+""" + SETUP + """baton = os.environ["BATON"]
 mine = os.open(f"{baton}/to_{side}.{rank}", os.O_RDWR)  # O_RDWR: a FIFO opened without waiting for a writer
 theirs = os.open(f"{baton}/to_{other}.{rank}", os.O_RDWR)
 if not first:
@@ -180,13 +173,7 @@ for block in range(blocks):
     os.read(mine, 1)  # wait for the turn: a blocking read costs the running side nothing
     last, cpu = time.perf_counter(), time.process_time()
     for step in range(per_block):
-        x = torch.randn(64, 512, generator=g)
-        y = x[:, :10].argmax(1)
-        opt.zero_grad()
-        loss = nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        now, now_cpu = time.perf_counter(), time.process_time()
+""" + textwrap.indent(STEP, "        ") + """        now, now_cpu = time.perf_counter(), time.process_time()
         if step >= 2:  # the first steps of a turn: caches refilled after the other job's turn
             log.write(f"{block} {now - last:.6f} {now_cpu - cpu:.6f}\\n")
         last, cpu = now, now_cpu
