@@ -25,8 +25,13 @@ It prints one line per script and copy: step ms, speed-up over the original, rat
 the loss, the patch's lines; then the targets of issue 25 as met / not met. Load average is printed
 with every timing; on a busy machine the figures are indicative only.
 
+With `--device cuda`, the scripts whose manifest entry has a `cuda` block run on the GPU: its
+`args` follow the entry's own (nanoGPT's configurator takes the last value: `--device=cuda` and a
+GPT-2-small shape), and the hand reference is the unmodified script run with its own mixed-precision
+option (`hand_args`, nanoGPT's `--dtype=bfloat16`) instead of the CPU hand edit.
+
     python benchmarks/train_scripts.py [--only nanogpt dcgan] [--budget-s 300] [--rounds 3] [--load]
-                                       [--seeds 3] [--json out.json]
+                                       [--seeds 3] [--device cuda] [--json out.json]
 """
 
 from __future__ import annotations
@@ -56,10 +61,12 @@ def prepare(entry: dict[str, Any], root: Path, hand: bool | str = False) -> Path
     return cwd
 
 
-def search(entry: dict[str, Any], cwd: Path, budget_s: float, tag: str) -> dict[str, Any]:
+def search(entry: dict[str, Any], cwd: Path, budget_s: float, tag: str, techniques: str | None = None
+           ) -> dict[str, Any]:
     """One `pitstop train` search on the prepared copy: its outcome and the patch."""
     out, patch = cwd / f"train-{tag}.json", cwd / f"speedup-{tag}.diff"
     argv = [sys.executable, "-m", "pitstop", "train", "--time-budget-s", str(budget_s), "--json", str(out),
+            *(["--techniques", techniques] if techniques else []),
             "--patch", str(patch), Path(entry["path"]).name, "--", *entry["args"]]  # after `--`: the script's own
     # options, even those pitstop also has (imagenet's --seed)
     load = os.getloadavg()[0]
@@ -94,13 +101,15 @@ def applied(entry: dict[str, Any], root: Path, patch: str) -> tuple[Path | None,
     return (cwd, "applies") if proc.returncode == 0 else (None, proc.stderr.strip()[:200])
 
 
-def measure(entry: dict[str, Any], copies: dict[str, Path], rounds: int, timeout: float) -> dict[str, dict[str, Any]]:
-    """Each copy run whole ``rounds`` times, interleaved in rotating order: step times and losses."""
+def measure(entry: dict[str, Any], copies: dict[str, Path], rounds: int, timeout: float,
+            runs_as: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """Each copy run whole ``rounds`` times, interleaved in rotating order: step times and losses
+    (``runs_as``: a copy run with another entry's arguments, the GPU's hand reference)."""
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in copies}
     names = list(copies)
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            runs[name].append(once(entry, copies[name], timeout))
+            runs[name].append(once((runs_as or {}).get(name, entry), copies[name], timeout))
     return {name: summary(rs) for name, rs in runs.items()}
 
 
@@ -164,30 +173,34 @@ def bench(entry: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"train-scripts-{entry['name']}-") as tmp:
         tmp_path = Path(tmp)
         work = prepare(entry, tmp_path / "search")
-        searches = [search(entry, work, args.budget_s, "quiet")]
+        searches = [search(entry, work, args.budget_s, "quiet", args.techniques)]
         if args.load:
             for k in (1, 2):
                 burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                            for _ in range(os.cpu_count() or 1)]
                 try:
-                    searches.append(search(entry, work, args.budget_s, f"loaded{k}"))
+                    searches.append(search(entry, work, args.budget_s, f"loaded{k}", args.techniques))
                 finally:
                     for b in burners:
                         b.kill()
                         b.wait()
+        on_gpu = args.device == "cuda"
+        hand = False if on_gpu else True if _native_bf16() else "fp32"  # the GPU's: the script's own option
         copies = {"original": prepare(entry, tmp_path / "original"),
-                  "hand": prepare(entry, tmp_path / "hand", hand=True if _native_bf16() else "fp32")}
+                  "hand": prepare(entry, tmp_path / "hand", hand=hand)}
+        runs_as = {"hand": {**entry, "args": entry["args"] + entry["hand_args"]}} if on_gpu else {}
         for s in searches:
             cwd, s["applies"] = applied(entry, tmp_path / s["tag"], s["patch"])
             if cwd is not None and s["patch"]:
                 copies[s["tag"]] = cwd
                 s["same_as_hand"] = _same_files(tmp_path / s["tag"], tmp_path / "hand")
-        measured = measure(entry, copies, args.rounds, args.timeout)
+        measured = measure(entry, copies, args.rounds, args.timeout, runs_as)
         seeded = [once(entry, copies["original"], args.timeout, seed=k) for k in range(1, args.seeds)]
     at = min((len(run) for m in measured.values() for run in m["losses"]), default=0)
     at = min([at] + [len(s["losses"]) for s in seeded if s["rc"] == 0 and s["losses"]])
     admitted = gate(measured["original"], [s for s in seeded if s["rc"] == 0], at)
-    return {"name": entry["name"], "kind": entry["kind"], "searches": searches, "measured": measured, "loss_at": at,
+    return {"name": entry["name"], "kind": entry["kind"], "device": args.device, "searches": searches,
+            "measured": measured, "loss_at": at,
             "seeded": seeded, "gate": admitted,
             "inside": {name: _inside(m, at, admitted) for name, m in measured.items()},
             "losses": {name: final_loss(m, at) for name, m in measured.items()},
@@ -278,7 +291,7 @@ def targets(results: list[dict[str, Any]]) -> list[str]:
         return f"  {'met    ' if ok else 'NOT met'}  {name}: {detail}"
 
     fmt = lambda pairs: ", ".join(f"{n} {x:.2f}x" for n, x in pairs)  # noqa: E731
-    native = _native_bf16()
+    native = _native_bf16() or any(r.get("device") == "cuda" for r in results)
     out = ["targets (issue 25):",
            line("the patch applies (or no patch)", all(a in ("applies", "no patch (the unmodified script stays)")
                                                       for _, a in applies), ", ".join(f"{n}: {a}" for n, a in applies)),
@@ -339,6 +352,9 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=3,
                     help="the original's seeds the gate is drawn from, seed 0 included (default 3)")
     ap.add_argument("--load", action="store_true", help="also search twice with one busy process per core")
+    ap.add_argument("--techniques", metavar="A,B", help="pitstop train --techniques (default: all of them)")
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                    help="cuda: the entries with a `cuda` block, on the GPU (default cpu)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--summarize", nargs="+", type=Path, metavar="JSON",
                     help="print the tables and targets of saved --json results (several: later ones replace a "
@@ -364,6 +380,14 @@ def main() -> int:
         print("\n".join(targets(list(merged.values()))))
         return 0
     entries = [e for e in corpus.load_manifest() if not args.only or e["name"] in args.only]
+    if args.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            print("--device cuda: no CUDA device here")
+            return 2
+        entries = [{**e, "args": e["args"] + e["cuda"]["args"], "hand_args": e["cuda"]["hand_args"]}
+                   for e in entries if e.get("cuda")]
     absent = corpus.missing(entries)
     if absent:
         print(f"corpus files absent for {', '.join(absent)}: run python benchmarks/scripts_corpus.py --collect "
@@ -373,8 +397,11 @@ def main() -> int:
         print("git is needed (the patch is applied with git apply)")
         return 0
     results = []
-    print(f"native bfloat16 on this CPU: {'yes' if _native_bf16() else 'no (AVX2 or older: bf16 is emulated)'}; "
-          f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    if args.device == "cuda":
+        print(f"on {torch.cuda.get_device_name()} (bf16 native); load average {os.getloadavg()[0]:.2f}", flush=True)
+    else:
+        print(f"native bfloat16 on this CPU: {'yes' if _native_bf16() else 'no (AVX2 or older: bf16 is emulated)'}; "
+              f"load average {os.getloadavg()[0]:.2f}", flush=True)
     for entry in entries:
         result = bench(entry, args)
         results.append(result)

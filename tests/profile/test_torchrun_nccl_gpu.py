@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.device_count() < 2,
-                                 reason="NCCL needs a GPU per rank: two GPUs (run with pytest -m gpu)")]
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA (pytest -m gpu)")]
+two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="NCCL needs a GPU per rank: two GPUs")
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 JOB = """
@@ -50,16 +49,18 @@ dist.destroy_process_group()
 """
 
 
-def torchrun(tmp_path: Path, port: int, command: list[str], **env: str) -> tuple[dict, subprocess.CompletedProcess]:
+def torchrun(tmp_path: Path, port: int, command: list[str], nproc: int = 2,
+             **env: str) -> tuple[dict, subprocess.CompletedProcess]:
     (tmp_path / "job.py").write_text(textwrap.dedent(JOB))
-    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                           str(port), "-m", "pitstop", *command, "--json", "out.json", "job.py"],
+    proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc),
+                           "--master-port", str(port), "-m", "pitstop", *command, "--json", "out.json", "job.py"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=600,
                           env={**os.environ, "PYTHONPATH": SRC, **env})
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads((tmp_path / "out.json").read_text()), proc
 
 
+@two_gpus
 def test_nccl_profile_names_the_straggler_and_times_the_all_reduce(tmp_path):
     doc, _ = torchrun(tmp_path, 29541, ["profile", "--no-drill-down"], SLOW_RANK="1")
     assert doc["clock"] == "CUDA events" and doc["distributed"]["world"] == 2
@@ -68,7 +69,19 @@ def test_nccl_profile_names_the_straggler_and_times_the_all_reduce(tmp_path):
     assert all(r["comm_ms"] and r["comm_ms"] > 0 for r in doc["distributed"]["ranks"])
 
 
+@two_gpus
 def test_nccl_doctor_names_the_rank_with_the_bug(tmp_path):
     doc, _ = torchrun(tmp_path, 29542, ["doctor", "--fail-on", "never"], BUG_RANK="1")
     kept = [f for f in doc["findings"] if f["code"] == "PIT102"]
     assert kept and kept[0]["ranks"] == [1], doc["findings"]
+
+
+def test_one_gpu_torchrun_job_profiled_and_doctored_over_nccl(tmp_path):
+    """A one-GPU machine still runs the NCCL paths end to end: torchrun with one rank (a job of one
+    rank is reported as one process: nothing to gather, no distributed section), its all-reduce timed
+    by the comm hook; the doctor's finding found on it."""
+    doc, _ = torchrun(tmp_path, 29543, ["profile", "--no-drill-down"], nproc=1)
+    assert doc["clock"] == "CUDA events" and doc["distributed"] is None
+    assert doc["comm"]["ms"] > 0 and doc["comm"]["steps"] > 0, doc["comm"]
+    doc, _ = torchrun(tmp_path, 29544, ["doctor", "--fail-on", "never"], nproc=1, BUG_RANK="0")
+    assert any(f["code"] == "PIT102" for f in doc["findings"]), doc["findings"]

@@ -215,6 +215,8 @@ class Probe:
             self.clock = optimizer
         if optimizer is not self.clock:
             return
+        loss = _sum(self._step_losses())  # read first: on CUDA it waits for the step's kernels, which the
+        # step's time must hold (read after the clock, the wait fell outside every step: launches alone)
         now = time.perf_counter()
         self.steps += 1
         if self.discover and self.steps == 2:  # two: a step counted at D's optimizer has G's update after it
@@ -226,7 +228,7 @@ class Probe:
         self.step_opt.append(opt_s if self.opt_timed else math.nan)  # a CUDA step returns before it ran
         self.eval_steps.append(self.nograd_s > 0.5 * wall)  # mostly an evaluation: not a training step's time
         self.nograd_s = 0.0
-        self.step_losses.append(_sum(self._step_losses()))
+        self.step_losses.append(loss)
         self.losses, self._inside_from = [], None
         self.pause("step")
         self.resumed, self.cpu_resumed = time.perf_counter(), time.process_time()
