@@ -48,7 +48,7 @@ class SyncWatch(Consumer):
         self._current: dict[tuple[str, str], list[float]] = {}
         self._saved: list[tuple[Any, str, Any, bool]] = []
         self._inside = False
-        self._paths: dict[str, str | None] = {}
+        self._sites: dict[tuple[Any, ...], str] = {}  # (user file, line, library frame) -> its site text, made once
         self._owner = (os.getpid(), threading.get_ident())  # the training loop's process and thread
 
     # -- wrapping -------------------------------------------------------------------------------
@@ -145,7 +145,11 @@ class SyncWatch(Consumer):
             path = frame.f_code.co_filename
             kind = kind_of(path)
             if kind == "user":
-                return site((path, frame.f_lineno), library)
+                key = (path, frame.f_lineno, library)
+                text = self._sites.get(key)
+                if text is None:  # made once per line: a relative path is a syscall and string work (~7 us)
+                    text = self._sites[key] = site((path, frame.f_lineno), library)
+                return text
             if path.startswith(_PITSTOP) or (not on_device and path.startswith(_TORCH)):
                 return None  # pitstop's own call, or torch calling itself on the host
             if kind == "library" and library is None:
