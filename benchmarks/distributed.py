@@ -14,13 +14,16 @@
    same time as two whole torchrun jobs, each rank handing the cores to the same rank of the other
    job every --block-steps steps (--runs runs of --blocks turns per side): whole processes, but the
    machine's drift over seconds meets both sides alike, so the interval is a few times narrower.
+   With --versus, the second side is another thing against the same plain job: the profiler
+   attached in the script itself (api, api-nosync), the doctor's session alone, or the plain job
+   again (an A/A run: the noise floor of the method).
 2. The trained patch: `pitstop train --nproc-per-node 2 --patch` on the job, the patch applied with
    git apply, then the original and the patched job run whole, interleaved; the speed-up of the
    median step (the slowest rank's, as the job waits for it).
 
     python benchmarks/distributed.py [--rounds 5] [--budget-s 240] [--steps 200] [--runs 6] [--blocks 16]
         [--block-steps 20] [--pin] [--malloc as-is|fixed] [--in-rank]
-        [--only overhead|turns|in-process|trained]
+        [--versus cli|api|api-nosync|session|plain] [--only overhead|turns|in-process|trained]
 """
 
 from __future__ import annotations
@@ -163,6 +166,14 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 blocks, per_block = int(sys.argv[1]), int(sys.argv[2])
 side, other, first = os.environ["SIDE"], os.environ["OTHER"], os.environ["FIRST"] == "1"
+versus = os.environ.get("VERSUS", "cli")  # what the second side is (--versus): the CLI's is attached by the CLI
+if side == "profiled" and versus in ("api", "api-nosync", "session"):  # attached here, before the job is built
+    import pitstop
+    if versus == "session":
+        from pitstop.doctor.session import Session
+        held = Session().attach()  # the session's hooks alone, no profiler consumer
+    else:
+        held = pitstop.profile(drill_down=False, syncs=versus == "api").attach()
 """ + SETUP + """baton = os.environ["BATON"]
 mine = os.open(f"{baton}/to_{side}.{rank}", os.O_RDWR)  # O_RDWR: a FIFO opened without waiting for a writer
 theirs = os.open(f"{baton}/to_{other}.{rank}", os.O_RDWR)
@@ -183,14 +194,22 @@ dist.destroy_process_group()
 """
 
 
-def turns(folder: Path, runs: int, blocks: int, per_block: int, malloc: str = "as-is") -> None:
+VERSUS = {"cli": "profiled (CLI)", "api": "profiled (pitstop.profile() in the script)",
+          "api-nosync": "profiled (pitstop.profile(syncs=False) in the script)",
+          "session": "the doctor's session alone (its hooks, no profiler)", "plain": "plain again (A/A)"}
+"""The second side of --only turns (--versus): what it measures against the plain job."""
+
+
+def turns(folder: Path, runs: int, blocks: int, per_block: int, malloc: str = "as-is", versus: str = "cli") -> None:
     """Whole processes taking turns: the plain job and the job under `torchrun -m pitstop profile`
     run at the same time as two torchrun jobs, and each rank of one hands the cores to the same rank
     of the other every ``per_block`` steps (a named pipe per direction and rank; the waiting job
     blocks in a read). Everything that differs between whole processes stays (pitstop's imports, the
     script run by its exec path, the session attached from the start, the CLI's parent per rank),
     while the machine's drift over seconds (the same process's CPU per step moves by 20-40% on this
-    VM from one minute to the next) meets both sides alike. Which side goes first alternates by run."""
+    VM from one minute to the next) meets both sides alike. Which side goes first alternates by run.
+    ``versus`` other than "cli": the second side is the same job with the profiler (or the session
+    alone, or nothing: an A/A run) attached in the script's own process, not under the CLI."""
     from pitstop.stats import median_ci, speedup_groups
 
     (folder / "turns.py").write_text(textwrap.dedent(TURNS))
@@ -208,9 +227,10 @@ def turns(folder: Path, runs: int, blocks: int, per_block: int, malloc: str = "a
         for name in ("plain", "profiled"):
             env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", "STEP_LOG": str(folder / f"turns-{name}"),
                    "SIDE": name, "OTHER": "profiled" if name == "plain" else "plain", "BATON": str(folder),
-                   "FIRST": "1" if name == first else "0", **(MALLOC_FIXED if malloc == "fixed" else {})}
+                   "FIRST": "1" if name == first else "0", "VERSUS": versus,
+                   **(MALLOC_FIXED if malloc == "fixed" else {})}
             head = (["-m", "pitstop", "profile", "--no-drill-down", "--json", str(folder / "t.json")]
-                    if name == "profiled" else [])
+                    if name == "profiled" and versus == "cli" else [])
             procs[name] = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
                                             "--master-port", str(29710 + 2 * run_ + (name == "profiled")), *head,
                                             "turns.py", str(blocks), str(per_block)], cwd=folder, env=env,
@@ -238,7 +258,7 @@ def turns(folder: Path, runs: int, blocks: int, per_block: int, malloc: str = "a
     plain_ms = statistics.median(t for g in groups["plain"] for t in g) * 1e3
     prof_ms = statistics.median(t for g in groups["profiled"] for t in g) * 1e3
     how = ", allocator fixed" if malloc == "fixed" else ""
-    print(f"profile overhead, whole processes taking turns{how}: plain {plain_ms:.2f} ms/step, profiled (CLI) "
+    print(f"profile overhead, whole processes taking turns{how}: plain {plain_ms:.2f} ms/step, {VERSUS[versus]} "
           f"{prof_ms:.2f} ms/step: x{ratio.median:.3f} [{ratio.ci95[0]:.3f}-{ratio.ci95[1]:.3f}] ({noise}; goal "
           f"<= x1.03) over {runs} runs of {blocks} turns of {per_block} steps per side; load average {load:.2f} "
           f"before, {os.getloadavg()[0]:.2f} after")
@@ -405,6 +425,10 @@ def main() -> None:
                          "faults from its moving mmap threshold)")
     ap.add_argument("--in-rank", action="store_true",
                     help="overhead part: a third side, the profiler in the rank's process (no CLI parent, no child)")
+    ap.add_argument("--versus", choices=tuple(VERSUS), default="cli",
+                    help="turns: the second side (default: the job under `torchrun -m pitstop profile`; api: "
+                         "pitstop.profile() attached in the script; api-nosync: the same without the sync watch; "
+                         "session: the doctor's session alone; plain: the plain job again, an A/A run)")
     ap.add_argument("--only", choices=("overhead", "turns", "in-process", "trained"), help="one part alone")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="pitstop-distributed-") as tmp:
@@ -413,7 +437,7 @@ def main() -> None:
         if args.only in (None, "overhead"):
             overhead(folder, args.rounds, args.steps, args.pin, args.malloc, args.in_rank)
         if args.only in (None, "turns"):
-            turns(folder, args.runs, args.blocks, args.block_steps, args.malloc)
+            turns(folder, args.runs, args.blocks, args.block_steps, args.malloc, args.versus)
         if args.only in (None, "in-process"):
             in_process(folder, args.runs, args.blocks, args.block_steps)
         if args.only in (None, "trained"):
