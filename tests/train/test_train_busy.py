@@ -134,7 +134,7 @@ def test_a_load_that_starts_during_the_search_does_not_choose_a_thread_count(tmp
     out = tmp_path / "t.json"
     search = subprocess.Popen([sys.executable, "-m", "pitstop", "train", f"{MODELS}:mlp", "--input", "float32[B,16]",
                                "--target", "int64[B]{0,4}", "--batch-size", "64", "--techniques", "threads",
-                               "--time-budget-s", "60", "--replicas", "1", "--json", str(out)],
+                               "--time-budget-s", "90", "--replicas", "1", "--json", str(out)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": SRC})
     time.sleep(6.0)  # past the quiet check at the start and the workers' start: the probe is measuring
@@ -158,9 +158,11 @@ def test_a_load_that_starts_during_the_search_does_not_choose_a_thread_count(tmp
     assert probe["load"]["busy"], probe["load"]  # the stage saw the other processes
     assert "threads" not in (doc["winner"] or {}).get("variant", "")
     planned = [r for r in doc["results"] if r.get("stage") == "probe" and "threads" in r["variant"]]
-    if planned:  # planned while quiet, measured busy: named as not chosen
-        assert all(r["status"] == "ok" for r in planned), [(r["variant"], r["status"], r.get("reason"))
-                                                           for r in planned]
+    # On a slow machine the busy cores can use up the budget before a planned thread count is
+    # measured: it is then skipped for the budget, named so, and never chosen either.
+    unmeasured = [(r["variant"], r.get("reason")) for r in planned if r["status"] != "ok"]
+    assert all("time budget" in (reason or "") for _, reason in unmeasured), unmeasured
+    if len(unmeasured) < len(planned):  # planned while quiet, measured busy: named as not chosen
         assert any("not chosen: measured while other processes used" in n for n in doc["notes"]), doc["notes"]
     else:  # the start already looked busy: thread counts were not searched at all
         assert any("measured on one thread" in n for n in doc["notes"]), doc["notes"]
