@@ -277,6 +277,26 @@ def test_snapshots_back_off_to_one_percent_of_the_run_and_the_report_says_what_t
     assert kind == "final" and code == 0 and doc["snapshots"]["sent"] == 1 and doc["snapshots"]["seconds"] >= 0.05
 
 
+def test_under_torchrun_only_rank_0_sends_snapshots(monkeypatch):
+    """Rank 0's parent writes the job's report; another rank's snapshot would stall every rank
+    (they wait for it in the next all-reduce) for a document nobody reads. Its final report is
+    still sent (the exit code and the gathered summary travel with it)."""
+    from multiprocessing import Pipe
+
+    from pitstop.scripts.child import Channel
+
+    for rank, sent in (("1", 0), ("0", 1)):
+        monkeypatch.setenv("RANK", rank)
+        mine, theirs = Pipe()
+        channel = Channel(mine, 0.0)
+        channel.snapshot(lambda: {"steps": 1})
+        assert channel.sent == sent and theirs.poll(0.1) == bool(sent)
+        if sent:
+            theirs.recv()
+        channel.final({"steps": 2}, 0)
+        assert theirs.recv()[0] == "final"
+
+
 def test_the_waiting_parent_never_imports_torch(tmp_path):
     """The report comes back as JSON text: unpickling the environment's ``torch.__version__`` (a
     TorchVersion) imported torch in the waiting parent, two seconds of a core taken from the

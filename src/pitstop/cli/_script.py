@@ -17,9 +17,13 @@ def finish_script_run(output: Any, job: dict[str, Any], timeout_s: float | None 
 
     outcome = run_child(job, stdout_to_stderr=output.to_stdout, timeout_s=timeout_s)
     doc = outcome.document
+    rank = int(os.environ.get("RANK", "0") or 0)
     if doc is None:
         reason = outcome.ended or "the script's process sent no report"
-        print(f"pitstop: {reason}; no report: nothing was measured", file=sys.stderr)
+        if rank:  # its snapshots are not sent (rank 0 reports for the job): nothing is lost here
+            print(f"pitstop: rank {rank}: {reason}", file=sys.stderr)
+        else:
+            print(f"pitstop: {reason}; no report: nothing was measured", file=sys.stderr)
         return outcome.code or 1
     if not outcome.final:
         status = "timed out" if "timeout of" in outcome.ended else "killed" if "killed" in outcome.ended else "exited"
@@ -28,7 +32,7 @@ def finish_script_run(output: Any, job: dict[str, Any], timeout_s: float | None 
     elif outcome.ended:  # complete, then killed on its way out: said, and the code passed on
         doc["exit"] = {**(doc.get("exit") or {}), "after_report": outcome.ended, "code": outcome.code}
         print(f"pitstop: {outcome.ended} (exit code {outcome.code}); the report is complete", file=sys.stderr)
-    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 reports for the job
+    if rank == 0:  # under torchrun, rank 0 reports for the job
         if seen is not None:
             seen(doc)
         output.finish(doc)

@@ -2,7 +2,8 @@
 
 It receives one job from pitstop over the connection ``FD``, runs the script under the doctor
 or the profiler, sends a snapshot of the report every ``snapshot_s`` seconds (at step
-boundaries) and the final document, then exits with the script's own exit code. A script that
+boundaries; under torchrun from rank 0 only, the rank whose parent writes the report) and the
+final document, then exits with the script's own exit code. A script that
 calls ``os._exit`` still gets its final report (the call is wrapped: report first, then exit)."""
 
 from __future__ import annotations
@@ -26,11 +27,15 @@ class Channel:
     steps, and in a DDP job every rank waits for the one making it), then the final one. They
     travel as JSON text, not pickles: unpickling an object of torch's (``torch.__version__`` is
     one) would import torch in the waiting parent, two seconds of a core taken from the script's
-    first steps (on every rank of a torchrun job)."""
+    first steps (on every rank of a torchrun job). Under torchrun only rank 0 sends snapshots:
+    rank 0's parent writes the job's report, and another rank's snapshot would stall the whole job
+    (every rank waits for it in the next all-reduce) for a document nobody reads."""
 
     def __init__(self, conn: Connection, interval_s: float) -> None:
         self.conn, self.interval_s = conn, interval_s
         self.due = time.monotonic() + interval_s
+        if int(os.environ.get("RANK", "0") or 0) != 0:
+            self.due = float("inf")
         self.closed = False
         self.sent, self.spent_s = 0, 0.0  # snapshots sent, and the script's time they took
 
