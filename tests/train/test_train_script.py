@@ -61,9 +61,8 @@ def test_a_plain_loop_end_to_end_the_patch_applies_and_trains_the_same(tmp_path)
         assert len(inside) == len(row["samples_ms"]) and all(
             0 < x < t for x, t in zip(inside, row["samples_ms"], strict=True))
     winner = doc["winner"]["variant"]
-    native = bool({"avx512_bf16", "amx_bf16"} & set(doc["environment"].get("cpu_flags", [])))
-    if winner == "naive":  # nothing won on this machine: nothing to apply, it says so, and the final shows why
-        assert not native, "bf16 is native here: bf16 autocast should beat the fp32 step of this loop"
+    if winner == "naive":  # nothing won on this machine (this loop's step is too small for bf16 to pay even
+        # where it is native: 0.83x on the avx512_bf16 dev CPU): nothing to apply, it says so, and the final shows why
         assert not (tmp_path / "speedup.diff").exists() and "naive stays" in proc.stdout
         final = [r for r in doc["results"] if r.get("stage", "").startswith("final") and r["variant"] != "naive"
                  and r["status"] == "ok"]
@@ -75,6 +74,32 @@ def test_a_plain_loop_end_to_end_the_patch_applies_and_trains_the_same(tmp_path)
     subprocess.run(["git", "apply", "speedup.diff"], cwd=tmp_path, check=True)
     after = run(script.name, "--iters", "150", cwd=tmp_path, pitstop=False)  # without pitstop
     assert after.returncode == 0, after.stderr
+    assert abs(final_loss(after.stdout) - final_loss(before.stdout)) < 0.1 * final_loss(before.stdout) + 0.05
+
+
+NATIVE_BF16 = bool({"avx512_bf16", "amx_bf16"} & set(Path("/proc/cpuinfo").read_text().split())) \
+    if Path("/proc/cpuinfo").exists() else False
+
+
+@pytest.mark.skipif(GIT is None, reason="git is not installed")
+@pytest.mark.skipif(not NATIVE_BF16, reason="needs a CPU with native bfloat16 (avx512_bf16 or AMX)")
+def test_a_compute_bound_loop_gets_bf16_autocast_where_it_is_native(tmp_path):
+    """Where bf16 is native and the step is float32 matmuls (1.35x by hand on the avx512_bf16 dev
+    CPU), the search measures bf16 autocast faster inside the script, gates it on the script's own
+    loss, and hands it back as a patch that applies and trains the same without pitstop."""
+    script = repo(tmp_path, "compute_loop.py")
+    proc = run("train", "--time-budget-s", "90", "--techniques", "precision", "--replicas", "1",
+               "--json", "t.json", "--patch", "speedup.diff", script.name, "--iters", "300", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    doc = json.loads((tmp_path / "t.json").read_text())
+    assert doc["winner"]["variant"] == "bf16-autocast", [(r["variant"], r["status"], r.get("speedup"))
+                                                         for r in doc["results"]]
+    assert doc["winner"]["speedup"]["ci95"][0] > 1.0, doc["winner"]["speedup"]  # measured faster, beyond noise
+    assert "torch.autocast" in (tmp_path / "speedup.diff").read_text()
+    before = run(script.name, "--iters", "60", cwd=tmp_path, pitstop=False)
+    subprocess.run(["git", "apply", "speedup.diff"], cwd=tmp_path, check=True)
+    after = run(script.name, "--iters", "60", cwd=tmp_path, pitstop=False)  # without pitstop
+    assert after.returncode == 0 and "torch.autocast" in script.read_text(), after.stderr
     assert abs(final_loss(after.stdout) - final_loss(before.stdout)) < 0.1 * final_loss(before.stdout) + 0.05
 
 

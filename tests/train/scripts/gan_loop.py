@@ -1,5 +1,6 @@
 """A GAN step as pytorch/examples/dcgan writes one: two models, two optimizers, three forwards
-and two backwards per step (D on real data, G then D on fakes, D again for G's loss)."""
+and two backwards per step (D on real data, G then D on fakes, D again for G's loss), and now and
+then a sample from G after the step (a forward that leads to no backward)."""
 
 import sys
 
@@ -16,6 +17,7 @@ def main() -> None:
     optimizerD = torch.optim.Adam(netD.parameters(), lr=2e-4, betas=(0.5, 0.999))
     optimizerG = torch.optim.Adam(netG.parameters(), lr=2e-4, betas=(0.5, 0.999))
     real_data = torch.randn(512, 32) * 0.5 + 1.0
+    fixed_noise = torch.randn(8, 16)
     for step in range(iters):
         real = real_data[step * 32 % 512:][:32]
         # (1) update D: maximize log(D(x)) + log(1 - D(G(z)))
@@ -35,6 +37,8 @@ def main() -> None:
         errG = criterion(output, torch.ones_like(output))
         errG.backward()
         optimizerG.step()
+        if step % 100 == 0:  # dcgan saves sample images: G on fixed noise, with autograd on
+            fake = netG(fixed_noise)
     print(f"done {errG.item():.4f}")
 
 

@@ -264,8 +264,9 @@ class Probe:
         for kind, stack in self.sites.get("events", []):
             if kind == "forward":
                 since.append(stack)
-            elif since:
-                pair = {"forward": since[0], "backward": stack}
+            elif since:  # the first forward that leads to it in the code (not a previous step's sampling)
+                lead = next((f for f in since if _precedes(f, stack)), since[0])
+                pair = {"forward": lead, "backward": stack}
                 if pair not in pairs:
                     pairs.append(pair)
                 since = []
@@ -294,6 +295,19 @@ class Probe:
             if site is not None and site not in self.sites["zero_grad"]:
                 self.sites["zero_grad"].append(site)
         self._orig["zero_grad"](optimizer, set_to_none)
+
+
+def _precedes(forward: list[dict[str, Any]], backward: list[dict[str, Any]]) -> bool:
+    """Whether the forward's line comes before the backward's in the deepest frame their stacks share.
+    A forward after the step's last backward (dcgan's ``fake = netG(fixed_noise)`` for its sample
+    images, under ``if i % 100 == 0``) runs before the next step's backward in time, not in the code:
+    it is no part of that backward's loss."""
+    common = None
+    for a, b in zip(forward, backward, strict=False):
+        if (a["file"], a["first_line"], a["function"]) != (b["file"], b["first_line"], b["function"]):
+            break
+        common = (a, b)
+    return common is not None and common[0]["line"] <= common[1]["line"]
 
 
 def _mask_rate(module: nn.Module) -> float:
