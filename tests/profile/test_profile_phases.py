@@ -67,23 +67,25 @@ def test_steps_match_the_loops_own_clock_and_unmeasured_phases_are_not_zero():
     ends = []
     with pitstop.profile(wait=2, active=1) as prof:
         ends.append(time.perf_counter())
-        for _ in range(10):
+        for _ in range(30):
             opt.zero_grad()
             nn.functional.cross_entropy(model(torch.randn(32, 64)), torch.randint(0, 10, (32,))).backward()
             opt.step()
             ends.append(time.perf_counter())
     report = prof.report
-    assert report.steps == 10 and [s["step"] for s in report.timeline] == list(range(1, 11))
+    assert report.steps == 30 and [s["step"] for s in report.timeline] == list(range(1, 31))
     for s, (a, b) in zip(report.timeline[1:], itertools.pairwise(ends[1:]), strict=False):
         assert sum(s["phases"].values()) == pytest.approx(s["wall_ms"], rel=1e-6)
         assert s["wall_ms"] == pytest.approx((b - a) * 1e3, rel=0.05, abs=0.5)  # the loop's own clock
+    # each step's phases add up to it exactly (above); medians of the parts add up to the median step
+    # only roughly: 26 steps of ~0.6 ms (CI saw 0.564 against 0.601 over 6 steps)
     total = sum(p["median_ms"] for p in report.phases if p["median_ms"] is not None)
-    assert total == pytest.approx(report.step_ms["median"], rel=0.05)
+    assert total == pytest.approx(report.step_ms["median"], rel=0.1)
     shares = {p["name"]: p["share"] for p in report.phases}
     assert shares["data"] is None and shares["h2d"] is None  # no DataLoader, no CUDA: not measured
     assert shares["forward"] > 0 and shares["backward"] > 0 and shares["optimizer"] > 0
     assert "data       not measured (no DataLoader seen)" in str(report)
-    assert [s["measured"] for s in report.timeline] == [False] * 4 + [True] * 6  # step 1; 2-4: the drill-down
+    assert [s["measured"] for s in report.timeline] == [False] * 4 + [True] * 26  # step 1; 2-4: the drill-down
 
 
 def test_gradient_accumulation_and_closures_count_optimizer_steps():
