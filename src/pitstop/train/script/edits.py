@@ -18,6 +18,7 @@ from pitstop.train.config import TrainConfig
 from pitstop.train.script.source_edit import (
     NotMechanical,
     Where,
+    deepest_shared,
     insert_after_imports,
     insert_before,
     set_keyword,
@@ -117,11 +118,7 @@ def _precision(config: TrainConfig, found: dict[str, Any], kind: str, device: st
 
 def _common(fwd: list[dict[str, Any]], bwd: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The deepest frame the forward's and the backward's stacks share: that frame's lines of each."""
-    common = None
-    for a, b in zip(fwd, bwd, strict=False):
-        if (a["file"], a["first_line"], a["function"]) != (b["file"], b["first_line"], b["function"]):
-            break
-        common = (a, b)
+    common = deepest_shared(fwd, bwd)
     if common is None:
         raise NotMechanical("the forward and the backward run in different places of your code")
     return common

@@ -20,6 +20,7 @@ from torch.optim import optimizer as optim_hooks
 
 from pitstop.train.clock import InStep
 from pitstop.train.script.frames import caller_site, site_of, user_frames
+from pitstop.train.script.source_edit import deepest_shared
 
 
 class Probe:
@@ -302,11 +303,7 @@ def _precedes(forward: list[dict[str, Any]], backward: list[dict[str, Any]]) -> 
     A forward after the step's last backward (dcgan's ``fake = netG(fixed_noise)`` for its sample
     images, under ``if i % 100 == 0``) runs before the next step's backward in time, not in the code:
     it is no part of that backward's loss."""
-    common = None
-    for a, b in zip(forward, backward, strict=False):
-        if (a["file"], a["first_line"], a["function"]) != (b["file"], b["first_line"], b["function"]):
-            break
-        common = (a, b)
+    common = deepest_shared(forward, backward)
     return common is not None and common[0]["line"] <= common[1]["line"]
 
 

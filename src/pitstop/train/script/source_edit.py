@@ -10,6 +10,7 @@ import io
 import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 
 class NotMechanical(Exception):
@@ -98,6 +99,18 @@ def insert_after_imports(text: str, new_lines: list[str], needs_torch: bool = Tr
     lines = text.splitlines(True)
     at = (last.end_lineno or last.lineno) if last is not None else (body[0].end_lineno or 0) if index else 0
     return "".join(lines[:at] + [f"{new}\n" for new in [*extra, *new_lines]] + lines[at:])
+
+
+def deepest_shared(first: list[dict[str, Any]], second: list[dict[str, Any]]
+                   ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The deepest frame two stacks (``site_of`` lists, outermost first) share: that frame's site in
+    each (their lines differ); None when they share none."""
+    common = None
+    for a, b in zip(first, second, strict=False):
+        if (a["file"], a["first_line"], a["function"]) != (b["file"], b["first_line"], b["function"]):
+            break
+        common = (a, b)
+    return common
 
 
 def binds_torch(tree: ast.Module) -> bool:
