@@ -3,7 +3,6 @@ printed (rank 0 only under torchrun), the script's exit code passed on."""
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -17,7 +16,9 @@ def finish_script_run(output: Any, job: dict[str, Any], timeout_s: float | None 
 
     outcome = run_child(job, stdout_to_stderr=output.to_stdout, timeout_s=timeout_s)
     doc = outcome.document
-    rank = int(os.environ.get("RANK", "0") or 0)
+    from pitstop.ranks import rank as this_rank
+
+    rank = this_rank()
     if doc is None:
         reason = outcome.ended or "the script's process sent no report"
         if rank:  # its snapshots are not sent (rank 0 reports for the job): nothing is lost here

@@ -34,7 +34,9 @@ class Channel:
     def __init__(self, conn: Connection, interval_s: float) -> None:
         self.conn, self.interval_s = conn, interval_s
         self.due = time.monotonic() + interval_s
-        if int(os.environ.get("RANK", "0") or 0) != 0:
+        from pitstop.ranks import rank
+
+        if rank() != 0:
             self.due = float("inf")
         self.closed = False
         self.sent, self.spent_s = 0, 0.0  # snapshots sent, and the script's time they took
