@@ -68,9 +68,12 @@ def test_validation_is_its_own_line_and_the_training_phases_stay():
 
 def test_stalled_steps_are_named_and_make_no_optimizer_verdict():
     report = loop(70, stall_at=(20, 40, 60))
-    steps = sorted(s["step"] for s in report.stalls)
-    assert steps == [20, 40, 60], report.stalls
-    assert all(s["phase"] == "optimizer" and s["phase_ms"] >= 350 for s in report.stalls)
+    planted = [s for s in report.stalls if s["step"] in (20, 40, 60)]
+    assert [s["step"] for s in planted] == [20, 40, 60], report.stalls
+    assert all(s["phase"] == "optimizer" and s["phase_ms"] >= 350 for s in planted)
+    # a shared machine may slow another step past 3x (CI: the step after each sleep, 9.7 ms against
+    # 2.9 ms, its cores woken cold): named too, as it should be, but nothing like the planted 400 ms
+    assert all(s["wall_ms"] < 150 for s in report.stalls if s not in planted), report.stalls
     assert "optimizer-bound" not in report.causes
     optimizer = next(p for p in report.phases if p["name"] == "optimizer")
     assert optimizer["median_ms"] < 50
