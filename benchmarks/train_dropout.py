@@ -6,15 +6,23 @@ lock. That cost does not shrink with bf16 (or with compile, whose CPU kernels dr
 Philox per element), so it caps the step's speed-up. This script measures, side by side in one
 interleaved run, the naive step (fp32, for-loop AdamW) and the bf16 autocast step of the zoo
 transformer with its dropout (0.1) and without it (0.0), plus the share of each step's CPU time
-that ``aten::bernoulli_`` takes (torch.profiler).
+that ``aten::bernoulli_`` takes (torch.profiler), and the operators that take most of it.
 
-    python benchmarks/train_dropout.py             # zoo:transformer at batch 16, 2 threads
-    python benchmarks/train_dropout.py --rounds 3  # fewer interleaved rounds (a quick look)
+``--model lightning`` does the same for the model of Lightning's basics/transformer.py example
+(``lightning.pytorch.demos.Transformer``: nn.Transformer 2+2 layers, d=200, dropout 0.2, a
+33,278-word vocabulary; batch 20 x 35 tokens, ``log_softmax`` + ``nll_loss``, SGD lr 0.1 with the
+script's gradient clipping at 0.25), the one script of ``benchmarks/train_scripts.py`` whose bf16
+patch stays under 1.3x on this CPU (needs the ``lightning`` extra).
+
+    python benchmarks/train_dropout.py                   # zoo:transformer at batch 16, 2 threads
+    python benchmarks/train_dropout.py --rounds 3        # fewer interleaved rounds (a quick look)
+    python benchmarks/train_dropout.py --model lightning # Lightning's transformer example's step
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -27,9 +35,11 @@ from pitstop.models.zoo import SmallTransformer
 from pitstop.stats import speedup
 
 
-def make_step(dropout: float, bf16: bool, batch: int):
+def make_step(dropout: float, bf16: bool, batch: int, which: str = "zoo"):
     """A training step (AdamW, for-loop) on a fresh seed-0 model; returns the step callable."""
     torch.manual_seed(0)
+    if which == "lightning":
+        return _lightning_step(dropout, bf16, batch)
     model = SmallTransformer(dropout=dropout)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
     tokens, target = torch.randint(0, 1000, (batch, 128)), torch.randint(0, 10, (batch,))
@@ -44,23 +54,47 @@ def make_step(dropout: float, bf16: bool, batch: int):
     return step
 
 
-def bernoulli_share(step) -> float:
-    """The share of three steps' self CPU time spent in aten::bernoulli_."""
+def _lightning_step(dropout: float, bf16: bool, batch: int):
+    """The step Lightning runs for basics/transformer.py: its training_step, clip 0.25, SGD."""
+    from lightning.pytorch.demos import Transformer
+
+    model = Transformer(vocab_size=33278, dropout=dropout)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    tokens, target = torch.randint(0, 33278, (batch, 35)), torch.randint(0, 33278, (batch, 35))
+
+    def step() -> None:
+        with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+            loss = nn.functional.nll_loss(model(tokens, target), target.view(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return step
+
+
+def op_shares(step) -> tuple[float, str]:
+    """Over three steps' self CPU time: aten::bernoulli_'s share, and the three largest operators."""
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         for _ in range(3):
             step()
-    events = prof.key_averages()
-    total = sum(e.self_cpu_time_total for e in events)
-    return sum(e.self_cpu_time_total for e in events if e.key == "aten::bernoulli_") / max(total, 1e-9)
+    events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
+    total = max(sum(e.self_cpu_time_total for e in events), 1e-9)
+    mask = sum(e.self_cpu_time_total for e in events if e.key == "aten::bernoulli_") / total
+    top = sorted(events, key=lambda e: -e.self_cpu_time_total)[:3]
+    return mask, ", ".join(f"{e.key.removeprefix('aten::')} {e.self_cpu_time_total / total:.0%}" for e in top)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--model", choices=("zoo", "lightning"), default="zoo",
+                        help="zoo:transformer (dropout 0.1), or Lightning's transformer example (0.2)")
+    parser.add_argument("--batch", type=int, default=None, help="16 for zoo, 20 for lightning (the script's)")
     parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds of 3 steps per variant")
     args = parser.parse_args()
-    variants = {f"{name} dropout {p}": make_step(p, bf16, args.batch)
-                for p in (0.1, 0.0) for name, bf16 in (("fp32", False), ("bf16", True))}
+    batch = args.batch or (20 if args.model == "lightning" else 16)
+    rate = 0.2 if args.model == "lightning" else 0.1
+    variants = {f"{name} dropout {p}": make_step(p, bf16, batch, args.model)
+                for p in (rate, 0.0) for name, bf16 in (("fp32", False), ("bf16", True))}
     for step in variants.values():  # warm-up
         step(), step()
     samples: dict[str, list[float]] = {name: [] for name in variants}
@@ -70,10 +104,11 @@ def main() -> None:
             for _ in range(3):
                 step()
             samples[name].append((time.perf_counter() - t) / 3)
-    print(f"zoo:transformer, batch {args.batch}, {torch.get_num_threads()} threads, {cpu_name()}; "
-          f"median of {args.rounds} interleaved rounds")
-    print("| step | ms/step | bf16 speed-up over fp32 [95% CI] | aten::bernoulli_ share of CPU time |")
-    print("|---|---|---|---|")
+    title = "Lightning's transformer example" if args.model == "lightning" else "zoo:transformer"
+    print(f"{title}, batch {batch}, {torch.get_num_threads()} threads, {cpu_name()}; "
+          f"median of {args.rounds} interleaved rounds; load average {os.getloadavg()[0]:.2f}")
+    print("| step | ms/step | bf16 speed-up over fp32 [95% CI] | aten::bernoulli_ share of CPU time | top operators |")
+    print("|---|---|---|---|---|")
     for name, step in variants.items():
         ms = statistics.median(samples[name]) * 1e3
         if name.startswith("bf16"):
@@ -82,7 +117,9 @@ def main() -> None:
             gain = f"{ratio.median:.2f}x [{ratio.ci95[0]:.2f}-{ratio.ci95[1]:.2f}]"
         else:
             gain = "baseline"
-        print(f"| {name} | {ms:.0f} | {gain} | {bernoulli_share(step):.0%} |", flush=True)
+        mask, top = op_shares(step)
+        print(f"| {name} | {ms:.0f} | {gain} | {mask:.0%} | {top} |", flush=True)
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -74,9 +74,15 @@ def test_steps_match_the_loops_own_clock_and_unmeasured_phases_are_not_zero():
             ends.append(time.perf_counter())
     report = prof.report
     assert report.steps == 30 and [s["step"] for s in report.timeline] == list(range(1, 31))
+    agree = 0
     for s, (a, b) in zip(report.timeline[1:], itertools.pairwise(ends[1:]), strict=False):
         assert sum(s["phases"].values()) == pytest.approx(s["wall_ms"], rel=1e-6)
-        assert s["wall_ms"] == pytest.approx((b - a) * 1e3, rel=0.05, abs=0.5)  # the loop's own clock
+        agree += s["wall_ms"] == pytest.approx((b - a) * 1e3, rel=0.05, abs=0.5)  # the loop's own clock
+    # pitstop's step ends inside opt.step(), the loop's clock just after it: a core taken by another
+    # process between the two moves a few ms from one step to the next (CI, one busy process: 3.6 ms
+    # against 1.2 ms), so most steps agree one by one and all of them agree in sum
+    assert agree >= 0.8 * (len(report.timeline) - 1), agree
+    assert sum(s["wall_ms"] for s in report.timeline[1:]) == pytest.approx((ends[-1] - ends[1]) * 1e3, rel=0.05, abs=5)
     # each step's phases add up to it exactly (above); medians of the parts add up to the median step
     # only roughly: 26 steps of ~0.6 ms (CI saw 0.564 against 0.601 over 6 steps)
     total = sum(p["median_ms"] for p in report.phases if p["median_ms"] is not None)

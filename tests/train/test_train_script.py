@@ -92,8 +92,14 @@ def test_a_compute_bound_loop_gets_bf16_autocast_where_it_is_native(tmp_path):
                "--json", "t.json", "--patch", "speedup.diff", script.name, "--iters", "300", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     doc = json.loads((tmp_path / "t.json").read_text())
-    assert doc["winner"]["variant"] == "bf16-autocast", [(r["variant"], r["status"], r.get("speedup"))
-                                                         for r in doc["results"]]
+    rows = [(r["variant"], r["stage"], r["status"], r.get("speedup")) for r in doc["results"]]
+    if doc["winner"]["variant"] == "naive" and any((s["load"] or {}).get("busy") for s in doc["search"]["stages"]):
+        # another process took the cores (the JSON says so): a busy machine must not choose, and
+        # keeping the script is the honest answer; bf16 was still never measured slower beyond noise
+        assert all((r.get("speedup") or {}).get("verdict") != "slower" for r in doc["results"]), rows
+        assert not (tmp_path / "speedup.diff").exists()
+        return
+    assert doc["winner"]["variant"] == "bf16-autocast", rows
     assert doc["winner"]["speedup"]["ci95"][0] > 1.0, doc["winner"]["speedup"]  # measured faster, beyond noise
     assert "torch.autocast" in (tmp_path / "speedup.diff").read_text()
     before = run(script.name, "--iters", "60", cwd=tmp_path, pitstop=False)
