@@ -17,6 +17,7 @@ patch stays under 1.3x on this CPU (needs the ``lightning`` extra).
     python benchmarks/train_dropout.py                   # zoo:transformer at batch 16, 2 threads
     python benchmarks/train_dropout.py --rounds 3        # fewer interleaved rounds (a quick look)
     python benchmarks/train_dropout.py --model lightning # Lightning's transformer example's step
+    python benchmarks/train_dropout.py --model lightning --vocab 7627  # as train_scripts.py runs it
 """
 
 from __future__ import annotations
@@ -35,11 +36,11 @@ from pitstop.models.zoo import SmallTransformer
 from pitstop.stats import speedup
 
 
-def make_step(dropout: float, bf16: bool, batch: int, which: str = "zoo"):
+def make_step(dropout: float, bf16: bool, batch: int, which: str = "zoo", vocab: int = 33278):
     """A training step (AdamW, for-loop) on a fresh seed-0 model; returns the step callable."""
     torch.manual_seed(0)
     if which == "lightning":
-        return _lightning_step(dropout, bf16, batch)
+        return _lightning_step(dropout, bf16, batch, vocab)
     model = SmallTransformer(dropout=dropout)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=False)
     tokens, target = torch.randint(0, 1000, (batch, 128)), torch.randint(0, 10, (batch,))
@@ -54,13 +55,13 @@ def make_step(dropout: float, bf16: bool, batch: int, which: str = "zoo"):
     return step
 
 
-def _lightning_step(dropout: float, bf16: bool, batch: int):
+def _lightning_step(dropout: float, bf16: bool, batch: int, vocab: int):
     """The step Lightning runs for basics/transformer.py: its training_step, clip 0.25, SGD."""
     from lightning.pytorch.demos import Transformer
 
-    model = Transformer(vocab_size=33278, dropout=dropout)
+    model = Transformer(vocab_size=vocab, dropout=dropout)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    tokens, target = torch.randint(0, 33278, (batch, 35)), torch.randint(0, 33278, (batch, 35))
+    tokens, target = torch.randint(0, vocab, (batch, 35)), torch.randint(0, vocab, (batch, 35))
 
     def step() -> None:
         with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
@@ -88,12 +89,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=("zoo", "lightning"), default="zoo",
                         help="zoo:transformer (dropout 0.1), or Lightning's transformer example (0.2)")
+    parser.add_argument("--vocab", type=int, default=33278,
+                        help="lightning: the vocabulary (WikiText-2's 33,278; train_scripts.py's text: 7,627)")
     parser.add_argument("--batch", type=int, default=None, help="16 for zoo, 20 for lightning (the script's)")
     parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds of 3 steps per variant")
     args = parser.parse_args()
     batch = args.batch or (20 if args.model == "lightning" else 16)
     rate = 0.2 if args.model == "lightning" else 0.1
-    variants = {f"{name} dropout {p}": make_step(p, bf16, batch, args.model)
+    variants = {f"{name} dropout {p}": make_step(p, bf16, batch, args.model, args.vocab)
                 for p in (rate, 0.0) for name, bf16 in (("fp32", False), ("bf16", True))}
     for step in variants.values():  # warm-up
         step(), step()
@@ -104,7 +107,8 @@ def main() -> None:
             for _ in range(3):
                 step()
             samples[name].append((time.perf_counter() - t) / 3)
-    title = "Lightning's transformer example" if args.model == "lightning" else "zoo:transformer"
+    title = f"Lightning's transformer example (vocabulary {args.vocab})" if args.model == "lightning" \
+        else "zoo:transformer"
     print(f"{title}, batch {batch}, {torch.get_num_threads()} threads, {cpu_name()}; "
           f"median of {args.rounds} interleaved rounds; load average {os.getloadavg()[0]:.2f}")
     print("| step | ms/step | bf16 speed-up over fp32 [95% CI] | aten::bernoulli_ share of CPU time | top operators |")
