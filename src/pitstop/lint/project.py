@@ -148,7 +148,10 @@ class Project:
             return None
         kind, name = ref
         if kind == "local":
-            return (i, name) if name in self.files[i].functions else None
+            if name in self.files[i].functions:
+                return i, name
+            owner, _, attr = name.rpartition(".")  # self.method(): perhaps inherited from a project class
+            return self._inherited(i, owner, attr) if owner and attr else None
         if kind == "method":  # a method of an object built from a project class
             built, _, method = name.rpartition(":")
             cls = self.class_of(i, built)
@@ -165,6 +168,22 @@ class Project:
                     return j, rest
                 if rest in self.files[j].aliases and j != i:  # re-exported (package __init__)
                     return self.resolve(j, ("qual", self.files[j].aliases[rest]), depth + 1)
+        return None
+
+    def _inherited(self, i: int, cls: str, method: str, depth: int = 0) -> FnId | None:
+        """``method`` as class ``cls`` of file ``i`` inherits it from a project base class."""
+        if depth > 8:
+            return None
+        for base in self.files[i].classes.get(cls, ()):
+            found = self.class_of(i, base)
+            if found is None:
+                continue
+            j, name = found
+            if f"{name}.{method}" in self.files[j].functions:
+                return j, f"{name}.{method}"
+            deeper = self._inherited(j, name, method, depth + 1)
+            if deeper is not None:
+                return deeper
         return None
 
     def class_of(self, i: int, name: str) -> tuple[int, str] | None:

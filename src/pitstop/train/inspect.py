@@ -150,7 +150,8 @@ def _first_forward(name: str, module: nn.Module, inputs: Inputs, device: torch.d
     was_training = module.training
     module.to(device).eval()
     try:
-        with torch.no_grad():
+        # the user's loss runs on this output next: an inference tensor would refuse its in-place ops
+        with torch.no_grad():  # noqa: PIT202
             return module(*placed.args, **placed.kwargs)
     except Exception as exc:
         raise InspectError("usage", f"model {name}: the first forward on {inputs.describe()} failed: "
