@@ -25,11 +25,17 @@ demo: $(STAMP)
 	$(BIN)/pitstop bench zoo:mlp
 	$(BIN)/pitstop optimize zoo:cnn --batch-size 16 --time-budget-s 120
 
+# Two lanes: most tests in TEST_WORKERS processes (pytest-xdist, one module to a worker so a
+# module's shared run happens once), then the `serial` tests alone, since they measure which
+# variant is faster or load every core themselves. CONTRIBUTING.md has the figures.
+TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow and not gpu and not serial"
+	$(BIN)/python -m pytest -m "serial and not slow and not gpu"
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest -m "not gpu"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not gpu and not serial"
+	$(BIN)/python -m pytest -m "serial and not gpu"
 
 test-gpu: $(STAMP)
 	$(BIN)/python -m pytest -m gpu
