@@ -32,7 +32,9 @@ def pitstop(*args, **kwargs):
         ([f"{M}:not_a_module"], "returned int, expected an nn.Module"),
         ([f"{M}:tiny", "--input", "flot32[B,16]"], "expected a dtype like float32 or int64, got 'flot32'"),
         ([f"{M}:tiny"], "--input: model tests/fixtures/models.py:tiny returns no example inputs; give an input spec"),
-        ([f"{M}:shape_mismatch"], "the first forward on float32[2,15] failed: RuntimeError: mat1 and mat2"),
+        # one variant: the first forward runs in each variant's worker, one worker is enough to fail it
+        ([f"{M}:shape_mismatch", "--variants", "eval+no_grad"],
+         "the first forward on float32[2,15] failed: RuntimeError: mat1 and mat2"),
         (["zoo:mlp", "--batch-sizes", "0,2"], "expected positive integers"),
         (["zoo:mlp", "--variants", "eval+fast"], "--variants: cannot read 'eval+fast'"),
         (["zoo:mlp", "--budget-s", "-1"], "expected a positive number"),
@@ -45,21 +47,54 @@ def pitstop(*args, **kwargs):
         ([], "the following arguments are required: model"),
     ],
 )
-def test_bad_input_is_one_line_exit_2(args, needle):
+def test_bad_input_is_one_line_exit_2(args, needle, capsys):
+    """In-process: the check and its message are logic; the real process's exit code is proved just below."""
+    from pitstop.cli import main
+
+    try:
+        code = main(["bench", *args])
+    except SystemExit as exc:  # argparse's own errors leave through sys.exit
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["zoo:resnet9"], "unknown zoo model 'resnet9'"),  # pitstop's own usage error
+    ([], "the following arguments are required: model"),  # argparse's
+])
+def test_bad_input_exits_2_from_a_real_process(args, needle):
+    """A process: what a shell sees, the exit status of `python -m pitstop.cli` and nothing but one line."""
     proc = pitstop("bench", *args)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 
-def test_help_teaches():
-    proc = pitstop("bench", "--help")
-    assert proc.returncode == 0
+def _in_process(argv, capsys):
+    """``main(argv)``'s exit code and stdout; argparse's --help and --version leave through sys.exit."""
+    from pitstop.cli import main
+
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    return code, capsys.readouterr().out
+
+
+def test_help_teaches(capsys):
+    """In-process: the texts are logic (test_install runs the installed `pitstop --version` for real)."""
+    code, out = _in_process(["bench", "--help"], capsys)
+    assert code == 0
     for needle in ("zoo:NAME", "float32[B,3,224,224]", "--budget-s", "within noise", "Exit codes"):
-        assert needle in proc.stdout
-    assert pitstop("--version").stdout.startswith("pitstop ")
-    assert pitstop().returncode == 2
+        assert needle in out
+    code, out = _in_process(["--version"], capsys)
+    assert code == 0 and out.startswith("pitstop ")
+    assert _in_process([], capsys)[0] == 2
 
 
 def test_bench_json_to_stdout_and_table_to_stderr():
@@ -73,20 +108,22 @@ def test_bench_json_to_stdout_and_table_to_stderr():
 
 
 def test_ctrl_c_keeps_finished_results_and_prints_the_partial_table(tmp_path):
+    """A process: only a real SIGINT to a real CLI proves the exit code and the partial JSON written on Ctrl-C."""
     out = tmp_path / "partial.json"
     proc = subprocess.Popen(
         [sys.executable, "-m", "pitstop.cli", "bench", f"{M}:tiny", "--input", "float32[B,16]",
-         "--batch-sizes", "1,2,4,8", "--budget-s", "3", "--target", "0.0001", "--threads", "1", "--replicas", "1",
-         "--json", str(out)],
+         "--batch-sizes", "1,2,4,8", "--variants", "eval+no_grad,eval+inference_mode", "--budget-s", "0.3",
+         "--target", "0.0001", "--threads", "1", "--replicas", "1", "--json", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         # a child inherits an ignored SIGINT, and Python then leaves it ignored: start from the default, as a
         # shell does (in a full run some earlier test leaves SIGINT ignored in this process)
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    deadline = time.monotonic() + 120
-    while not out.exists() and time.monotonic() < deadline:  # the first batch size has finished
-        time.sleep(0.2)
-    time.sleep(2.0)  # now inside the second batch size's rounds
+    # the first batch size has finished (its rows are written), then a second one's worker is up: the
+    # interrupt lands inside group 2, with groups 3 and 4 still to come, so the run cannot be complete
+    _poll(out.exists, proc)
+    first_group = set(_children(proc.pid))
+    _poll(lambda: bool(set(_children(proc.pid)) - first_group), proc)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
@@ -94,26 +131,55 @@ def test_ctrl_c_keeps_finished_results_and_prints_the_partial_table(tmp_path):
     jsonschema.validate(doc, BENCH_SCHEMA)
     assert doc["interrupted"] and not doc["complete"]
     first = [r for r in doc["results"] if r["batch_size"] == 1]
-    assert len(first) == 4 and all(r["status"] == "ok" for r in first)
+    assert len(first) == 2 and all(r["status"] == "ok" for r in first)
     assert "interrupted: the results above are partial" in stdout
     assert "Traceback" not in stderr
 
 
+def _poll(condition, proc, timeout_s: float = 120.0) -> None:
+    """Wait for ``condition()`` with a deadline; a run that ends first fails the test with its stderr."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended (exit {proc.returncode}) first: {proc.stderr.read()}")
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def _children(pid: int) -> list[int]:
+    """Live bench workers whose parent is ``pid`` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                if ppid == pid and "pitstop.bench.worker" in Path(f"/proc/{entry}/cmdline").read_text():
+                    found.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return found
+
+
 def test_no_worker_left_behind_after_a_run():
-    before = _workers()
-    pitstop("bench", f"{M}:hang_in_inference", "--timeout-s", "3", *FAST)
-    assert _workers() <= before
+    """A process: only a real CLI run whose worker hangs and is timed out can leave an orphan behind."""
+    tag = f"pitstop-test-{os.getpid()}-{time.monotonic_ns()}"  # marks this run's workers, not other tests'
+    proc = pitstop("bench", f"{M}:hang_in_inference", "--timeout-s", "3", "--variants",
+                   "eval+no_grad,eval+inference_mode", "--worker-env", f"PITSTOP_TEST_TAG={tag}", *FAST)
+    assert "timed out after 3 s" in proc.stderr + proc.stdout, proc.stderr  # the hang really was cut short
+    assert _tagged(tag) == []
 
 
-def _workers() -> int:
-    count = 0
+def _tagged(tag: str) -> list[int]:
+    """Processes whose environment holds ``tag``: this run's workers, if any outlived it."""
+    found = []
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                count += "pitstop.bench.worker" in Path(f"/proc/{pid}/cmdline").read_text()
+                found += [int(pid)] if tag.encode() in Path(f"/proc/{pid}/environ").read_bytes() else []
             except OSError:
                 pass
-    return count
+    return found
 
 
 def test_progress_bar_on_a_terminal_follows_the_run():
@@ -128,8 +194,8 @@ def test_progress_bar_on_a_terminal_follows_the_run():
     console = Console(file=buffer, force_terminal=True, width=120)
     with _progress(console) as on_event:
         assert on_event is not None  # a terminal gets a bar
-        result = ps.bench(f"{M}:tiny", "float32[B,16]", batch_sizes=[2], budget_s=0.3, threads=1, replicas=2,
-                          on_event=on_event)
+        result = ps.bench(f"{M}:tiny", "float32[B,16]", batch_sizes=[2], variants=["eval+no_grad"], budget_s=0.3,
+                          threads=1, replicas=2, on_event=on_event)
     assert result.complete
     shown = buffer.getvalue()
     assert "round" in shown and "widest interval" in shown and "target ±2%" in shown
@@ -146,7 +212,7 @@ def test_no_progress_bar_in_a_pipe():
         assert on_event is None
 
 
-OPT_FAST = ["--threads", "1", "--replicas", "1", "--time-budget-s", "15"]
+OPT_FAST = ["--threads", "1", "--replicas", "1", "--time-budget-s", "10"]  # the minimum
 
 
 @pytest.mark.parametrize(("args", "needle"), [
@@ -156,14 +222,21 @@ OPT_FAST = ["--threads", "1", "--replicas", "1", "--time-budget-s", "15"]
     (["zoo:mlp", "--save", M], f"--save: '{M}' is a file"),
     (["zoo:nope"], "unknown zoo model 'nope'"),
 ])
-def test_optimize_bad_input_is_one_line_exit_2(args, needle):
-    proc = pitstop("optimize", *args)
-    assert proc.returncode == 2, proc.stderr
-    assert needle in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+def test_optimize_bad_input_is_one_line_exit_2(args, needle, capsys):
+    """In-process, as the bench ones (test_bad_input_exits_2_from_a_real_process proves a real exit code)."""
+    from pitstop.cli import main
+
+    try:
+        code = main(["optimize", *args])
+    except SystemExit as exc:  # argparse's own errors (an invalid choice) leave through sys.exit
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert needle in err and len(err.strip().splitlines()) == 1
 
 
-def test_optimize_help_teaches_the_search_and_the_gate():
-    out = pitstop("optimize", "--help").stdout
+def test_optimize_help_teaches_the_search_and_the_gate(capsys):
+    out = _in_process(["optimize", "--help"], capsys)[1]
     for needle in ("--objective", "--latency-budget-ms", "--save DIR", "argmax agreement", "interval excludes 1"):
         assert needle in out
 

@@ -1,6 +1,7 @@
 """Real benches of tiny models in worker processes (the variants run and are timed for real)."""
 
 import json
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -12,15 +13,24 @@ from pitstop.errors import ModelRunError, SettingError, UsageError
 from pitstop.schemas import BENCH_SCHEMA
 
 FAST = {"budget_s": 0.3, "threads": 1, "replicas": 1}
+MODELS = str(Path(__file__).parents[1] / "fixtures" / "models.py")
+FAULTS = str(Path(__file__).with_name("fault_models.py"))
 
 
 def by_variant(result, batch_size):
     return {r.variant: r for r in result.rows_at(batch_size)}
 
 
-def test_tiny_model_all_four_variants_in_workers(models_py, tmp_path):
-    out = tmp_path / "bench.json"
-    result = pitstop.bench(f"{models_py}:tiny", "float32[B,16]", batch_sizes=[1, 4], json_path=str(out), **FAST)
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    """One bench of the tiny model, all four variants at two batch sizes, shared by the tests that read it."""
+    out = tmp_path_factory.mktemp("tiny") / "bench.json"
+    result = pitstop.bench(f"{MODELS}:tiny", "float32[B,16]", batch_sizes=[1, 4], json_path=str(out), **FAST)
+    return result, json.loads(out.read_text())
+
+
+def test_tiny_model_all_four_variants_in_workers(tiny_run):
+    result, doc = tiny_run
     assert result.complete and not result.interrupted
     assert result.environment["isolation"] == "process"
     for bs in (1, 4):
@@ -31,7 +41,6 @@ def test_tiny_model_all_four_variants_in_workers(models_py, tmp_path):
         assert rows["eval+no_grad"].activation_bytes == 0 and rows["eval+inference_mode"].activation_bytes == 0
         assert all(r.fidelity["rel_err"] == 0.0 for r in rows.values())
         assert all(r.peak_memory_bytes is not None for r in rows.values())
-    doc = json.loads(out.read_text())
     jsonschema.validate(doc, BENCH_SCHEMA)
     assert doc["kind"] == "bench" and doc["baseline"] == "train+grad" and len(doc["results"]) == 8
     again = pitstop.BenchResult.from_dict(doc)
@@ -55,47 +64,57 @@ def test_replicas_each_time_the_variant_and_are_kept_apart(models_py, tmp_path):
 
 
 def test_every_variant_gets_its_minimum_of_calls_even_past_the_budget(models_py):
+    # one 50 ms call would use the whole budget; fidelity on the timing batch only (the default 128 rows would be
+    # 64 more 50 ms calls per worker, and fidelity is not what this test is about)
     result = pitstop.bench(f"{models_py}:slow", variants=["eval+no_grad", "eval+inference_mode"], budget_s=0.05,
-                           threads=1, replicas=1)  # one 50 ms call would use the whole budget
+                           threads=1, replicas=1, fidelity_samples=2)
     assert all(r.status == "ok" and len(r.samples_s) >= 10 for r in result.rows)
 
 
-def test_activation_bytes_grow_with_batch(models_py):
-    result = pitstop.bench(f"{models_py}:tiny", "float32[B,16]", batch_sizes=[2, 8],
-                           variants=["eval+grad"], **FAST)
-    small, large = (result.row("eval+grad", b).activation_bytes for b in (2, 8))
+def test_activation_bytes_grow_with_batch(tiny_run):
+    result, _ = tiny_run
+    small, large = (result.row(v, b).activation_bytes for v in ("eval+grad",) for b in (1, 4))
     assert large == 4 * small  # the saved ReLU output scales with the batch exactly
 
 
+@pytest.fixture(scope="module")
+def fault_run():
+    """One bench whose variants each break differently (tests/bench/fault_models.py): four fault classes, one run.
+    Processes: a segfault, a SIGKILL and a hang are only contained if each variant has a worker of its own."""
+    return pitstop.bench(f"{FAULTS}:faulty", batch_sizes=[2], timeout_s=4,
+                         variants=["train+grad", "eval+grad", "eval+no_grad", "eval+inference_mode",
+                                   "eval+no_grad+threads2"], **FAST)
+
+
 @pytest.mark.parametrize(
-    ("factory", "reason"),
-    [("segfault_in_inference", "killed by SIGSEGV"),
-     ("sigkill_in_inference", "killed by SIGKILL (out of memory?)")],  # what the OOM killer does
+    ("variant", "reason"),
+    [("eval+grad", "killed by SIGSEGV"),
+     ("train+grad", "killed by SIGKILL (out of memory?)")],  # what the OOM killer does
 )
-def test_a_variant_that_kills_its_worker_is_failed_and_the_rest_reported(models_py, factory, reason):
-    result = pitstop.bench(f"{models_py}:{factory}", batch_sizes=[2], **FAST)
-    rows = by_variant(result, 2)
-    assert rows["eval+inference_mode"].status == "failed" and reason in rows["eval+inference_mode"].reason
-    assert all(rows[v].status == "ok" and rows[v].samples_s for v in ("train+grad", "eval+grad", "eval+no_grad"))
-    assert result.complete
+def test_a_variant_that_kills_its_worker_is_failed_and_the_rest_reported(fault_run, variant, reason):
+    row = fault_run.row(variant, 2)
+    assert row.status == "failed" and reason in row.reason
+    ok = fault_run.row("eval+no_grad", 2)
+    assert ok.status == "ok" and ok.samples_s
+    assert fault_run.complete
 
 
-def test_a_variant_that_raises_is_failed_with_its_message(models_py):
-    result = pitstop.bench(f"{models_py}:raise_in_inference", batch_sizes=[2], **FAST)
-    row = result.row("eval+inference_mode", 2)
+def test_a_variant_that_raises_is_failed_with_its_message(fault_run):
+    row = fault_run.row("eval+inference_mode", 2)
     assert row.status == "failed" and "RuntimeError: sabotaged under inference_mode" in row.reason
-    assert result.row("eval+no_grad", 2).status == "ok"
+    assert fault_run.row("eval+no_grad", 2).status == "ok"
 
 
-def test_a_variant_that_hangs_times_out(models_py):
-    result = pitstop.bench(f"{models_py}:hang_in_inference", batch_sizes=[2], timeout_s=4, **FAST)
-    row = result.row("eval+inference_mode", 2)
+def test_a_variant_that_hangs_times_out(fault_run):
+    row = fault_run.row("eval+no_grad+threads2", 2)
     assert row.status == "failed" and "timed out after 4 s" in row.reason
-    assert result.row("eval+grad", 2).status == "ok"
+    assert fault_run.row("eval+no_grad", 2).status == "ok"
 
 
 def test_train_mode_with_dropout_is_noted_not_rejected(models_py):
-    result = pitstop.bench(f"{models_py}:tiny_dropout", batch_sizes=[4], **FAST)
+    # the two variants the note and the fidelity contrast need
+    result = pitstop.bench(f"{models_py}:tiny_dropout", batch_sizes=[4], variants=["train+grad", "eval+no_grad"],
+                           **FAST)
     train = result.row("train+grad", 4)
     assert train.status == "ok" and "train mode changes the outputs" in train.note
     assert train.fidelity["rel_err"] > 0.01
@@ -124,7 +143,9 @@ class LocalNet(nn.Module):  # defined in a test module: picklable, importable by
 def test_module_object_resized_to_batch_sizes_and_user_model_untouched():
     model = LocalNet().train()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    result = pitstop.bench(model, torch.randn(2, 8), batch_sizes=[1, 3], **FAST)
+    # train+grad is the variant that could leave the user's model changed; eval+no_grad the one that switches modes
+    result = pitstop.bench(model, torch.randn(2, 8), batch_sizes=[1, 3], variants=["train+grad", "eval+no_grad"],
+                           **FAST)
     assert result.batch_sizes == [1, 3] and result.inputs[3] == "float32[3,8]"
     assert model.training and all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
 

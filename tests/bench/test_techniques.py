@@ -132,17 +132,27 @@ def test_onnxruntime_int8_quantizes_the_exported_graph(tmp_path):
     assert details["quant_api"] == "onnxruntime.quantization.quantize_dynamic" and fid["rel_err"] < 0.1
 
 
-def test_compile_matches_eager_and_freezes_weights_on_cpu(tmp_path):
-    fast, _, fid, details = run(v("compile"), Tiny(), Inputs((torch.randn(4, 16),)), tmp_path)
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """One inductor compile of Tiny (the slow part), read by both compile tests; inductor's
+    ``freezing`` setting is noted before it, for the scoping test."""
+    import torch._inductor.config as inductor
+
+    before = inductor.freezing
+    fast, _, fid, details = run(v("compile"), Tiny(), Inputs((torch.randn(4, 16),)), tmp_path_factory.mktemp("c"))
+    return fast, fid, details, before
+
+
+def test_compile_matches_eager_and_freezes_weights_on_cpu(compiled):
+    fast, fid, details, _ = compiled
     assert type(fast.model).__name__ == "OptimizedModule"
     assert details == {"inductor_freezing": True} and fid["rel_err"] < 1e-5
 
 
-def test_compile_freezing_is_scoped_to_the_compiled_model(tmp_path):
+def test_compile_freezing_is_scoped_to_the_compiled_model(compiled):
     import torch._inductor.config as inductor
 
-    before = inductor.freezing
-    run(v("compile"), Tiny(), Inputs((torch.randn(4, 16),)), tmp_path)
+    *_, before = compiled
     source = recipe_source(v("compile"), CPU_BF16, 1)
     assert inductor.freezing == before  # later torch.compile calls in the user's process are unchanged
     assert 'options={"freezing": True}' in source and "config.freezing" not in source

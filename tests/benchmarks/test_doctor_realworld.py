@@ -83,13 +83,14 @@ def test_masking_and_comparison() -> None:
 
 
 def test_correct_and_buggy_script_verdicts(tmp_path: Path) -> None:
+    """Real plain and doctored runs of a correct script and of one edited to drop zero_grad: only real runs prove
+    the edit, the setup, the output comparison and doctor's findings (the verdict rules: the test below)."""
     corpus = corpus_with(tmp_path, TRAIN)
     no_zero_grad = [{"file": "tiny/train.py", "old": "    opt.zero_grad()\n", "new": "",
                      "reason": "inject stale gradients (PIT101)"}]
     manifest = tmp_path / "m.json"
     manifest.write_text(json.dumps({"scripts": [entry("tiny", "correct"),
-                                                entry("buggy", ["PIT101"], edits=no_zero_grad),
-                                                entry("buggy_said_correct", "correct", edits=no_zero_grad)]}))
+                                                entry("buggy", ["PIT101"], edits=no_zero_grad)]}))
     out = tmp_path / "r.json"
     proc = run("--manifest", str(manifest), "--corpus", str(corpus), "--rounds", "1", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
@@ -97,9 +98,26 @@ def test_correct_and_buggy_script_verdicts(tmp_path: Path) -> None:
     assert results["tiny"]["verdict"] == "OK" and results["tiny"]["steps"] == [3]
     assert results["tiny"]["output_same"] and results["tiny"]["rc_plain"] == results["tiny"]["rc_doctor"] == 0
     assert results["buggy"]["verdict"] == "OK" and "PIT101:error" in results["buggy"]["findings"]
-    assert results["buggy_said_correct"]["verdict"] == "FINDINGS"
-    assert "warning/error findings on the 2 correct scripts: 1 (buggy_said_correct)" in proc.stdout
-    assert len([line for line in proc.stdout.splitlines() if "->" in line]) == 3
+    assert "warning/error findings on the 1 correct scripts: none" in proc.stdout
+    assert len([line for line in proc.stdout.splitlines() if "->" in line]) == 2
+
+
+def test_a_correct_script_with_findings_is_flagged_and_counted() -> None:
+    """The verdict and summary rules on run records: the buggy script's runs labelled correct are FINDINGS
+    (the run that was a third manifest entry, buggy_said_correct), and the summary names it."""
+    bench = load_bench()
+    stdout = "step 0 loss 1.0 time 3.20ms\n"
+    report = {"findings": [{"code": "PIT101", "severity": "error", "where": "opt", "step": 1, "count": 3,
+                            "message": "stale"}], "steps": 3, "exit": {"status": "ok"}}
+    runs = {"plain": [{"rc": 0, "stdout": stdout, "stderr": "", "wall_s": 1.0, "report": None}],
+            "doctor": [{"rc": 0, "stdout": stdout, "stderr": "", "wall_s": 1.5, "report": report}]}
+    buggy, said_correct = entry("buggy", ["PIT101"]), entry("buggy_said_correct", "correct")
+    assert bench.evaluate(buggy, runs)["verdict"] == "OK"
+    flagged = bench.evaluate(said_correct, runs)
+    assert flagged["verdict"] == "FINDINGS" and flagged["findings"] == ["PIT101:error"]
+    assert bench.evaluate(entry("missed", ["PIT101", "PIT102"]), runs)["verdict"] == "MISSED"
+    lines = bench.summary([bench.evaluate(buggy, runs), flagged], {"buggy": buggy, "buggy_said_correct": said_correct})
+    assert "warning/error findings on the 1 correct scripts: 1 (buggy_said_correct)" in lines
 
 
 def test_edit_of_another_version_is_refused(tmp_path: Path) -> None:

@@ -194,22 +194,41 @@ sys.exit(3 if "--fail" in sys.argv else 0)
 """
 
 
-def test_options_after_the_script_path_are_pitstops_and_double_dash_separates(tmp_path):
+def test_options_after_the_script_path_are_pitstops_and_double_dash_separates(tmp_path, example_runs):
+    # the documented examples' runs (the script prints its argv): --json and --fail-on after the path are
+    # pitstop's, an unknown option is the script's, and after `--` everything is the script's
+    tmp, out = example_runs["pitstop doctor train.py --json report.json --fail-on error"]
+    assert out.returncode == 1 and "argv []" in out.stdout
+    assert json.loads((tmp / "report.json").read_text())["kind"] == "doctor"
+    assert "argv ['--epochs', '3']" in example_runs["pitstop doctor train.py --epochs 3"][1].stdout
+    tmp, out = example_runs["pitstop doctor train.py --epochs 3 -- --json x"]
+    assert "argv ['--epochs', '3', '--json', 'x']" in out.stdout and not (tmp / "x").exists()
+    # a flag after the path is pitstop's too, and the script's own exit code passes through
     path = write(tmp_path, ARGV)
-    out = doctor(path, "--epochs", "3", "--json", tmp_path / "r.json", "--fail-on", "warning", "--guard", cwd=tmp_path)
-    assert out.returncode == 0 and "argv ['--epochs', '3']" in out.stdout
-    assert json.loads((tmp_path / "r.json").read_text())["kind"] == "doctor"
-    out = doctor(path, "--epochs", "3", "--", "--json", "x.json", "--fail", cwd=tmp_path)
+    out = doctor(path, "--epochs", "3", "--guard", "--", "--json", "x.json", "--fail", cwd=tmp_path)
     assert out.returncode == 3 and "argv ['--epochs', '3', '--json', 'x.json', '--fail']" in out.stdout
     assert not (tmp_path / "x.json").exists()
 
 
-def test_an_option_the_script_also_defines_is_ambiguous_after_its_path(tmp_path):
-    path = write(tmp_path, 'import argparse\nargparse.ArgumentParser().add_argument("--json")\n')
+ARGPARSE = 'import argparse\nargparse.ArgumentParser().add_argument("--json")\n'
+
+
+@pytest.fixture(scope="module")
+def argparse_run(tmp_path_factory):
+    """One run of a script that defines --json itself, with pitstop's --json before its path and
+    --select/--ignore given: the ambiguity, the code lists and the report's file mode assert on it."""
+    tmp = tmp_path_factory.mktemp("argparse")
+    doc, out = report(tmp, ARGPARSE, "--select", "stale-gradients,PIT10", "--ignore", "PIT402")
+    return tmp, doc, out
+
+
+def test_an_option_the_script_also_defines_is_ambiguous_after_its_path(tmp_path, argparse_run):
+    path = write(tmp_path, ARGPARSE)
     out = doctor(path, "--json", "r.json", cwd=tmp_path)
     assert out.returncode == 2 and "ambiguous" in out.stderr and "`--`" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
-    assert doctor("--json", "r.json", path, cwd=tmp_path).returncode == 0  # before the path it is pitstop's
+    _, doc, out = argparse_run  # before the path it is pitstop's
+    assert out.returncode == 0 and doc["kind"] == "doctor"
 
 
 def examples():
@@ -235,11 +254,21 @@ print("argv", sys.argv[1:])
 """
 
 
+@pytest.fixture(scope="module")
+def example_runs(tmp_path_factory):
+    """Each documented example run once, in a folder of its own: {example: (folder, process)}."""
+    runs = {}
+    for example in examples():
+        tmp = tmp_path_factory.mktemp("example")
+        write(tmp, EXAMPLE_SCRIPT)
+        runs[example] = tmp, doctor(*example.split()[2:], cwd=tmp)
+    return runs
+
+
 @pytest.mark.parametrize("example", examples())
-def test_every_documented_example_runs(example, tmp_path):
-    write(tmp_path, EXAMPLE_SCRIPT)
+def test_every_documented_example_runs(example, example_runs):
+    tmp_path, out = example_runs[example]
     args = example.split()[2:]
-    out = doctor(*args, cwd=tmp_path)
     assert out.returncode in (0, 1), out.stderr[-2000:]
     assert "PIT101" in out.stdout and "Traceback" not in out.stderr
     ours = args[:args.index("--")] if "--" in args else args
@@ -268,7 +297,11 @@ def test_select_and_ignore_reject_unknown_codes_listing_the_valid_ones(tmp_path)
         out = doctor(flag, "PIT999", path, cwd=tmp_path)
         assert out.returncode == 2 and "PIT999" in out.stderr and "PIT101" in out.stderr and "PIT402" in out.stderr
         assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
-    assert doctor("--select", "stale-gradients,PIT10", "--ignore", "PIT402", path, cwd=tmp_path).returncode == 0
+
+
+def test_select_and_ignore_take_names_and_code_prefixes(argparse_run):
+    _, doc, out = argparse_run  # run with --select stale-gradients,PIT10 --ignore PIT402
+    assert out.returncode == 0 and doc["kind"] == "doctor", out.stderr[-2000:]
 
 
 def test_an_interrupted_run_says_what_happened(tmp_path):
@@ -291,8 +324,8 @@ def test_an_interrupted_run_says_what_happened(tmp_path):
     assert doc["exit"]["status"] == "interrupted" and doc["exit"]["where"].endswith("train.py:11")
 
 
-def test_the_json_report_gets_the_usual_file_mode(tmp_path):
-    _, _ = report(tmp_path, "pass\n")
+def test_the_json_report_gets_the_usual_file_mode(argparse_run):
+    tmp_path, _, _ = argparse_run
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE((tmp_path / "r.json").stat().st_mode) == 0o666 & ~umask

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 import pitstop
+from pitstop.cli import main
 from pitstop.errors import UsageError
 from pitstop.memory import activation_report, checkpoint, uncheckpoint
 from pitstop.numerics import logsumexp, straight_through_round, verify_gradients
@@ -136,25 +137,30 @@ def cli(*args):
     return subprocess.run([sys.executable, "-m", "pitstop", *args], capture_output=True, text=True, timeout=300)
 
 
-def test_cli_memory_and_budget(models_py, tmp_path):
+def test_cli_memory_and_budget(models_py, tmp_path, capsys):
+    # one real `python -m pitstop memory` (its exit code and output through the process); the budget and the
+    # usage error through the same entry point in this process: memory runs no process of its own
     out = cli("memory", f"{models_py}:stack", "--batch-size", "4", "--repeats", "2", "--json", str(tmp_path / "m.json"))
     assert out.returncode == 0, out.stderr
     assert "blocks.0" in out.stdout and "saved in subtree" in out.stdout
     doc = json.loads((tmp_path / "m.json").read_text())
     assert doc["kind"] == "memory" and doc["activation_bytes"] > 0
-    out = cli("memory", f"{models_py}:stack", "--batch-size", "4", "--repeats", "2", "--budget", "50%")
-    assert out.returncode == 0 and "checkpointed" in out.stdout and "met" in out.stdout
-    out = cli("memory", f"{models_py}:stack", "--budget", "150%")
-    assert out.returncode == 2 and "percentage" in out.stderr
+    code = main(["memory", f"{models_py}:stack", "--batch-size", "4", "--repeats", "2", "--budget", "50%"])
+    stdout = capsys.readouterr().out
+    assert code == 0 and "checkpointed" in stdout and "met" in stdout
+    with pytest.raises(SystemExit) as exited:  # argparse's own exit, as the console script's
+        main(["memory", f"{models_py}:stack", "--budget", "150%"])
+    assert exited.value.code == 2 and "percentage" in capsys.readouterr().err
 
 
-def test_cli_gradcheck_exit_codes(models_py):
-    ok = cli("gradcheck", f"{models_py}:stable_lse", "--input", "float64[4,8]")
-    assert ok.returncode == 0 and "gradients OK" in ok.stdout
+def test_cli_gradcheck_exit_codes(models_py, capsys):
+    # the failing check's exit 1 through a real process; the others in this process (no process of its own)
+    assert main(["gradcheck", f"{models_py}:stable_lse", "--input", "float64[4,8]"]) == 0
+    assert "gradients OK" in capsys.readouterr().out
     bad = cli("gradcheck", f"{models_py}:wrong_sin", "--input", "float64[6]")
     assert bad.returncode == 1 and "FAILED" in bad.stdout and "worst at" in bad.stdout
-    missing = cli("gradcheck", f"{models_py}:nope", "--input", "float64[6]")
-    assert missing.returncode == 2 and "no attribute 'nope'" in missing.stderr
+    assert main(["gradcheck", f"{models_py}:nope", "--input", "float64[6]"]) == 2
+    assert "no attribute 'nope'" in capsys.readouterr().err
 
 
 def test_lazy_namespaces():

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 import pitstop
@@ -12,6 +13,7 @@ import pitstop
 QUANT_MODELS = str(Path(__file__).parent / "quant_models.py")
 FAST = {"threads": 1, "replicas": 1, "time_budget_s": 10, "techniques": ("quant",)}
 INT8 = "eval+inference_mode+int8-dynamic"
+STRICT = {**FAST, "tolerance": 1e-6}  # int8 moves the outputs far more than this
 
 
 def rows_by_variant(report):
@@ -34,12 +36,28 @@ def test_flips_between_near_tied_logits_do_not_reject():
     assert fid.status == "ok", fid.reason
 
 
-def test_a_metric_admits_a_candidate_the_default_gate_rejects():
-    strict = {**FAST, "tolerance": 1e-6}  # int8 moves the outputs far more than this
-    rejected = rows_by_variant(pitstop.optimize(f"{QUANT_MODELS}:mlp", **strict).report)[INT8]
+def _load_quant_models():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("quant_models", QUANT_MODELS)
+    models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(models)
+    return models
+
+
+@pytest.fixture(scope="module")
+def strict_mlp():
+    """One search of the mlp under a strict tolerance, on the user's own fidelity batch: the default gate's
+    rejection and the fidelity batch are both read from it."""
+    model, x = _load_quant_models().mlp()  # seeded: the same weights as the spec QUANT_MODELS:mlp
+    return pitstop.optimize(model, x, fidelity_inputs=torch.randn(64, 16), **STRICT)
+
+
+def test_a_metric_admits_a_candidate_the_default_gate_rejects(strict_mlp):
+    rejected = rows_by_variant(strict_mlp.report)[INT8]
     assert rejected.status == "rejected" and "rel err" in rejected.reason
     fast = pitstop.optimize(f"{QUANT_MODELS}:mlp", metric=f"{QUANT_MODELS}:accuracy", metric_tolerance=0.02,
-                            **strict)
+                            **STRICT)
     row = rows_by_variant(fast.report)[INT8]
     assert row.status == "ok" and "admitted by the metric" in row.note
     assert row.fidelity["metric_reference"] == 1.0 and row.fidelity["metric"] >= 0.98
@@ -78,14 +96,7 @@ def test_the_help_example_with_a_metric_runs(tmp_path):
     assert rows[INT8]["fidelity"]["metric"] == 1.0 and rows[INT8]["status"] == "ok"
 
 
-def test_fidelity_runs_on_the_users_own_batch():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("quant_models", QUANT_MODELS)
-    models = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(models)
-    model, x = models.mlp()
-    fast = pitstop.optimize(model, x, fidelity_inputs=torch.randn(64, 16), **FAST)
-    row = rows_by_variant(fast.report)[INT8]
+def test_fidelity_runs_on_the_users_own_batch(strict_mlp):
+    row = rows_by_variant(strict_mlp.report)[INT8]
     assert row.fidelity["samples"] == 8 + 64  # the timing batch, then the user's 64 rows
-    assert fast.report.settings["fidelity_inputs"] == "float32[64,16]"
+    assert strict_mlp.report.settings["fidelity_inputs"] == "float32[64,16]"

@@ -68,6 +68,7 @@ def torchrun_profile(tmp_path: Path, port: int, slow_rank: int, own_hook: bool =
     return json.loads((tmp_path / "prof.json").read_text()), proc
 
 
+# Only real torchrun jobs prove these: the gather over the job's process group, DDP's own timers.
 @pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo on localhost")
 def test_a_slow_data_rank_is_named_with_its_phase(tmp_path):
     doc, proc = torchrun_profile(tmp_path, 29531, slow_rank=1)
@@ -78,15 +79,7 @@ def test_a_slow_data_rank_is_named_with_its_phase(tmp_path):
     assert job["straggler"]["rank"] == 1
     assert job["ranks"][0]["comm_wait_ms"] > job["ranks"][1]["comm_wait_ms"]  # rank 0 waits for rank 1
     assert proc.stdout.count("straggler on rank 1") == 1  # printed once, by rank 0
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo on localhost")
-def test_a_clean_ddp_job_has_no_straggler(tmp_path):
-    doc, proc = torchrun_profile(tmp_path, 29532, slow_rank=-1)
-    assert doc["distributed"]["world"] == 2
-    assert "straggler" not in [v["cause"] for v in doc["verdict"]]
-    assert not doc["distributed"].get("straggler")
-    for rank in doc["distributed"]["ranks"]:  # the all-reduce timed on every rank: its time, its overlap
+    for rank in job["ranks"]:  # the all-reduce timed on every rank: its time, its overlap
         assert rank["comm_ms"] > 0 and 0.0 <= rank["comm_overlapped"] <= 1.0, rank
     assert doc["comm"]["ms"] > 0 and doc["comm"]["steps"] >= 30
     assert "all-reduce ms" in proc.stdout
@@ -97,13 +90,17 @@ def test_a_clean_ddp_job_has_no_straggler(tmp_path):
 @pytest.mark.skipif(sys.platform != "linux", reason="torchrun with gloo on localhost")
 def test_the_jobs_own_comm_hook_is_left_as_it_is_and_still_timed(tmp_path):
     """A job that registered its own comm hook (fp16 compression) keeps it, and trains as before; on
-    CPU its all-reduce is timed all the same, by DDP's own timers (pitstop adds no hook)."""
+    CPU its all-reduce is timed all the same, by DDP's own timers (pitstop adds no hook). No rank is
+    slow in it: a clean DDP job gets no straggler verdict."""
     doc, proc = torchrun_profile(tmp_path, 29533, slow_rank=-1, own_hook=True)
     assert doc["steps"] == 40 and doc["exit"]["status"] == "ok"
     assert proc.stdout.count("comm hooks: ['fp16_compress_hook']") == 2, proc.stdout[-2000:]
     assert doc["comm"]["ms"] > 0 and doc["comm"]["steps"] >= 30
     for rank in doc["distributed"]["ranks"]:
         assert rank["comm_ms"] > 0 and 0.0 <= rank["comm_overlapped"] <= 1.0 and rank["comm_wait_ms"] is not None
+    assert doc["distributed"]["world"] == 2
+    assert "straggler" not in [v["cause"] for v in doc["verdict"]]
+    assert not doc["distributed"].get("straggler")
 
 
 def test_comm_bound_when_every_rank_waits_for_the_all_reduce():
