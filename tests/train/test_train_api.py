@@ -50,7 +50,8 @@ def test_report_renders_and_validates(setup):
     from pitstop.train.search import MIN_ROUNDS
     for row in (r for r in doc["results"] if r["stage"] == "probe" and r["status"] == "ok"):
         turns = row["details"]["turns"]  # every variant timed in several interleaved turns, not one long one
-        assert all(len(t) >= MIN_ROUNDS for t in turns) and sum(map(sum, turns)) == len(row["samples_ms"])
+        assert all(len(t) >= MIN_ROUNDS for t in turns) and sum(map(sum, turns)) == len(row["samples_ms"]), \
+            (row["variant"], turns, [(r["variant"], r["stage"], r["status"], r.get("reason")) for r in doc["results"]])
     inside = [x * 1e3 for g in naive["details"]["optimizer_samples_s"] for x in g]  # optimizer.step(), timed apart
     assert len(inside) == len(naive["samples_ms"]) and all(
         0 < x < t for x, t in zip(inside, naive["samples_ms"], strict=True))

@@ -84,7 +84,7 @@ def test_scaler_and_band_arithmetic():
 
 @pytest.mark.skipif(not Target.detect("cpu", torch.nn.Linear(1, 1), []).native_bf16, reason="needs native bf16")
 def test_bf16_on_a_batchnorm_cnn_is_admitted(models_file):
-    g = group(models_file, "cnn", replicas=1)
+    g = group(models_file, "cnn", replicas=1, isolate=False)  # the gate's verdict is logic: inline, no worker processes
     rows = []
     try:
         g.run([NAIVE, TrainConfig(precision="bf16-autocast")], rows, policy=QUICK, replicas=1, trajectory=True)

@@ -19,10 +19,12 @@ from pitstop.errors import UsageError
 MODELS = str(Path(__file__).with_name("problem_models.py"))
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 QUICK = {"time_budget_s": 10, "techniques": ("zero_grad",), "replicas": 1}
+INLINE = {**QUICK, "isolate": False}  # what the problem's inspection and the recipe make of the model: no worker
+# processes needed (real workers on a model file: test_a_recipe_with_a_loss_from_the_model_file_runs_without_pitstop)
 
 
 def test_keyword_inputs_and_the_models_own_loss():
-    setup = pitstop.train(f"{MODELS}:keyword_lm", **QUICK)
+    setup = pitstop.train(f"{MODELS}:keyword_lm", **INLINE)
     problem = setup.report.problem
     assert problem["loss"]["kind"] == "own" and problem["loss"]["code"] == "output.loss"
     assert problem["inputs"] == "input_ids=int64[8,16];labels=int64[8,16]"
@@ -35,7 +37,7 @@ def test_keyword_inputs_and_the_models_own_loss():
 
 
 def test_a_tuple_with_the_loss_and_parameter_groups_are_reproduced():
-    setup = pitstop.train(f"{MODELS}:tuple_lm", **QUICK)
+    setup = pitstop.train(f"{MODELS}:tuple_lm", **INLINE)
     problem = setup.report.problem
     assert problem["loss"]["code"] == "output[1]"
     groups = problem["optimizer"]["groups"]

@@ -76,8 +76,8 @@ def test_each_variant_is_a_torchrun_job_and_the_ddp_knobs_are_searched(tmp_path)
         assert "model = DDP(nn.Sequential" in patch
     if "fused" in winner or "foreach" in winner:
         assert "opt = torch.optim.AdamW(model.parameters(), lr=1e-3" in patch
-    job = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                          "29561", "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    job = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--standalone",
+                          "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=300,  # a free port: no clash
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
     # the patched job runs under torchrun, without pitstop (torch's own abort at exit aside)
     assert finished(job, ("rank 0 trained", "rank 1 trained")), job.stderr[-2000:]
