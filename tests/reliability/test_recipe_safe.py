@@ -64,7 +64,6 @@ def test_the_onnx_fingerprint_tells_models_apart(tmp_path):
 
 
 @ORT
-@pytest.mark.slow  # two ONNX exports
 def test_a_stale_model_onnx_is_not_served(tmp_path):
     namespace = build(_recipe(f"{F}:build", "eval+inference_mode+onnxruntime"), tmp_path / "recipe.py")
     example = namespace["example_inputs"]()

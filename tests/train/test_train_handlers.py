@@ -114,7 +114,6 @@ def test_checkpointing_recomputes_and_keeps_the_gradients(tmp_path):
     assert report["overall_cosine"] > 0.9999 and not report["missing"]
 
 
-@pytest.mark.slow
 def test_compile_handler_compiles_the_training_step(tmp_path):
     ns = namespace(TrainConfig(compile="default"), tmp_path)
     fast, _, _ = trains(ns, linear(), steps=3)
@@ -132,7 +131,6 @@ def test_compiled_autograd_is_named_and_wraps_the_backward(tmp_path):
     assert "compiled_autograd._enable(torch.compile)" in inspect.getsource(ns["forward_backward"])
 
 
-@pytest.mark.slow
 def test_compiled_autograd_trains_with_the_eager_gradients(tmp_path):
     from torch._dynamo.utils import counters
 
