@@ -79,6 +79,14 @@ def _torch_loaded(pid: int) -> bool:
         return False
 
 
+def _stages_written(path: Path) -> bool:
+    """Whether the search has written its result after a stage (the file is replaced atomically)."""
+    try:
+        return bool(json.loads(path.read_text())["search"]["stages"])
+    except (OSError, ValueError, KeyError):
+        return False
+
+
 @pytest.fixture
 def burners():
     """One busy process per core for the test's duration."""
@@ -196,6 +204,9 @@ def test_a_load_that_starts_during_the_search_does_not_choose_a_thread_count(tmp
         _poll(lambda: (w := _workers_of(search.pid)) and all(_torch_loaded(p) for p in w), 120,
               "the probe's workers")
         pids = _start_burners()
+        # the busy cores are what the probe must see; the stages after it need not crawl beside them
+        _poll(lambda: search.poll() is not None or _stages_written(out), 600, "the probe stage's result")
+        _stop(pids)
         _, stderr = search.communicate(timeout=600)
     finally:
         _stop(pids)
