@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from reliability_helpers import cli, one_line_error
 
+from tests.fixtures.procs import torch_loaded, workers_of
+
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 TF = str(Path(__file__).with_name("train_faulty.py"))
 GOOD = str(Path(__file__).with_name("faulty.py")) + ":build"
@@ -193,8 +195,8 @@ def test_a_sigkilled_or_hung_variant_fails_alone_and_the_run_goes_on(tmp_path):
                             text=True, env={**os.environ, "PYTHONPATH": SRC})
     deadline, victim = time.monotonic() + 120, None
     while victim is None and proc.poll() is None and time.monotonic() < deadline:  # its worker is up (torch
-        victim = next((pid for pid, variant in _workers_of(proc.pid).items()  # loaded): mid-search
-                       if variant == KILLED and _torch_loaded(pid)), None)
+        victim = next((pid for pid, variant in workers_of(proc.pid).items()  # loaded): mid-search
+                       if variant == KILLED and torch_loaded(pid)), None)
         time.sleep(0.1)
     assert victim is not None, proc.communicate()[1] if proc.poll() is not None else "no worker"
     os.kill(victim, signal.SIGKILL)
@@ -213,37 +215,14 @@ def test_a_sigkilled_or_hung_variant_fails_alone_and_the_run_goes_on(tmp_path):
 KILLED = "foreach"
 
 
-def _torch_loaded(pid: int) -> bool:
-    """Whether process ``pid`` has torch's library mapped (a worker past its imports)."""
-    try:
-        return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
-    except OSError:
-        return False
 
 
 def _searching(parent: int, variants: set[str]) -> bool:
     """Whether ``parent`` runs a worker of each of ``variants``, all past their imports (in the search)."""
-    workers = _workers_of(parent)
-    return set(workers.values()) >= variants and all(_torch_loaded(pid) for pid in workers)
+    workers = workers_of(parent)
+    return set(workers.values()) >= variants and all(torch_loaded(pid) for pid in workers)
 
 
-def _workers_of(parent: int) -> dict[int, str]:
-    """Train worker processes of ``parent``: pid -> the variant it runs (its PITSTOP_VARIANT)."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-            ppid = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:")))
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except (OSError, StopIteration):
-            continue
-        variant = next((e[len(b"PITSTOP_VARIANT="):].decode() for e in environ
-                        if e.startswith(b"PITSTOP_VARIANT=")), None)
-        if ppid == parent and variant:
-            found[int(entry.name)] = variant
-    return found
 
 
 # -- G: a reference that fails or is not finite recommends nothing, exit 1 ----------------------

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pitstop.bench.load import LoadMonitor, drift
+from tests.fixtures.procs import torch_loaded, workers_of
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 MODELS = str(Path(__file__).with_name("train_models.py"))
@@ -52,31 +53,8 @@ def _poll(condition, timeout_s: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def _workers_of(parent: int) -> dict[int, str]:
-    """Train worker processes of ``parent``: pid -> the variant it runs (its PITSTOP_VARIANT)."""
-    found = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-            ppid = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:")))
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except (OSError, StopIteration):
-            continue
-        variant = next((e[len(b"PITSTOP_VARIANT="):].decode() for e in environ
-                        if e.startswith(b"PITSTOP_VARIANT=")), None)
-        if ppid == parent and variant:
-            found[int(entry.name)] = variant
-    return found
 
 
-def _torch_loaded(pid: int) -> bool:
-    """Whether process ``pid`` has torch's library mapped (a worker past its imports)."""
-    try:
-        return "libtorch" in Path(f"/proc/{pid}/maps").read_text()
-    except OSError:
-        return False
 
 
 def _stages_written(path: Path) -> bool:
@@ -201,7 +179,7 @@ def test_a_load_that_starts_during_the_search_does_not_choose_a_thread_count(tmp
     pids: list[int] = []
     try:
         # the probe's workers up and past their imports: the quiet check at the start is over, the probe is measuring
-        _poll(lambda: (w := _workers_of(search.pid)) and all(_torch_loaded(p) for p in w), 120,
+        _poll(lambda: (w := workers_of(search.pid)) and all(torch_loaded(p) for p in w), 120,
               "the probe's workers")
         pids = _start_burners()
         # the busy cores are what the probe must see; the stages after it need not crawl beside them

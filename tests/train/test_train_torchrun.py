@@ -46,10 +46,8 @@ JOB += LOOP
 def test_each_variant_is_a_torchrun_job_and_the_ddp_knobs_are_searched(tmp_path):
     (tmp_path / "job.py").write_text(textwrap.dedent(JOB))
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    # DDP's knobs alone: the optimizer edits are the single-process script's (test_train_script.py); what only
-    # this job proves is that every variant is a torchrun job and DDP's own knobs are edited and measured
     proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "200",
-                           "--techniques", "ddp", "--replicas", "1", "--json", "t.json", "--patch",
+                           "--techniques", "optimizer,ddp", "--replicas", "1", "--json", "t.json", "--patch",
                            "ddp.diff", "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=900,
                           env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
@@ -76,6 +74,8 @@ def test_each_variant_is_a_torchrun_job_and_the_ddp_knobs_are_searched(tmp_path)
     subprocess.run(["git", "apply", "ddp.diff"], cwd=tmp_path, check=True)
     if "ddp-" in winner:
         assert "model = DDP(nn.Sequential" in patch
+    if "fused" in winner or "foreach" in winner:
+        assert "opt = torch.optim.AdamW(model.parameters(), lr=1e-3" in patch
     job = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--standalone",
                           "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=300,  # a free port: no clash
                          env={**os.environ, "OMP_NUM_THREADS": "1"})
