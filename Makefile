@@ -27,14 +27,16 @@ demo: $(STAMP)
 
 # Two lanes: most tests in TEST_WORKERS processes (pytest-xdist, one module to a worker so a
 # module's shared run happens once), then the `serial` tests alone, since they measure which
-# variant is faster or load every core themselves. CONTRIBUTING.md has the figures.
+# variant is faster or load every core themselves. --no-loadscope-reorder keeps the order of
+# tests/conftest.py (the slowest modules first, so that both workers end together). CONTRIBUTING.md
+# has the figures.
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow and not gpu and not serial"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow and not gpu and not serial"
 	$(BIN)/python -m pytest -m "serial and not slow and not gpu"
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not gpu and not serial"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not gpu and not serial"
 	$(BIN)/python -m pytest -m "serial and not gpu"
 
 test-gpu: $(STAMP)

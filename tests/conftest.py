@@ -13,10 +13,39 @@ def models_py() -> str:
     return str(FIXTURES / "models.py")
 
 
-def pytest_collection_modifyitems(config, items):
+# The modules that keep a worker of `pytest -n 2 --dist loadfile` busy longest (seconds of one worker
+# at 16:10 on 2026-11-28, CONTRIBUTING.md), slowest first. xdist hands modules out in collection order,
+# so these go first: collected alphabetically, the torchrun module came last and one worker ran it alone
+# for 110 s after the other had finished. Re-measure with `--durations=0` when a module grows.
+HEAVY_FIRST = (
+    "tests/reliability/test_train_faults.py",  # 194 s
+    "tests/train/test_train_script.py",  # 157 s
+    "tests/train/test_train_torchrun.py",  # 153 s
+    "tests/reliability/test_profile_faults.py",  # 69 s
+    "tests/train/test_train_problems.py",  # 66 s
+    "tests/benchmarks/test_distributed_turns.py",  # 61 s
+    "tests/optimize/test_optimize_run.py",  # 61 s
+    "tests/bench/test_bench_run.py",  # 58 s
+    "tests/optimize/test_fidelity_gate.py",  # 49 s
+    "tests/report/test_report_command.py",  # 47 s
+    "tests/test_cli.py",  # 47 s
+    "tests/doctor/test_doctor_cli_runs.py",  # 47 s
+    "tests/reliability/test_properties.py",  # 37 s
+)
+
+
+def _order(item) -> tuple[bool, int]:
     # the serial lane runs a test that loads every core after the ones that measure on a quiet machine
     # (a search right after the busy processes were killed measured bf16 within noise of fp32)
-    items.sort(key=lambda item: bool(getattr(item.get_closest_marker("serial"), "kwargs", {}).get("loads_cores")))
+    loads_cores = bool(getattr(item.get_closest_marker("serial"), "kwargs", {}).get("loads_cores"))
+    module = item.nodeid.split("::")[0]
+    return loads_cores, HEAVY_FIRST.index(module) if module in HEAVY_FIRST else len(HEAVY_FIRST)
+
+
+def pytest_collection_modifyitems(config, items):
+    stale = [m for m in HEAVY_FIRST if not (Path(__file__).parents[1] / m).exists()]
+    assert not stale, f"HEAVY_FIRST names modules that are gone: {stale}"
+    items.sort(key=_order)  # stable: the tests of a module keep their order
     import torch
 
     if not torch.cuda.is_available():

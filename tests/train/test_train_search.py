@@ -122,7 +122,7 @@ def test_a_comparison_that_drifts_twice_ends_without_a_winner(search, monkeypatc
         return found
 
     monkeypatch.setattr(search, "_stage", fake_stage)
-    monkeypatch.setattr(search, "_check_load", lambda: None)
+    monkeypatch.setattr(search, "_check_load", lambda monitor: None)
     monkeypatch.setattr(search.group, "prepare", lambda: None)
     monkeypatch.setattr(search, "finalists", lambda: [parse_train_variant("foreach")])
     monkeypatch.setattr(search, "_plan", lambda finalists: (finalists, 1))
@@ -149,7 +149,7 @@ def test_a_drift_that_settles_when_measured_again_decides_on_the_second_final(se
         return found
 
     monkeypatch.setattr(search, "_stage", fake_stage)
-    monkeypatch.setattr(search, "_check_load", lambda: None)
+    monkeypatch.setattr(search, "_check_load", lambda monitor: None)
     monkeypatch.setattr(search.group, "prepare", lambda: None)
     monkeypatch.setattr(search, "finalists", lambda: [parse_train_variant("foreach")])
     monkeypatch.setattr(search, "_plan", lambda finalists: (finalists, 1))

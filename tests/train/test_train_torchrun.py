@@ -46,7 +46,7 @@ JOB += LOOP
 def test_each_variant_is_a_torchrun_job_and_the_ddp_knobs_are_searched(tmp_path):
     (tmp_path / "job.py").write_text(textwrap.dedent(JOB))
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "200",
+    proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "100",
                            "--techniques", "optimizer,ddp", "--replicas", "1", "--json", "t.json", "--patch",
                            "ddp.diff", "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=900,
                           env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"})
@@ -105,7 +105,7 @@ def test_fsdp2_knobs_are_keywords_of_every_fully_shard_call(tmp_path):
     edit a keyword on both ``fully_shard`` lines; the patch applies."""
     (tmp_path / "job.py").write_text(textwrap.dedent(FSDP_JOB))
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "120",
+    proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "60",
                            "--techniques", "ddp", "--replicas", "1", "--json", "t.json", "--patch", "fsdp.diff",
                            "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=900,
                           env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"})

@@ -66,6 +66,16 @@ def main(argv: list[str] | None = None) -> int:
         return _internal(exc)
 
 
+def entry() -> int:
+    """The ``pitstop`` console script and ``python -m pitstop``: ``main``, then a quicker exit
+    (``collect_and_freeze``; ``main`` itself stays safe to call in a process that goes on)."""
+    code = main()
+    from pitstop._exit import collect_and_freeze
+
+    collect_and_freeze()
+    return code
+
+
 _PATH_ERRORS = (errno.ENAMETOOLONG, errno.ELOOP)  # a path given on the command line no file system takes
 
 

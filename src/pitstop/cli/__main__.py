@@ -2,6 +2,6 @@
 
 import sys
 
-from pitstop.cli import main
+from pitstop.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

@@ -181,6 +181,9 @@ def main(argv: list[str]) -> None:
     channel = Channel(conn, float(job.get("snapshot_s", 2.0)))
     code = JOBS[job["command"]](job, channel)
     sys.stdout.flush()
+    from pitstop._exit import collect_and_freeze
+
+    collect_and_freeze()  # the script's own atexit handlers still run
     sys.exit(code)
 
 

@@ -90,8 +90,9 @@ def _settings(settings: TrainSettings | None, options: dict[str, Any]) -> TrainS
     if techniques is not None:
         extra["axes"] = tuple(techniques)
     if memory_budget_mb is not None:
-        if not isinstance(memory_budget_mb, int | float) or not 0 < memory_budget_mb < float("inf"):
-            raise SettingError("memory_budget_mb", f"must be a positive number of MiB, got {memory_budget_mb!r}")
+        if not isinstance(memory_budget_mb, int | float) or not 0 < memory_budget_mb < 2**43:  # 8 EiB in bytes
+            raise SettingError("memory_budget_mb", f"must be a positive number of MiB below 2**43 (8 EiB), "
+                                                   f"got {memory_budget_mb!r}")
         extra["memory_budget_bytes"] = int(memory_budget_mb * 2**20)
     if "device" in options:
         options = {**options, "device": resolve_device(options["device"])}

@@ -92,8 +92,9 @@ class TrainSearch(StagedSearch):
         return self.group.settings
 
     def _stages(self) -> None:
-        self._check_load()
+        monitor = LoadMonitor().start()  # sampled while the step is found: our own processes' CPU is not counted
         self.group.prepare()
+        self._check_load(monitor)
         probe = self._stage("probe", [NAIVE, *self.singles()], share=0.2, target=0.05, min_samples=PROBE_CALLS)
         if self._reference_failed(probe):
             return
@@ -119,12 +120,12 @@ class TrainSearch(StagedSearch):
             self.outcome.failed = f"could not measure reliably: {moved} (load average " \
                                   f"{final.load.get('loadavg_end', 0):.1f}); run again on a quieter machine"
 
-    def _check_load(self, seconds: float = 2.0) -> None:
-        """Is the machine busy before the search starts? Then every variant is measured on one
-        thread and compared by its CPU time per step (``TrainGroup.measured``); thread counts are
-        not searched (the ``threads`` axis is left out); the report says so."""
-        monitor = LoadMonitor().start()
-        time.sleep(seconds)
+    def _check_load(self, monitor: LoadMonitor, seconds: float = 2.0) -> None:
+        """Was the machine busy before the measurements start (``monitor`` began before the model
+        was inspected, or the script's step found: at least ``seconds``)? Then every variant is
+        measured on one thread and compared by its CPU time per step (``TrainGroup.measured``);
+        thread counts are not searched (the ``threads`` axis is left out); the report says so."""
+        time.sleep(max(0.0, seconds - (time.monotonic() - monitor.t0)))
         load = monitor.stop()
         self.env["load_at_start"] = load
         if load.get("busy"):

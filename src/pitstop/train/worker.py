@@ -177,7 +177,10 @@ def main(argv: list[str]) -> None:
     """Entry point of a worker process: ``python -m pitstop.train.worker FD``."""
     from multiprocessing.connection import Connection
 
+    from pitstop._exit import collect_and_freeze
+
     serve(Connection(int(argv[1])))
+    collect_and_freeze()
 
 
 if __name__ == "__main__":
