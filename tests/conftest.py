@@ -23,6 +23,7 @@ HEAVY_FIRST = (
     "tests/train/test_train_torchrun.py",  # 153 s
     "tests/reliability/test_profile_faults.py",  # 69 s
     "tests/train/test_train_problems.py",  # 66 s
+    "tests/train/test_train_input.py",  # 57 s (new since that measurement: alone, quiet)
     "tests/benchmarks/test_distributed_turns.py",  # 61 s
     "tests/optimize/test_optimize_run.py",  # 61 s
     "tests/bench/test_bench_run.py",  # 58 s

@@ -70,7 +70,37 @@ def test_input_bound_asks_whether_workers_have_cores_of_their_own():
     assert "workers have no core of their own here" in crowded["action"]
     assert "torch computes on 2 threads of 2 physical cores" in crowded["evidence"]
     roomy = next(v for v in verdict(facts(observed, cores=8, data=0.3)) if v["cause"] == "input-bound")
-    assert "measures num_workers" in roomy["action"] and roomy["saves"] > crowded["saves"]
+    assert "num_workers" in roomy["action"] and roomy["saves"] > crowded["saves"]
     observed.dataset = "TensorDataset"
     batched = next(v for v in verdict(facts(observed, cores=8, data=0.3)) if v["cause"] == "input-bound")
     assert "BatchSampler(RandomSampler(dataset), batch_size=64" in batched["action"]
+
+
+def test_every_input_bound_verdict_ends_with_the_train_command_that_varies_the_loader():
+    """Issue 44: the loop closed: each branch of input-bound names `pitstop train SCRIPT ARGS`, whose
+    search varies the training DataLoader's workers inside the script."""
+    observed = Observations(Session())
+    observed.dataset, observed.batch_size, observed.workers, observed.threads = "ImageFolder", 64, 0, 2
+    command = "pitstop train train.py --epochs 1"
+    for cores, dataset in ((2, "ImageFolder"), (8, "ImageFolder"), (8, "TensorDataset")):
+        observed.dataset = dataset
+        shares = {**SHARES, "data": 0.3}
+        found = verdict(Facts(shares, [], observed, False, cores, False, 10.0, command))
+        entry = next(v for v in found if v["cause"] == "input-bound")
+        assert f"`{command}`" in entry["action"] and "worker" in entry["action"], entry["action"]
+
+
+def test_a_scripts_own_option_named_like_pitstops_goes_after_a_double_dash():
+    """`pitstop profile slow_loader.py --steps 20`: --steps is the script's; after the path of
+    `pitstop train` it would be pitstop's (the planned run length), so the command puts it after `--`."""
+    from pitstop.cli import build_parser
+    from pitstop.profile.api import Profiler
+
+    profiler = Profiler()
+    profiler.command = ["slow_loader.py", "--steps", "20"]
+    command = profiler.train_command()
+    assert command == "pitstop train slow_loader.py -- --steps 20"
+    args = build_parser().parse_args(command.split()[1:])
+    assert args.args == ["--steps", "20"] and args.steps is None
+    profiler.command = ["train.py", "--epochs", "1"]
+    assert profiler.train_command() == "pitstop train train.py --epochs 1"

@@ -4,15 +4,10 @@ finalists are planned, compiled autograd as a refinement, and the winner."""
 import re
 
 import numpy as np
-import pytest
-from torch import nn
 
 from pitstop.bench.result import BenchResult, Measurement
-from pitstop.bench.source import make_source
 from pitstop.train.config import NAIVE_NAME, parse_train_variant
-from pitstop.train.problem import ProblemRequest
-from pitstop.train.search import Stage, TrainSearch
-from pitstop.train.settings import TrainSettings
+from pitstop.train.search import Stage
 
 
 def samples(ms, n=40, spread=0.01, seed=0):
@@ -26,20 +21,6 @@ def stage(name, medians):
         config = parse_train_variant(variant)
         result.rows.append(Measurement(variant, config.to_dict(2), 8, replica_samples_s=samples(ms, seed=i)))
     return Stage(name, result)
-
-
-@pytest.fixture
-def search():
-    import torch
-
-    from pitstop.train.variants import TrainTarget
-
-    model = nn.Sequential(nn.Linear(8, 4))
-    source = make_source(model, (torch.randn(8, 8),), 0)
-    found = TrainSearch(source, TrainSettings(batch_size=8, threads=2), ProblemRequest(target=torch.zeros(8)), {})
-    found.group.target = TrainTarget(batch_size=8)  # what the inspection would have found
-    yield found
-    found.group.close()
 
 
 def test_the_strongest_axes_are_combined_and_compiled_autograd_refines_a_compiled_finalist(search):

@@ -113,7 +113,7 @@ def turn_calls(v: LiveVariant, i: int, policy: TimingPolicy) -> int:
     return min(chunk_size(per_call, policy, replicas), max(1, int(left / max(per_call, 1e-9))))
 
 
-SAMPLED = ("times", "cpu_times", "optimizer_times")  # a chunk's per-call lists, in the order of its calls
+SAMPLED = ("times", "cpu_times", "optimizer_times", "data_times")  # a chunk's per-call lists, in the order of its calls
 
 
 def switched_in(chunk: dict[str, Any], calls: int) -> dict[str, Any]:

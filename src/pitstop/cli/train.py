@@ -59,7 +59,9 @@ class _TrainParser(ScriptParser):
 
     def _after(self, script: str) -> tuple[str, ...]:
         if is_script(script):
-            return tuple(v for v in self.VALUED if v not in (*MODEL_ONLY, "--device"))
+            from pitstop.train.settings import SCRIPT_OPTIONS
+
+            return SCRIPT_OPTIONS
         return self.VALUED
 
 
@@ -94,7 +96,7 @@ def _add_train(sub: Any) -> None:
     p.add_argument("--steps", type=_positive(int), help="planned training steps: compilation must pay for itself")
     p.add_argument("--techniques", metavar="A,B", default=None,
                    help=f"axes to search (default: all: {','.join(TRAIN_AXES)}; a script: all but micro_batch and "
-                        "checkpoint)")
+                        "checkpoint, and workers: its training DataLoader's num_workers, with threads)")
     p.add_argument("--trajectory-steps", type=_positive(int), default=20, help="steps of the trajectory gate "
                    "(default: 20, at least 20)")
     p.add_argument("--tolerance", type=_fraction, default=0.05,

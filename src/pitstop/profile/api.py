@@ -148,6 +148,11 @@ class Profiler:
 
         if not self.command:
             return "pitstop train YOUR_TRAINING_SCRIPT.py"
+        from pitstop.train.settings import SCRIPT_OPTIONS as ours
+
+        script, *args = self.command
+        if any(a.split("=", 1)[0] in ours for a in args):  # the script's own --steps: after `--`, not pitstop's
+            return "pitstop train " + shlex.join([script, "--", *args])
         return "pitstop train " + shlex.join(self.command)
 
     def _make_report(self, distributed: bool = True, calibrate: bool = True) -> ProfileReport:

@@ -66,17 +66,18 @@ def input_bound(f: Facts) -> dict[str, Any] | None:
                       f"sample at a time ({o.batch_size} __getitem__ calls and a collate per batch)",
                       "index a batch at a time, no worker needed: DataLoader(dataset, batch_size=None, "
                       f"sampler=BatchSampler(RandomSampler(dataset), batch_size={o.batch_size}, drop_last=False)) "
-                      "(a TensorDataset takes a list of indices); pitstop profile again measures it")
+                      "(a TensorDataset takes a list of indices); pitstop profile again measures it; "
+                      f"{f.train} measures loader workers x threads inside the script")
     spare = f.physical_cores - o.threads
     if o.workers == 0 and spare <= 0:
         return _entry("input-bound", share, 0.3 * share, evidence + f"; torch computes on {o.threads} threads of "
                       f"{f.physical_cores} physical cores, so loader workers would compete with it",
                       "make __getitem__ and the collate cheaper first (workers have no core of their own here); "
-                      "pitstop data FILE.py:FACTORY (a factory returning this Dataset) measures workers against "
-                      "threads on this machine")
+                      f"{f.train} measures loader workers against torch's threads inside the script (the "
+                      "cores they share) and hands back the faster as a patch")
     return _entry("input-bound", share, 0.9 * share, evidence,
-                  "pitstop data FILE.py:FACTORY (a factory returning this Dataset) measures num_workers, "
-                  "pin_memory and prefetch on it and recommends the fastest")
+                  f"{f.train} measures the training DataLoader's num_workers (persistent, with torch's threads; "
+                  "pin_memory on CUDA) inside the script and hands back the fastest that trains the same as a patch")
 
 
 def sync_bound(f: Facts) -> dict[str, Any] | None:

@@ -81,6 +81,11 @@ def machine_lines(doc: Doc) -> list[str]:
     load = (doc.get("environment") or {}).get("load")
     if load:
         lines.append(load_line(load))
+    waits = (doc.get("script") or {}).get("input_wait") or {}
+    if waits:
+        shown = "; ".join(f"{name} {w['ms']:.3g} ms of its {w['step_ms']:.3g} ms step ({w['share']:.0%})"
+                          for name, w in waits.items())
+        lines.append(f"Input wait (time in the DataLoader's next(), per step, median): {shown}")
     return lines
 
 

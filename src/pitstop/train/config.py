@@ -35,13 +35,14 @@ class TrainConfig:
     micro_batch: int | None = None  # None = the whole batch; else accumulate batch/micro_batch passes
     checkpoint: tuple[str, ...] = ()  # blocks run under activation checkpointing
     ddp: str | None = None  # a knob of the script's DDP or FSDP2 (under torchrun): variants/ddp.py
+    workers: int | None = None  # the training DataLoader's num_workers (persistent; pinned on CUDA): scripts only
 
     def __post_init__(self) -> None:
         for axis, choices in _CHOICES.items():
             if getattr(self, axis) not in choices:
                 raise UsageError(f"train variant {axis} must be one of {', '.join(map(str, choices))}; "
                                  f"got {getattr(self, axis)!r}")
-        for axis in ("threads", "micro_batch"):
+        for axis in ("threads", "micro_batch", "workers"):
             value = getattr(self, axis)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise UsageError(f"train variant {axis} must be a positive integer or None, got {value!r}")
@@ -67,6 +68,8 @@ class TrainConfig:
             parts.append(f"checkpoint{len(self.checkpoint)}")
         if self.ddp:
             parts.append(self.ddp if self.ddp.startswith("fsdp-") else f"ddp-{self.ddp}")
+        if self.workers is not None:
+            parts.append(f"workers{self.workers}")
         if self.threads is not None:
             parts.append(f"threads{self.threads}")
         return parts
@@ -127,9 +130,11 @@ def parse_train_variant(name: str) -> TrainConfig:
             axis, value = "threads", int(part[7:])
         elif part.startswith("micro") and part[5:].isdigit():
             axis, value = "micro_batch", int(part[5:])
+        elif part.startswith("workers") and part[7:].isdigit():
+            axis, value = "workers", int(part[7:])
         else:
             raise SettingError("variants", f"unknown part {part!r} in {name!r}; known: {', '.join(_PARTS)}, "
-                             "microN, threadsN (or naive)")
+                             "microN, threadsN, workersN (or naive)")
         if axis in values:
             raise SettingError("variants", f"{name!r} sets {axis} twice")
         values[axis] = value

@@ -301,7 +301,8 @@ class TrainGroup(WorkerGroup):
         turns[i].append(len(chunk["times"]))  # in order: the rounds a drift is judged on (``bench.load.drift``)
         if chunk["times"]:  # the next turn's length from this turn's steps, not from the warm-up's (which
             v.per_call_s[i] = statistics.median(chunk["times"])  # read a 1 ms step at 2 ms: turns halved to the end)
-        for key, name in (("cpu_times", "cpu_samples_s"), ("optimizer_times", "optimizer_samples_s")):
+        for key, name in (("cpu_times", "cpu_samples_s"), ("optimizer_times", "optimizer_samples_s"),
+                          ("data_times", "data_samples_s")):
             if chunk.get(key):  # CPU seconds per step (a busy machine's choice is made on them); seconds
                 # in optimizer.step() (where an optimizer implementation acts)
                 samples = v.row.details.setdefault(name, [[] for _ in v.row.replica_samples_s])

@@ -45,6 +45,16 @@ class TrainReport(StagedReport):
         """The chosen config (naive when nothing beat it)."""
         return self.outcome.winner_config
 
+    def break_even(self, row: Measurement, stage: Stage) -> float | None:
+        """Steps after which a variant's one-time cost (compilation, a loader's worker start-up:
+        ``one_time_s`` in its details, set when the winner is chosen) has paid back against naive."""
+        once = (row.details or {}).get("one_time_s")
+        base = stage.result.row(self.BASELINE, row.batch_size)
+        if once is None or not (base and base.latency and row.latency):
+            return super().break_even(row, stage)
+        saved_s = (base.latency.median - row.latency.median) / 1e3
+        return once / saved_s if saved_s > 0 else None
+
     def candidates(self) -> list[tuple[Stage, Measurement]]:
         """Each variant once: its row from the last stage that measured it."""
         return self.latest_rows()
@@ -58,7 +68,8 @@ class TrainReport(StagedReport):
         """Rebuild a report from its JSON document (raw samples included), e.g. to render it again."""
         outcome = TrainOutcome(complete=doc["complete"], interrupted=doc["interrupted"],
                                elapsed_s=doc["search"]["elapsed_s"], notes=list(doc.get("notes", [])),
-                               threads=doc["settings"]["threads"], failed=doc.get("failed") or "")
+                               threads=doc["settings"]["threads"], failed=doc.get("failed") or "",
+                               run_length=doc["search"].get("run_length") or {})
         for name in dict.fromkeys(r["stage"] for r in doc["results"]):
             rows = [r for r in doc["results"] if r["stage"] == name]
             result = BenchResult.from_dict({"model": doc["model"], "settings": {}, "environment": doc["environment"],
@@ -132,7 +143,7 @@ def verdict_lines(report: TrainReport) -> list[str]:
         lines.append(f"Winner: {NAIVE_NAME} stays: {outcome.verdict}. ({took})")
     else:
         even = report.break_even(winner, outcome.winner_stage) if outcome.winner_stage else None
-        pays = f"; compilation pays for itself after {even:,.0f} steps" if even is not None else ""
+        pays = f"; its one-time cost pays back after {even:,.0f} steps" if even is not None else ""
         base = "the unmodified script" if report.script else "fp32 eager, for-loop optimizer"
         # chosen on its optimizer step (winner.py), the whole step's interval may span 1: not "faster"
         than = "faster per step than" if ratio.ci95[0] > 1.0 else "per step, within noise of"
@@ -173,7 +184,8 @@ def train_document(report: TrainReport) -> dict[str, Any]:
                 "verdict": report.outcome.verdict, "recipe": report.recipe},
         search={"elapsed_s": report.outcome.elapsed_s, "time_budget_s": report.settings["time_budget_s"],
                 "stages": [{"name": s.name, "elapsed_s": s.elapsed_s, "variants": [r.variant for r in s.rows],
-                            "load": s.load or None} for s in report.stages]},
+                            "load": s.load or None} for s in report.stages],
+                "run_length": report.outcome.run_length or None},
         notes=report.outcome.notes, advice=verdict_lines(report)[-1] if report.stages else None,
         summary=verdict_lines(report),
         saved=report.saved, script=report.script or None,

@@ -54,6 +54,7 @@ class TrainOutcome(Outcome):
     notes: list[str] = field(default_factory=list)
     threads: int | None = None  # the run's thread count (a config's own is stated in its name)
     failed: str = ""
+    run_length: dict[str, Any] = field(default_factory=dict)  # {"steps", "source"}: the planned run (winner.py)
 
     @property
     def winner_config(self) -> TrainConfig:
@@ -182,14 +183,19 @@ class TrainSearch(StagedSearch):
         return stage
 
     def _reliable(self, stage: Stage, row: Measurement) -> bool:
-        """A thread count measured while other processes took the CPU is never chosen (it measures
-        them, not the model); the reason is noted once."""
+        """A thread count or a loader's worker count measured while other processes took the CPU is
+        never chosen (it measures them, not the model; and a busy machine compares variants by the
+        CPU time of the training process, which leaves out the workers' and the input wait); the
+        reason is noted once."""
         config = self._config(row)
-        if config.threads is None or not stage.load.get("busy"):
+        busy = stage.load.get("busy") or (config.workers is not None and self.group.one_thread)
+        if (config.threads is None and config.workers is None) or not busy:
             return True
-        note = (f"{row.variant}: not chosen: measured while other processes used "
-                f"{stage.load.get('others_cpu_share') or 0:.0%} of the CPU (load average "
-                f"{stage.load.get('loadavg_end', 0):.1f}); measure thread counts on a quiet machine")
+        what = "thread counts" if config.workers is None else "loader workers"
+        share = max(stage.load.get("others_cpu_share") or 0, (self.env.get("load_at_start") or {}).get(
+            "others_cpu_share") or 0)
+        note = (f"{row.variant}: not chosen: measured while other processes used {share:.0%} of the CPU (load "
+                f"average {stage.load.get('loadavg_end', 0):.1f}); measure {what} on a quiet machine")
         if note not in self.outcome.notes:
             self.outcome.notes.append(note)
         return False
@@ -210,6 +216,8 @@ class TrainSearch(StagedSearch):
             cores = physical_cores()
             configs += [NAIVE.with_(threads=n) for n in sorted({1, max(1, cores // 2), cores})
                         if n != self.settings.threads]
+        if "workers" in axes:
+            configs += self._loader_configs()
         if "micro_batch" in axes:
             configs += [NAIVE.with_(micro_batch=b // k) for k in (2, 4) if b % k == 0 and b // k >= 1]
         blocks = self.group.target.checkpoint_blocks
@@ -218,6 +226,13 @@ class TrainSearch(StagedSearch):
             if b % 2 == 0 and b > 1:
                 configs.append(NAIVE.with_(checkpoint=blocks, micro_batch=b // 2))
         return sorted(configs, key=lambda c: c.compile is not None)  # the costly probes last: a tight budget skips them
+
+    def _loader_configs(self) -> list[TrainConfig]:
+        """A script's loader variants (``pitstop.train.script.loaders.loader_configs``)."""
+        from pitstop.train.script.loaders import loader_configs
+
+        found = getattr(self.group, "found", None) or {}
+        return loader_configs(found, self.settings.axes, self.settings.threads, self.group.one_thread)
 
     def _faster(self) -> dict[str, list[tuple[TrainConfig, float]]]:
         """Per axis, the probed options faster than naive beyond noise or by ``MEANINGFUL``, in

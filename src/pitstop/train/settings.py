@@ -10,7 +10,13 @@ from pitstop._settings import check_numbers
 from pitstop.bench.timer import TimingPolicy
 from pitstop.errors import SettingError
 
-AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint", "ddp")
+# pitstop's own options of script mode: after a script's path they are pitstop's (a script's option of
+# the same name goes after `--`); the CLI's parser and `pitstop profile`'s next command read them
+SCRIPT_OPTIONS = ("--time-budget-s", "--steps", "--techniques", "--trajectory-steps", "--tolerance", "--threads",
+                  "--seed", "--replicas", "--timeout-s", "--worker-env", "--json", "--html", "--patch",
+                  "--nproc-per-node")
+AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint", "ddp",
+        "workers")
 
 
 @dataclass(frozen=True)

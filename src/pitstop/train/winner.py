@@ -64,10 +64,51 @@ def optimizer_gain(search: Any, stage: Stage, row: Measurement) -> OptimizerGain
                          on_sibling * (over.median if over else 1.0), base_s - saved)
 
 
+def planned_steps(search: Any) -> tuple[int | None, str]:
+    """The optimizer steps the user's run will take, and where that was read: ``--steps``; the
+    unmodified script's own end, reached while it was timed; the script's loop bounds or its
+    Trainer's settings (``pitstop.train.script.run_length``, read in the discovery run); else None
+    with the reason."""
+    if search.settings.steps is not None:
+        return int(search.settings.steps), "--steps"
+    for stage in reversed(search.outcome.stages):
+        naive = stage.result.row(NAIVE_NAME, search.settings.batch)
+        ended = ((naive.details or {}) if naive else {}).get("timed_until_the_script_ended")
+        if ended:
+            return int(ended), "the unmodified script's own end, reached while it was timed"
+    found = getattr(search.group, "found", None) or {}
+    length = found.get("run_length") or {}
+    if length.get("steps"):
+        return int(length["steps"]), str(length.get("source"))
+    if not found:
+        return None, "a model is measured, not a script: give --steps N for the planned run"
+    return None, str(length.get("source") or "it was not read")
+
+
+def one_time_s(search: Any, stage: Stage, row: Measurement) -> float | None:
+    """The seconds a variant pays once per run, beyond the unmodified script: its compilation (its
+    first step, ``compile_s``) and its loader's worker start-up (the time from the script's start to
+    its first training step, beyond naive's); None when it has neither."""
+    config = search._config(row)
+    cost = row.compile_s if config.compile and row.compile_s else None
+    naive = stage.result.row(NAIVE_NAME, row.batch_size)
+    if config.workers and naive is not None:
+        a, b = ((x.details or {}).get("before_first_step_s") for x in (naive, row))
+        if a is not None and b is not None:
+            cost = (cost or 0.0) + max(0.0, b - a)
+    return cost
+
+
+def _what(search: Any, row: Measurement) -> str:
+    config = search._config(row)
+    return " and ".join(w for w, on in (("compilation", config.compile), ("worker start-up", config.workers)) if on)
+
+
 def decide(search: Any) -> None:
     """The winner: in the last stage, the fastest gate-passing finalist faster than naive beyond
-    noise (with ``steps``: the least total time over them, compilation included, and only if
-    its compilation pays for itself); a simpler one within noise and 3% is preferred."""
+    noise (with a planned run length, ``planned_steps``: the least total time over it, one-time
+    costs included, and only if they pay back within it); a simpler one within noise and 3% is
+    preferred."""
     if search.outcome.failed:
         search.outcome.winner = None
         search.outcome.verdict = f"{search.outcome.failed}; nothing is recommended and no recipe is written"
@@ -83,7 +124,10 @@ def decide(search: Any) -> None:
     if not stage.name.startswith("final"):
         search.outcome.verdict = "the search stopped before the final stage: nothing passed the trajectory gate"
         return
-    steps = search.settings.steps
+    steps, source = planned_steps(search)
+    search.outcome.run_length = {"steps": steps, "source": source}
+    if steps is not None:
+        search.outcome.notes.append(f"planned run: {steps:,} steps ({source}); one-time costs are counted against it")
     faster = []
     beyond = {r.variant for r in stage.rows if r.status == "ok" and r.variant != NAIVE_NAME
               and (x := search.ratio(stage, r)) is not None and x.ci95[0] > 1.0}
@@ -97,15 +141,19 @@ def decide(search: Any) -> None:
             continue
         if not search._fits(row) or not search._reliable(stage, row):
             continue
-        if steps is not None and naive and naive.latency and row.latency and row.compile_s:
-            even = row.compile_s / max((naive.latency.median - row.latency.median) / 1e3, 1e-12)
+        once = one_time_s(search, stage, row)
+        if once is not None:
+            row.details = {**(row.details or {}), "one_time_s": once}
+        if steps is not None and naive and naive.latency and row.latency and once:
+            even = once / max((naive.latency.median - row.latency.median) / 1e3, 1e-12)
             if even > steps:
-                search.outcome.notes.append(f"{row.variant}: compilation ({row.compile_s:.0f} s) pays for itself "
-                                          f"after {even:,.0f} steps, more than the {steps} planned")
+                search.outcome.notes.append(f"{row.variant}: its one-time cost ({_what(search, row)}, {once:.1f} s) "
+                                          f"pays back after {even:,.0f} steps, more than the {steps:,} planned "
+                                          f"({source}): not chosen")
                 continue
         via = gains[row.variant] if row.variant in by_phase else None
         step_s = via.step_s if via else (row.latency.median / 1e3 if row.latency else 0.0)
-        total = (row.compile_s or 0.0) + (steps or 0) * step_s
+        total = (once or 0.0) + (steps or 0) * step_s
         faster.append((total if steps else -(via.step if via else ratio.median), row))
     if not faster:
         search.outcome.winner = None
@@ -123,6 +171,14 @@ def decide(search: Any) -> None:
             winner = row
             break
     search.outcome.winner = winner
+    once = (winner.details or {}).get("one_time_s")
+    if steps is None and once and naive and naive.latency and winner.latency \
+            and naive.latency.median > winner.latency.median:
+        even = once / ((naive.latency.median - winner.latency.median) / 1e3)
+        search.outcome.notes.append(
+            f"the run length is unknown ({source}): {winner.variant} was chosen on its step time, assuming the run is "
+            f"longer than {even:,.0f} steps, where its one-time cost ({_what(search, winner)}, {once:.1f} s) has paid "
+            f"back; for a shorter run give --steps N and pitstop accounts for it")
     via = gains.get(winner.variant)
     if winner.variant in by_phase and via is not None:
         search.outcome.notes.append(

@@ -13,7 +13,7 @@ from pitstop.train.script.group import ScriptGroup, ScriptSource
 from pitstop.train.search import TrainOutcome, TrainSearch
 from pitstop.train.settings import TrainSettings
 
-SCRIPT_AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "ddp")
+SCRIPT_AXES = ("workers", "precision", "compile", "optimizer", "zero_grad", "layout", "threads", "ddp")
 
 
 def train_script(script: str, args: list[str], settings: TrainSettings, *, json_path: Any = None,
@@ -59,10 +59,33 @@ def script_report(search: TrainSearch, outcome: TrainOutcome) -> TrainReport:
               "trainers": found.get("trainers"), "flops_per_step": found.get("flops_per_step"),
               "peaks": (found.get("peaks") or {}).get("peak_flops"), "clock": found.get("clock"),
               "optimizers": found.get("optimizers")} if group.prepared else {}
+    if script:
+        script["run_length"] = found.get("run_length")
+        script["input_wait"] = input_wait(outcome)
     problem = group.problem_doc if group.prepared else {}
     report = TrainReport(group.script.name, s.to_dict(), search.env, outcome, recipe, problem)
     report.script = script
     return report
+
+
+def input_wait(outcome: TrainOutcome) -> dict[str, Any] | None:
+    """The step's input wait (seconds in a DataLoader iterator's ``__next__``, the profile's data
+    phase) for naive and the winner, in the last stage: ``{variant: {"ms", "step_ms", "share"}}``;
+    None when no batch came from a DataLoader."""
+    import itertools
+    import statistics
+
+    stage = outcome.winner_stage or (outcome.stages[-1] if outcome.stages else None)
+    if stage is None:
+        return None
+    wanted = {NAIVE.name, outcome.winner.variant if outcome.winner else NAIVE.name}
+    out = {}
+    for row in stage.rows:
+        samples = list(itertools.chain(*((row.details or {}).get("data_samples_s") or [])))
+        if row.variant in wanted and samples and row.latency and any(samples):
+            ms = statistics.median(samples) * 1e3
+            out[row.variant] = {"ms": ms, "step_ms": row.latency.median, "share": min(ms / row.latency.median, 1.0)}
+    return out or None
 
 
 def _write(out: Any, report: TrainReport) -> None:

@@ -65,6 +65,10 @@ class Server:
             if method in STEP_REQUESTS:
                 self.pending, self.mark = method, self.probe.steps
                 self.budget = self._steps_for(method, kwargs)
+                if method == "run" and self.probe.loader_queue:  # batches the loader's workers made while this
+                    # process waited for its turn: drained untimed, or the turn times a queue, not the pipeline
+                    self.budget += self.probe.loader_queue
+                    self.mark += self.probe.loader_queue
                 self.first_start = time.perf_counter()
                 if self.budget <= 0:
                     self._reply(self._answer("step"))
@@ -99,29 +103,34 @@ class Server:
         done = probe.step_times[self.mark:]
         if self.pending == "prepare":
             return {"first_call_s": done[0] if done else None, "gradients": self._gradients(),
-                    "details": {"first_step_loss": probe.step_losses[0] if probe.step_losses else None}}
+                    "details": {"first_step_loss": probe.step_losses[0] if probe.step_losses else None,
+                                "before_first_step_s": probe.before_start_s}}
         if self.pending == "trajectory":
             losses = probe.step_losses[:len(probe.step_losses)]
             tail = sorted(probe.step_times[-5:])
             return {"losses": losses, "times": list(probe.step_times), "per_call_s": tail[len(tail) // 2],
                     "seed": self.job.get("seed", 0), "skipped": 0, "steps": probe.steps}
-        training, cpu, opt = self._training_times()
+        training, cpu, opt, data = self._training_times()
         if self.pending == "warmup":
             return {"per_call_s": statistics.median(training or done), "calls": len(done)}
-        return {"times": training, "cpu_times": cpu, "optimizer_times": opt, "skipped": 0, "steps": probe.steps,
-                "eval_steps": len(done) - len(training)}
+        return {"times": training, "cpu_times": cpu, "optimizer_times": opt, "data_times": data, "skipped": 0,
+                "steps": probe.steps, "eval_steps": len(done) - len(training)}
 
-    def _training_times(self) -> tuple[list[float], list[float], list[float]]:
-        """The pending request's step times, CPU times and seconds in ``optimizer.step()``, the steps
-        spent mostly in an evaluation (no_grad, inference_mode: a validation loop between two steps)
-        left out, unless most were."""
+    def _training_times(self) -> tuple[list[float], list[float], list[float], list[float]]:
+        """The pending request's step times, CPU times, seconds in ``optimizer.step()`` and seconds
+        waiting for a batch, the steps spent mostly in an evaluation (no_grad, inference_mode: a
+        validation loop between two steps) left out, unless most were."""
         probe = self.probe
-        rows = list(zip(probe.step_times[self.mark:], probe.step_cpu[self.mark:], probe.step_opt[self.mark:],
-                        probe.eval_steps[self.mark:], strict=False))
+        rows: list[tuple[Any, ...]] = list(zip(probe.step_times[self.mark:], probe.step_cpu[self.mark:], probe.step_opt[self.mark:],
+                        probe.eval_steps[self.mark:], probe.step_data[self.mark:], strict=False))
         kept = [r for r in rows if not r[3]]
         chosen = kept if len(kept) * 2 >= len(rows) else rows
+        if probe.loader_queue and chosen:  # workers hand over batches in bursts (with 2 workers every other one
+            # is ready while the next waits for a whole batch): a step's time is the turn's mean, its rate
+            chosen = [tuple(sum(r[i] for r in chosen) / len(chosen) for i in range(len(chosen[0])))] * len(chosen)
         opt = [r[2] for r in chosen]
-        return [r[0] for r in chosen], [r[1] for r in chosen], opt if all(math.isfinite(x) for x in opt) else []
+        return ([r[0] for r in chosen], [r[1] for r in chosen], opt if all(math.isfinite(x) for x in opt) else [],
+                [r[4] for r in chosen])
 
     def _gradients(self) -> dict[str, Any]:
         """Step 1's gradients: the discovery run keeps them as the reference; a variant compares."""
@@ -163,7 +172,10 @@ class Server:
         import torch
 
         probe = self.probe
+        from pitstop.train.script.run_length import run_length
+
         return {"sites": probe.sites, "trainers": self.watch.found, "steps": probe.steps,
+                "run_length": run_length(probe, self.watch),
                 "losses": probe.step_losses, "times": probe.step_times, "clock": type(probe.clock).__name__,
                 "optimizers": [type(o).__name__ for o in probe.optimizers], "threads": torch.get_num_threads(),
                 **self.counted}
@@ -230,9 +242,9 @@ class Server:
         steps = self.probe.steps
         why = error or (f"the script ended after {steps} optimizer step(s)" if steps else self._no_step())
         if self.pending == "run" and error is None:  # timed steps cut short: what was timed still counts
-            times, cpu, opt = self._training_times()
-            self._reply({"times": times, "cpu_times": cpu, "optimizer_times": opt, "skipped": 0, "steps": steps,
-                         "ended": True})
+            times, cpu, opt, data = self._training_times()
+            self._reply({"times": times, "cpu_times": cpu, "optimizer_times": opt, "data_times": data, "skipped": 0,
+                         "steps": steps, "ended": True})
         elif self.pending is not None:
             wanted = "; pitstop needed more: give arguments that train longer (e.g. more iterations)" \
                 if error is None and steps and self.pending in STEP_REQUESTS else ""

@@ -84,6 +84,8 @@ def plan(config: TrainConfig, found: dict[str, Any], device: str = "cpu") -> lis
         changes += [_before_training(found, "{model}.to(memory_format=torch.channels_last)", "channels_last")]
     if config.ddp:
         changes += _ddp(config, found)
+    if config.workers is not None:
+        changes += _loader(config, found, kind, device)
     if config.threads is not None:
         changes.append(Change("after-imports", found["script"], 1, f"torch.set_num_threads({int(config.threads)})",
                               why=f"threads{config.threads}"))
@@ -185,6 +187,41 @@ def _ddp(config: TrainConfig, found: dict[str, Any]) -> list[Change]:
     return [Change("keyword", s["site"]["file"], s["site"]["line"], KEYWORDS[knob],
                    callee="fully_shard" if fsdp else "DistributedDataParallel|DDP", why=knob if fsdp else f"ddp-{knob}")
             for s in (_unique(sites) if fsdp else sites[:1])]
+
+
+LOADER_ARGS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")  # the 6th: num_workers
+
+
+def _loader(config: TrainConfig, found: dict[str, Any], kind: str, device: str) -> list[Change]:
+    """The training DataLoader with ``config.workers`` persistent worker processes (and pinned memory
+    on CUDA): keywords of its construction in the user's files, or of TrainingArguments under the
+    HF Trainer (which builds the loader itself)."""
+    sites = found.get("sites") or {}
+    index = sites.get("train_loader")
+    if index is None:
+        raise NotMechanical("the training loop reads no torch DataLoader")
+    loader = sites["loaders"][index]
+    n, cuda = int(config.workers or 0), device.startswith("cuda")
+    if loader.get("cannot_use_workers"):
+        raise NotMechanical(f"the training DataLoader cannot use worker processes: {loader['cannot_use_workers']}")
+    if loader["num_workers"] == n and loader["persistent_workers"] and (loader["pin_memory"] or not cuda):
+        raise NotMechanical(f"the training DataLoader already runs {n} persistent workers: the unmodified script is "
+                            "this variant")
+    why = f"workers{n}"
+    if loader.get("site") is None:
+        if kind != "hf":
+            raise NotMechanical("the training DataLoader is built by a library, not in your files")
+        keywords = [f"dataloader_num_workers={n}", "dataloader_persistent_workers=True"]
+        if cuda:
+            keywords.append("dataloader_pin_memory=True")
+        return [_trainer_keyword(found, "hf-arguments", k, why) for k in keywords]
+    if loader.get("positional", 0) >= len(LOADER_ARGS):
+        raise NotMechanical("the training DataLoader is given num_workers by position: pitstop edits keywords")
+    site = loader["site"]
+    keywords = [f"num_workers={n}", "persistent_workers=True"]
+    if cuda:
+        keywords.append("pin_memory=True")
+    return [Change("keyword", site["file"], site["line"], k, callee="DataLoader", why=why) for k in keywords]
 
 
 def _zero_grad(found: dict[str, Any], kind: str) -> list[Change]:

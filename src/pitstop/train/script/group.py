@@ -129,6 +129,24 @@ class ScriptGroup(TrainGroup):
         return why
 
     def notes_after(self, rows: list[Measurement]) -> list[str]:
+        """What the final stage's rows say: reproducibility (``_reproducible``), and the random draws
+        a loader with workers moves (``_loader_notes``)."""
+        return self._reproducible(rows) + self._loader_notes(rows)
+
+    def _loader_notes(self, rows: list[Measurement]) -> list[str]:
+        sites = self.found.get("sites") or {}
+        index = sites.get("train_loader")
+        if index is None or not any(TrainConfig.from_dict(r.config).workers for r in rows if r.config):
+            return []
+        loader = sites["loaders"][index]
+        if not loader.get("draws_random"):
+            return []
+        return [f"the training DataLoader's dataset ({loader['dataset']}) draws from the global random generators "
+                "while it makes a batch (an augmentation): with worker processes those draws come from each worker's "
+                "own seed, so the batches differ from the unmodified script's as another seed's would; the "
+                "trajectory gate judges the workers variants against the spread of the fp32 seeds"]
+
+    def _reproducible(self, rows: list[Measurement]) -> list[str]:
         """Whether the script is reproducible under pitstop's seeds: the unmodified script's first
         losses with seed 0, in the discovery run and in the reference's seed-0 run of this stage
         (its trajectory, else its first step). Up to five losses are compared, so two runs that

@@ -40,6 +40,17 @@ class Probe:
         self.step_opt: list[float] = []  # seconds inside optimizer.step() per step (every optimizer): where the
         # optimizer implementation acts, measured apart from the rest of the step's noise
         self.in_step = InStep()
+        self.step_data: list[float] = []  # seconds per step waiting in a DataLoader iterator's __next__ (the
+        # input wait: a loader with workers hands over batches made while the step ran)
+        self.data_s = 0.0
+        self.started_at = time.perf_counter()  # the script's start (before its imports)
+        self.before_start_s: float | None = None  # from the script's start to its first training forward: its
+        # imports, data and model set-up, a loader's worker start-up and first batch (a one-time cost)
+        self._last_loader: int | None = None  # the loader (its id) whose iterator handed over the last batch
+        self._rng_checks = 0
+        self.loader_queue = 0  # batches the last iterator's workers make ahead (num_workers x prefetch_factor)
+        self.backwards = 0  # backward() calls on a scalar in this process (iterations per step: accumulation)
+        self.closure_seen = False  # a step(closure) evaluates the loss inside the step, maybe several times
         self.opt_timed = True  # every optimizer's parameters on the CPU: its step's time is its work
         self.cpu_resumed = time.process_time()
         self.eval_steps: list[bool] = []  # steps whose interval was mostly no_grad / inference_mode (validation)
@@ -82,8 +93,15 @@ class Probe:
         torch.optim.Optimizer.zero_grad = zero_grad  # type: ignore[method-assign,assignment]
         for cls in (torch.no_grad, torch.inference_mode):
             self._time_regions(cls)
+        self._watch_loaders()
         if self.discover:
             self._watch_ddp()
+
+    def _watch_loaders(self) -> None:
+        """The input wait of each step, and (discovery) the DataLoaders: ``loaders.watch``."""
+        from pitstop.train.script.loaders import watch
+
+        watch(self)
 
     def _watch_ddp(self) -> None:
         """Where the script builds its DistributedDataParallel (its knobs are keywords of that call)."""
@@ -143,10 +161,15 @@ class Probe:
                 and not torch.compiler.is_compiling()):
             self.started = True
             nn.Module.__call__ = orig  # type: ignore[method-assign]
+            self.before_start_s = time.perf_counter() - self.started_at
             if self.discover:
                 self._record_forward(module, args, kwargs)
                 self._watch_first_step()
+                loaders = self.sites.get("loaders", [])
+                self.sites["train_loader"] = next((i for i, x in enumerate(loaders) if x["id"] == self._last_loader),
+                                                  None)
             self.pause("start")
+            self.data_s = 0.0
         return orig(module, *args, **kwargs)
 
     def _watch_first_step(self) -> None:
@@ -193,6 +216,7 @@ class Probe:
         if optimizer is self.clock or self.clock is None:  # a closure re-evaluates the loss inside step()
             closure = args[1] if len(args) > 1 else kwargs.get("closure")  # args: (optimizer, closure)
             self._inside_from = len(self.losses) if callable(closure) else None
+            self.closure_seen = self.closure_seen or callable(closure)
 
     def _first_gradients(self, optimizer: torch.optim.Optimizer) -> None:
         """Each optimizer's gradients at its first step, read after the step (a closure step, as
@@ -227,12 +251,14 @@ class Probe:
         self.step_cpu.append(time.process_time() - self.cpu_resumed)
         opt_s = self.in_step.pop()
         self.step_opt.append(opt_s if self.opt_timed else math.nan)  # a CUDA step returns before it ran
+        self.step_data.append(self.data_s)
         self.eval_steps.append(self.nograd_s > 0.5 * wall)  # mostly an evaluation: not a training step's time
         self.nograd_s = 0.0
         self.step_losses.append(loss)
         self.losses, self._inside_from = [], None
         self.pause("step")
         self.resumed, self.cpu_resumed = time.perf_counter(), time.process_time()
+        self.data_s = 0.0
 
     def _step_losses(self) -> list[torch.Tensor]:
         """The losses of this step: all backward() values since the last step, but of a step given a
@@ -240,6 +266,16 @@ class Probe:
         how often depends on the variant; the first is the loss at the step's start, as step() returns)."""
         start = self._inside_from
         return self.losses if start is None else self.losses[:start + 1]
+
+    @property
+    def backwards_per_step(self) -> int:
+        """Loop iterations per optimizer step, as the backward passes per step show (gradient
+        accumulation: one backward line run k times per step); 1 for a closure step, which may evaluate
+        its loss several times. A GAN's three backward lines in one iteration are one iteration."""
+        if self.closure_seen or not self.steps:
+            return 1
+        lines = max(1, len({str(p["backward"][-1:]) for p in self.sites.get("pairs") or []}))
+        return max(1, round(self.backwards / self.steps / lines))
 
     def pause(self, where: str) -> None:
         """Give control to pitstop (it returns when the script may go on)."""
@@ -249,6 +285,7 @@ class Probe:
     def _backward(self, tensors: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(tensors, torch.Tensor) and tensors.numel() == 1 and os.getpid() == self.pid:
             self.losses.append(tensors.detach())
+            self.backwards += 1
             if self.discover and (self.sites["backward"] is None or getattr(self, "_step1_hooks", None)):
                 stack = [site_of(f) for f in user_frames(sys._getframe(1))]
                 self.sites["backward"] = self.sites["backward"] or {"stack": stack}

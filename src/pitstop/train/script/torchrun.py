@@ -143,7 +143,7 @@ def merge(method: str, replies: list[Any]) -> Any:
         width = min(len(r["times"]) for r in replies)
         times = [max(r["times"][i] for r in replies) for i in range(width)]
         merged = {**first, "times": times}
-        for key in ("cpu_times", "optimizer_times"):
+        for key in ("cpu_times", "optimizer_times", "data_times"):
             if all(key in r for r in replies):
                 width = min(len(r[key]) for r in replies)
                 merged[key] = [max(r[key][i] for r in replies) for i in range(width)]
@@ -152,7 +152,9 @@ def merge(method: str, replies: list[Any]) -> Any:
             merged["per_call_s"] = tail[len(tail) // 2] if tail else first.get("per_call_s")
         return merged
     if method == "prepare" and isinstance(first, dict):
-        return {**first, "first_call_s": max(r.get("first_call_s") or 0.0 for r in replies)}
+        return {**first, "first_call_s": max(r.get("first_call_s") or 0.0 for r in replies),
+                "details": {**(first.get("details") or {}), "before_first_step_s": max(
+                    (r.get("details") or {}).get("before_first_step_s") or 0.0 for r in replies)}}
     if method == "warmup" and isinstance(first, dict):
         return {**first, "per_call_s": max(r["per_call_s"] for r in replies)}
     if method == "memory" and isinstance(first, dict):

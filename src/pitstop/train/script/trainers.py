@@ -26,6 +26,7 @@ class TrainerWatch(importlib.abc.MetaPathFinder):
 
     def __init__(self) -> None:
         self.found: list[dict[str, Any]] = []
+        self.instances: list[tuple[str, Any]] = []  # (kind, weak reference): where the run length is read
 
     def install(self) -> None:
         sys.meta_path.insert(0, self)
@@ -50,11 +51,17 @@ class TrainerWatch(importlib.abc.MetaPathFinder):
         cls = getattr(module, cls_name, None)
         if cls is None or getattr(cls.__init__, "__pitstop_wrapped__", False):
             return
-        original, found = cls.__init__, self.found
+        original, found, instances = cls.__init__, self.found, self.instances
 
         def __init__(obj: Any, *args: Any, **kwargs: Any) -> None:
+            import weakref
+
             found.append({"kind": kind, "class": type(obj).__name__, "site": innermost_user_site(),
                           "keywords": sorted(kwargs)})
+            try:
+                instances.append((kind, weakref.ref(obj)))
+            except TypeError:
+                pass
             original(obj, *args, **kwargs)
 
         __init__.__pitstop_wrapped__ = True  # type: ignore[attr-defined]

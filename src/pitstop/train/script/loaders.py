@@ -1,0 +1,161 @@
+"""The training DataLoader, seen from inside the script's process (``Probe``): the seconds each
+step waits in a loader iterator's ``__next__`` (the input wait), which loader handed over the batch
+and how many batches its workers make ahead, and (the discovery run) where each DataLoader is built,
+what it was given, whether fetching a batch draws from the global random generators, and why its
+batches could not come from worker processes. ``loader_configs`` plans the search's loader variants."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any
+
+import torch
+
+from pitstop.train.config import NAIVE, TrainConfig
+
+
+def watch(probe: Any) -> None:
+    """The input wait of each step (time in a DataLoader iterator's ``__next__``, in this process),
+    which loader handed over the batch, and (the discovery run) where each DataLoader is built,
+    what it was given and whether its batches could come from worker processes (``loaders``)."""
+    from torch.utils.data import DataLoader
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+    next_, iter_, init = _BaseDataLoaderIter.__next__, DataLoader.__iter__, DataLoader.__init__
+    probe._orig["loader_next"], probe._orig["loader_iter"] = next_, iter_
+
+    def __next__(iterator: Any) -> Any:
+        if os.getpid() != probe.pid:
+            return next_(iterator)
+        t0 = time.perf_counter()
+        states = _rng_states() if probe.discover and probe._rng_checks < 4 else None
+        try:
+            return next_(iterator)
+        finally:
+            probe.data_s += time.perf_counter() - t0
+            probe._last_loader = getattr(iterator, "_pitstop_loader", None)
+            probe.loader_queue = (getattr(iterator, "_num_workers", 0) or 0) * (
+                getattr(iterator, "_prefetch_factor", 0) or 0)
+            if states is not None:
+                _rng_drawn(probe, iterator, states)
+
+    def __iter__(loader: Any) -> Any:
+        iterator: Any = iter_(loader)
+        try:
+            iterator._pitstop_loader = id(loader)
+            iterator._pitstop_fetches = 0
+        except AttributeError:
+            pass
+        return iterator
+
+    _BaseDataLoaderIter.__next__ = __next__  # type: ignore[method-assign,assignment]
+    DataLoader.__iter__ = __iter__  # type: ignore[method-assign]
+    if not probe.discover:
+        return
+    probe._orig["loader_init"] = init
+    probe.sites["loaders"] = []
+
+    def __init__(loader: Any, *args: Any, **kwargs: Any) -> None:
+        init(loader, *args, **kwargs)
+        if os.getpid() == probe.pid:
+            probe.sites["loaders"].append(loader_site(loader, args, kwargs))
+
+    DataLoader.__init__ = __init__  # type: ignore[method-assign,assignment]
+
+
+def _rng_drawn(probe: Any, iterator: Any, before: tuple[Any, ...]) -> None:
+    """Whether fetching a batch in this process drew from the global random generators (an
+    augmentation in ``__getitem__``): with workers, those draws move to the workers' own seeds.
+    The first fetch of an iterator is not judged (a shuffling sampler draws its seed there)."""
+    iterator._pitstop_fetches = getattr(iterator, "_pitstop_fetches", 0) + 1
+    if iterator._pitstop_fetches < 2 or getattr(iterator, "_num_workers", 0):
+        return
+    probe._rng_checks += 1
+    loader = next((x for x in probe.sites.get("loaders", []) if x["id"] == getattr(iterator, "_pitstop_loader",
+                                                                                   None)), None)
+    if loader is not None and _rng_states() != before:
+        loader["draws_random"] = True
+
+
+def _rng_states() -> tuple[Any, ...]:
+    """The global generators a ``__getitem__`` draws from: torch's (CPU), Python's, numpy's."""
+    import random
+
+    np = sys.modules.get("numpy")
+    state = np.random.get_state() if np is not None else None
+    return (bytes(torch.random.get_rng_state().numpy()), random.getstate(),
+            (state[0], bytes(state[1].tobytes()), *state[2:]) if state is not None else None)
+
+
+def loader_site(loader: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A DataLoader as data: where it is built (None: by a library on the script's behalf), its
+    options, its length, and why its batches cannot come from worker processes (None: they can)."""
+    from pitstop.train.script.frames import caller_site
+
+    try:
+        batches = len(loader)
+    except TypeError:
+        batches = None
+    context = loader.multiprocessing_context
+    start = context.get_start_method() if context is not None else _default_start_method()
+    return {"id": id(loader), "site": caller_site(), "keywords": sorted(kwargs), "positional": len(args),
+            "num_workers": loader.num_workers, "persistent_workers": bool(loader.persistent_workers),
+            "pin_memory": bool(loader.pin_memory), "prefetch_factor": loader.prefetch_factor,
+            "batch_size": loader.batch_size, "batches": batches, "dataset": type(loader.dataset).__name__,
+            "start_method": start, "draws_random": False, "cannot_use_workers": not_to_workers(loader, start)}
+
+
+def _default_start_method() -> str:
+    import multiprocessing
+
+    return multiprocessing.get_start_method(allow_none=True) or multiprocessing.get_context().get_start_method()
+
+
+def not_to_workers(loader: Any, start: str) -> str | None:
+    """Why this loader's batches cannot come from worker processes, or None."""
+    import io
+    import pickle
+
+    from torch.utils.data import IterableDataset
+
+    dataset = loader.dataset
+    if isinstance(dataset, IterableDataset):
+        return (f"its dataset ({type(dataset).__name__}) is an IterableDataset: each worker would yield the whole "
+                "stream unless it splits the work by get_worker_info()")
+    handles = [name for name, value in vars(dataset).items() if isinstance(value, io.IOBase) and not value.closed] \
+        if hasattr(dataset, "__dict__") else []
+    if handles:
+        return (f"its dataset holds an open file ({type(dataset).__name__}.{handles[0]}): worker processes would "
+                "share one file position")
+    if start != "fork":  # spawn / forkserver: the dataset, the collate and the init function are pickled
+        for what, value in (("dataset", dataset), ("collate_fn", loader.collate_fn),
+                            ("worker_init_fn", loader.worker_init_fn)):
+            try:
+                pickle.dumps(value)
+            except Exception as exc:
+                return f"its {what} cannot be sent to a {start}ed worker ({type(exc).__name__}: {exc})"
+    return None
+
+
+def loader_configs(found: dict[str, Any], axes: tuple[str, ...], threads: int, one_thread: bool) -> list[TrainConfig]:
+    """A script's training DataLoader with worker processes: 1, 2, 4, ... up to the physical cores,
+    each also with torch's threads cut to the cores the workers leave (threads x workers: on 2
+    cores they compete for the same ones); none when the script's loop reads no DataLoader."""
+    index = (found.get("sites") or {}).get("train_loader")
+    if index is None:
+        return []
+    from pitstop._env import physical_cores
+
+    loader = found["sites"]["loaders"][index]
+    cores = max(physical_cores(), 1)
+    configs = []
+    for n in (k for k in (1, 2, 4, 8, 16, 32) if k <= max(cores, 2)):
+        if n == loader["num_workers"] and loader["persistent_workers"]:
+            continue  # the script's own loader
+        configs.append(NAIVE.with_(workers=n))
+        left = max(1, cores - n)
+        if "threads" in axes and not one_thread and left != threads:
+            configs.append(NAIVE.with_(workers=n, threads=left))
+    return configs

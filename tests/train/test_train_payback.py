@@ -1,0 +1,238 @@
+"""Issue 44, as units (no worker is started): the planned run length and where it is read
+(``planned_steps``; the loop bounds of live frames, ``loop_bound``), one-time costs against it
+(compilation, a loader's worker start-up: ``decide``), the loader variants planned for a script's
+training DataLoader and their edits, and why a dataset cannot go to worker processes."""
+
+from __future__ import annotations
+
+import sys
+from argparse import Namespace
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, IterableDataset, TensorDataset
+
+from pitstop.train.config import NAIVE_NAME
+from pitstop.train.script import edits
+from pitstop.train.script.loaders import not_to_workers as _not_to_workers
+from pitstop.train.script.run_length import Unknown, loop_bound
+from pitstop.train.winner import planned_steps
+from tests.train.test_train_search import stage
+
+LOADER = {"id": 1, "site": {"file": "train.py", "line": 5, "function": "main", "first_line": 1},
+          "keywords": ["batch_size"], "positional": 1, "num_workers": 0, "persistent_workers": False,
+          "pin_memory": False, "prefetch_factor": None, "batch_size": 16, "batches": 40, "dataset": "Decoded",
+          "start_method": "fork", "draws_random": True, "cannot_use_workers": None}
+
+
+def found(**loader):
+    return {"script": "train.py", "sites": {"loaders": [{**LOADER, **loader}], "train_loader": 0},
+            "trainers": [], "run_length": {"steps": None, "source": "the loop at line 9 can end early (a break)"}}
+
+
+# -- the planned run length ------------------------------------------------------------------
+
+
+def test_the_run_length_comes_from_steps_then_the_scripts_end_then_its_loops(search):
+    search.outcome.stages = [stage("final", {NAIVE_NAME: 100.0})]
+    search.group.found = found()
+    assert planned_steps(search) == (None, "the loop at line 9 can end early (a break)")
+    search.group.found["run_length"] = {"steps": 120, "source": "the loop bounds: ..."}
+    assert planned_steps(search) == (120, "the loop bounds: ...")
+    naive = search.outcome.stages[0].result.row(NAIVE_NAME, 8)
+    naive.details = {"timed_until_the_script_ended": 57}  # measured: it outranks what the loops say
+    assert planned_steps(search) == (57, "the unmodified script's own end, reached while it was timed")
+    search.group.settings = search.group.settings.__class__(batch_size=8, threads=2, steps=5000)
+    assert planned_steps(search) == (5000, "--steps")
+
+
+def test_a_model_has_no_script_to_read_its_length_from(search):
+    search.outcome.stages = [stage("final", {NAIVE_NAME: 100.0})]
+    steps, source = planned_steps(search)
+    assert steps is None and "give --steps N" in source
+
+
+def _frames_in_loops(args, data):
+    for _epoch in range(args.epochs):
+        for _i, _batch in enumerate(data):
+            return loop_bound([sys._getframe()])
+    return None
+
+
+def _frames_in_a_breaking_loop(n):
+    for step in range(n):
+        if step > 3:
+            break
+        return loop_bound([sys._getframe()])
+    return None
+
+
+def _frames_in_a_while_loop():
+    while True:
+        return loop_bound([sys._getframe()])
+
+
+def test_loop_bounds_are_read_from_the_frames_variables():
+    length = _frames_in_loops(Namespace(epochs=3), DataLoader(TensorDataset(torch.zeros(40, 2)), batch_size=16))
+    assert length["steps"] == 9  # 3 epochs x 3 batches
+    assert "`for _epoch in range(args.epochs)` (3)" in length["source"]
+    assert "`for (_i, _batch) in enumerate(data)` (3)" in length["source"]
+    assert loop_bound.__module__ == "pitstop.train.script.run_length"
+    assert _frames_in_loops(Namespace(epochs=4), [1, 2])["steps"] == 8
+
+
+def test_a_loop_that_can_break_or_a_while_loop_leaves_the_length_unknown():
+    with pytest.raises(Unknown, match="can end early"):
+        _frames_in_a_breaking_loop(10)
+    with pytest.raises(Unknown, match="no bound"):
+        _frames_in_a_while_loop()
+
+
+def test_gradient_accumulation_divides_the_iterations():
+    def step(n):
+        for _ in range(n):
+            return loop_bound([sys._getframe()], per_step=4)
+
+    length = step(400)
+    assert length["steps"] == 100 and "4 backward passes per step" in length["source"]
+
+
+# -- one-time costs against the planned run ---------------------------------------------------
+
+
+def _final(search, compile_s, steps=None, found_=None):
+    search.outcome.stages = [stage("final", {NAIVE_NAME: 100.0, "bf16-autocast": 80.0,
+                                             "bf16-autocast+compile": 62.0})]
+    search.outcome.stages[0].result.row("bf16-autocast+compile", 8).compile_s = compile_s
+    search.group.found = found_ or {}
+    if steps is not None:
+        search.group.settings = search.group.settings.__class__(batch_size=8, threads=2, steps=steps)
+    search.outcome.notes.clear()
+    search._decide()
+    return search.outcome
+
+
+def test_compilation_that_a_60_step_run_never_pays_back_is_not_chosen(search):
+    """The held-out nanoGPT-style script: 1.62x per step, 26 s to compile, 60 steps planned."""
+    outcome = _final(search, 26.0, found_={"script": "t.py", "run_length": {"steps": 60, "source": "the loop bounds"}})
+    assert outcome.winner.variant == "bf16-autocast"  # no one-time cost: it pays from the first step
+    assert outcome.run_length == {"steps": 60, "source": "the loop bounds"}
+    note = next(n for n in outcome.notes if n.startswith("bf16-autocast+compile: its one-time cost"))
+    assert "(compilation, 26.0 s) pays back after 684 steps, more than the 60 planned (the loop bounds)" in note
+
+
+def test_compilation_is_chosen_when_the_planned_run_pays_it_back(search):
+    outcome = _final(search, 26.0, steps=5000)
+    assert outcome.winner.variant == "bf16-autocast+compile"
+    assert any(n.startswith("planned run: 5,000 steps (--steps)") for n in outcome.notes)
+    assert outcome.winner.details["one_time_s"] == 26.0
+
+
+def test_an_unknown_run_length_says_which_choice_was_made_under_which_assumption(search):
+    outcome = _final(search, 26.0, found_=found())
+    assert outcome.winner.variant == "bf16-autocast+compile"
+    note = next(n for n in outcome.notes if n.startswith("the run length is unknown"))
+    assert "(the loop at line 9 can end early (a break))" in note
+    assert "assuming the run is longer than 684 steps" in note and "give --steps N" in note
+
+
+def test_a_loaders_worker_start_up_is_its_one_time_cost(search):
+    search.outcome.stages = [stage("final", {NAIVE_NAME: 100.0, "workers2": 50.0})]
+    rows = {r.variant: r for r in search.outcome.stages[0].rows}
+    rows[NAIVE_NAME].details = {"before_first_step_s": 2.0}
+    rows["workers2"].details = {"before_first_step_s": 4.5}  # 2.5 s more before its first step
+    search.group.found = {"script": "t.py", "run_length": {"steps": 40, "source": "the loop bounds"}}
+    search._decide()  # 2.5 s / 50 ms saved = 50 steps > 40
+    assert search.outcome.winner is None
+    assert any("(worker start-up, 2.5 s) pays back after 50 steps, more than the 40 planned" in n
+               for n in search.outcome.notes)
+    search.group.found["run_length"]["steps"] = 400
+    search._decide()
+    assert search.outcome.winner.variant == "workers2"
+
+
+# -- the loader variants and their edits -------------------------------------------------------
+
+
+def test_worker_counts_are_planned_with_the_threads_they_leave(search, monkeypatch):
+    monkeypatch.setattr("pitstop._env.physical_cores", lambda: 2)
+    search.group.settings = search.group.settings.__class__(batch_size=8, threads=2, axes=("workers", "threads"))
+    search.group.found = found()
+    names = [c.name for c in search._loader_configs()]
+    assert names == ["workers1", "workers1+threads1", "workers2", "workers2+threads1"]
+    search.group.found = {"sites": {"loaders": [], "train_loader": None}}
+    assert search._loader_configs() == []  # no DataLoader in the loop: nothing to vary
+
+
+def test_loader_workers_measured_on_a_busy_machine_are_not_chosen(search):
+    final = stage("final", {NAIVE_NAME: 100.0, "workers2": 50.0})
+    final.load = {"busy": True, "others_cpu_share": 0.4, "loadavg_end": 3.0}
+    assert not search._reliable(final, final.rows[1])
+    assert any("measure loader workers on a quiet machine" in n for n in search.outcome.notes)
+
+
+def test_the_loader_edit_is_keywords_of_its_construction(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nfrom torch.utils.data import DataLoader\n\n\n"
+                      "loader = DataLoader(data,\n                    batch_size=16)\n")
+    site = {"file": str(script), "line": 5, "function": "<module>", "first_line": 1}
+    changes = edits.plan(edits.TrainConfig(workers=2), found(site=site), "cpu")
+    text = edits.apply(changes)[str(script)]
+    assert "batch_size=16, num_workers=2, persistent_workers=True)" in text
+    cuda = edits.plan(edits.TrainConfig(workers=2), found(site=site), "cuda")
+    assert "pin_memory=True" in edits.apply(cuda)[str(script)]
+
+
+@pytest.mark.parametrize(("loader", "why"), [
+    ({"cannot_use_workers": "its dataset (S) is an IterableDataset: ..."}, "cannot use worker processes: its dataset"),
+    ({"positional": 6}, "num_workers by position"),
+    ({"num_workers": 2, "persistent_workers": True}, "already runs 2 persistent workers"),
+    ({"site": None}, "built by a library"),
+])
+def test_a_loader_that_cannot_take_workers_is_a_skipped_variant_with_its_reason(loader, why):
+    with pytest.raises(edits.NotMechanical, match=why):
+        edits.plan(edits.TrainConfig(workers=2), found(**loader), "cpu")
+
+
+def test_under_the_hf_trainer_the_loader_is_set_through_training_arguments(tmp_path):
+    script = tmp_path / "hf.py"
+    script.write_text("args = TrainingArguments(output_dir='o', max_steps=10)\n")
+    hf = {**found(site=None), "trainers": [{"kind": "hf-arguments", "class": "TrainingArguments",
+                                           "site": {"file": str(script), "line": 1}, "keywords": []}]}
+    text = edits.apply(edits.plan(edits.TrainConfig(workers=2), hf, "cpu"))[str(script)]
+    assert "max_steps=10, dataloader_num_workers=2, dataloader_persistent_workers=True)" in text
+
+
+class _Holds(torch.utils.data.Dataset):
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __len__(self):
+        return 1
+
+    def __getitem__(self, i):
+        return torch.zeros(1)
+
+
+class _Stream(IterableDataset):
+    def __iter__(self):
+        yield torch.zeros(1)
+
+
+def test_why_a_dataset_cannot_go_to_worker_processes(tmp_path):
+    assert _not_to_workers(DataLoader(TensorDataset(torch.zeros(4))), "fork") is None
+    assert "IterableDataset" in _not_to_workers(DataLoader(_Stream()), "fork")
+    with (tmp_path / "f").open("w") as handle:
+        assert "open file (_Holds.handle)" in _not_to_workers(DataLoader(_Holds(handle)), "fork")
+    unpicklable = DataLoader(TensorDataset(torch.zeros(4)), collate_fn=lambda b: b)
+    assert "collate_fn cannot be sent to a spawned worker" in _not_to_workers(unpicklable, "spawn")
+    assert _not_to_workers(unpicklable, "fork") is None  # forked workers inherit the lambda
+
+
+def test_the_script_mode_options_are_the_cli_options_that_are_not_the_models():
+    """One list (``SCRIPT_OPTIONS``) says which options after a script's path are pitstop's: the
+    parser's own valued options less those of a model spec and --device."""
+    from pitstop.cli.train import MODEL_ONLY, _TrainParser
+    from pitstop.train.settings import SCRIPT_OPTIONS
+
+    assert set(SCRIPT_OPTIONS) == set(_TrainParser.VALUED) - {*MODEL_ONLY, "--device"}
