@@ -140,4 +140,4 @@ def test_a_dataloader_wait_is_the_data_phase():
     report = prof.report
     assert report.share("data") > 0.5  # 16 ms of sleep against a sub-millisecond step
     assert report.causes[0] == "input-bound"
-    assert "num_workers=0" in report.verdict[0]["evidence"] and "pitstop data" in report.verdict[0]["action"]
+    assert "num_workers=0" in report.verdict[0]["evidence"] and "pitstop train" in report.verdict[0]["action"]

@@ -125,14 +125,15 @@ def test_json_on_stdout_stays_json_when_the_script_prints_and_exits_hard(tmp_pat
 
 @pytest.mark.parametrize("command", ["profile", DOCTOR_SLOW])
 def test_a_script_killed_by_a_signal_keeps_its_last_snapshot(tmp_path, command):
-    """SIGKILL in the middle of training: the last snapshot is the report, marked as such."""
-    script(tmp_path, steps=400, before="import signal, time",
-           backward="loss.backward()\n    if step == 300: os.kill(os.getpid(), signal.SIGKILL)\n"
-                    "    time.sleep(0.01)")
-    proc = pitstop(command, "--json", "r.json", "train.py", cwd=tmp_path)
+    """SIGKILL in the middle of training, 3 s in (a snapshot goes out every 2 s): the last snapshot
+    is the report, marked as such."""
+    script(tmp_path, steps=100_000, before="import signal, time\nT0 = time.monotonic()",
+           backward="loss.backward()\n    if time.monotonic() - T0 > 3: os.kill(os.getpid(), signal.SIGKILL)")
+    quick = ["--no-drill-down"] if command == "profile" else []  # the operator table is not what is proved
+    proc = pitstop(command, *quick, "--json", "r.json", "train.py", cwd=tmp_path)
     assert proc.returncode == 128 + 9
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert 0 < doc["steps"] <= 300 and doc["exit"]["status"] == "killed"
+    assert 0 < doc["steps"] and doc["exit"]["status"] == "killed"
     assert "was killed by SIGKILL" in doc["exit"]["error"]
 
 

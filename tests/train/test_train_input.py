@@ -33,7 +33,7 @@ def test_the_loader_is_found_and_its_workers_are_measured_with_the_input_wait(se
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     sites = doc["script"]["sites"]
     loader = sites["loaders"][sites["train_loader"]]
-    assert loader["site"]["line"] == 46 and loader["num_workers"] == 0 and loader["batches"] == 40
+    assert loader["site"]["line"] == 47 and loader["num_workers"] == 0 and loader["batches"] == 40
     assert loader["draws_random"] is True  # the augmentation draws from torch's global generator
     probed = {r["variant"]: r["status"] for r in doc["results"] if r["stage"] == "probe"}
     assert {"workers1", "workers2"} <= set(probed) and "ok" in (probed["workers1"], probed["workers2"]), probed
@@ -81,3 +81,19 @@ def test_a_dataset_that_cannot_go_to_workers_is_a_skipped_variant_with_its_reaso
         assert length["steps"] is None and "has no length" in length["source"]
     finally:
         group.close()
+
+
+@pytest.mark.gpu
+def test_on_cuda_the_loader_is_pinned_and_the_batchs_copies_do_not_wait(tmp_path):
+    """CUDA: the discovery run finds the batch's copies to the GPU (x.to(device), y.to(device)),
+    and the workers edit pins the loader's memory and makes both copies non_blocking."""
+    script = repo(tmp_path, "slow_loader_loop.py")
+    group = _discover(script, "--device", "cuda", "--epochs", "1")
+    try:
+        copies = group.found["sites"]["batch_copies"]
+        assert sorted(c["line"] for c in copies) == [52, 53], copies
+        text = edits.apply(group.changes(NAIVE.with_(workers=2)))[str(script.resolve())]
+    finally:
+        group.close()
+    assert "pin_memory=True" in text
+    assert "x = x.to(args.device, non_blocking=True)" in text and "y = y.to(args.device, non_blocking=True)" in text

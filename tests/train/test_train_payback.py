@@ -236,3 +236,16 @@ def test_the_script_mode_options_are_the_cli_options_that_are_not_the_models():
     from pitstop.train.settings import SCRIPT_OPTIONS
 
     assert set(SCRIPT_OPTIONS) == set(_TrainParser.VALUED) - {*MODEL_ONLY, "--device"}
+
+
+def test_on_cuda_the_workers_edit_pins_and_makes_the_batch_copies_non_blocking(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("loader = DataLoader(data, batch_size=16)\nfor x, y in loader:\n    x = x.to(device)\n"
+                      "    y = y.cuda()\n")
+    site = {"file": str(script), "line": 1, "function": "<module>", "first_line": 1}
+    doc = found(site=site)
+    doc["sites"]["batch_copies"] = [{**site, "line": 3}, {**site, "line": 4}, {**site, "line": 3}]
+    text = edits.apply(edits.plan(edits.TrainConfig(workers=2), doc, "cuda:0"))[str(script)]
+    assert "DataLoader(data, batch_size=16, num_workers=2, persistent_workers=True, pin_memory=True)" in text
+    assert "x = x.to(device, non_blocking=True)" in text and "y = y.cuda(non_blocking=True)" in text
+    assert "non_blocking" not in edits.apply(edits.plan(edits.TrainConfig(workers=2), doc, "cpu"))[str(script)]

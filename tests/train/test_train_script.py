@@ -138,25 +138,29 @@ def _discover(script: Path, *args: str) -> object:
 @pytest.mark.skipif(GIT is None, reason="git is not installed")
 @pytest.mark.parametrize(("name", "kind", "edits"), [
     ("lightning_loop.py", "lightning", {"bf16-autocast": 'precision="bf16-mixed"', "fused": "fused=True",
-                                        "compile": ".compile()"}),
+                                        "compile": ".compile()", "workers": "num_workers=2, persistent_workers=True"}),
     ("hf_trainer.py", "hf", {"bf16-autocast": "bf16=True", "fused": 'optim="adamw_torch_fused"',
-                             "compile": "torch_compile=True"}),
+                             "compile": "torch_compile=True",
+                             "workers": "dataloader_num_workers=2"}),
 ])
 def test_a_trainer_script_gets_its_own_flags_and_trains_the_same(tmp_path, name, kind, edits):
-    """Under Lightning or the HF Trainer the change is their own flag (or the user's optimizer
-    line): each patch applies with git apply to a fresh copy, and the patched script, run without
-    pitstop, ends at the original's loss (bf16 and the fused optimizer; a compiled run is only
-    applied: compiling a BERT on 2 CPU cores takes minutes)."""
+    """Under Lightning or the HF Trainer the change is their own flag (or the user's optimizer or
+    DataLoader line): each patch applies with git apply to a fresh copy, and the patched script, run
+    without pitstop, ends at the original's loss (bf16, the fused optimizer, two persistent loader
+    workers; a compiled run is only applied: compiling a BERT on 2 CPU cores takes minutes)."""
     pytest.importorskip("lightning" if kind == "lightning" else "accelerate")
     from pitstop.train.config import TrainConfig
     from pitstop.train.script.edits import NotMechanical
 
     configs = {"bf16-autocast": TrainConfig(precision="bf16-autocast"), "fused": TrainConfig(optimizer="fused"),
-               "compile": TrainConfig(compile="default")}
+               "compile": TrainConfig(compile="default"), "workers": TrainConfig(workers=2)}
     script = repo(tmp_path, name)
     group = _discover(script, "60")
     try:
         assert group.info["kind"] == kind
+        length = group.found["run_length"]  # the Trainer's own max_steps: the planned run
+        assert length["steps"] == 60 and ("estimated_stepping_batches" if kind == "lightning" else
+                                          "state.max_steps") in length["source"], length
         patches = {}
         for what, flag in edits.items():
             if what == "fused" and all(o["set"].get("fused") for o in group.found["sites"]["optimizers"]):
@@ -166,7 +170,7 @@ def test_a_trainer_script_gets_its_own_flags_and_trains_the_same(tmp_path, name,
                 assert "already runs with fused=True" in group._gate(configs[what])
                 continue
             changes = [c.describe(str(tmp_path)) for c in group.changes(configs[what])]
-            assert changes and flag in changes[0] and changes[0].startswith(f"{name}:"), (what, changes)
+            assert changes and flag.split(", ")[0] in changes[0] and changes[0].startswith(f"{name}:"), (what, changes)
             patches[what] = group.recipe(configs[what])
     finally:
         group.close()
@@ -180,6 +184,8 @@ def test_a_trainer_script_gets_its_own_flags_and_trains_the_same(tmp_path, name,
         (copy / "p.diff").write_text(patch)
         subprocess.run(["git", "apply", "p.diff"], cwd=copy, check=True)
         assert edits[what] in (copy / name).read_text()
+        if what == "workers":
+            assert "persistent_workers=True" in (copy / name).read_text()
         if what == "compile":
             continue
         after = run(name, "40", cwd=copy, pitstop=False)

@@ -174,12 +174,28 @@ def page_faults(f: Facts) -> dict[str, Any] | None:
     return faults_entry(f.page_faults, f.train_command)
 
 
+def _profile_command(train_command: str) -> str:
+    """The profiled command again, from the train command: the script's arguments as profile took
+    them (the ``--`` that keeps a script's ``--steps`` from ``pitstop train`` is not needed there)."""
+    import shlex
+
+    try:
+        tokens = shlex.split(train_command)
+    except ValueError:
+        return train_command.replace("pitstop train", "pitstop profile", 1)
+    if tokens[:2] != ["pitstop", "train"]:
+        return train_command
+    if tokens[3:4] == ["--"]:
+        del tokens[3]
+    return shlex.join(["pitstop", "profile", *tokens[2:]])
+
+
 def faults_entry(pf: dict[str, Any] | None, train_command: str) -> dict[str, Any] | None:
     """``page-faults`` from a report's ``page_faults`` (``faults.summary``), or None under ``FAULTS``."""
     share = (pf or {}).get("share")
     if pf is None or share is None or share < FAULTS:
         return None
-    profile = train_command.replace("pitstop train", "pitstop profile", 1)
+    profile = _profile_command(train_command)
     hold = " ".join(f"{k}={v}" for k, v in HOLD.items())
     glibc = platform.libc_ver()[0] == "glibc"
     evidence = (f"~{pf['per_step']:.0f} minor page faults in each step (the median), {pf['us_each']:.2g} us each as "

@@ -39,15 +39,18 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--samples", type=int, default=640)
     parser.add_argument("--iterable", action="store_true")
+    parser.add_argument("--device", default="cpu")
     args = parser.parse_args()
 
     torch.manual_seed(0)
     data = Streamed(args.samples) if args.iterable else Decoded(args.samples)
     loader = DataLoader(data, batch_size=16, shuffle=not args.iterable)
-    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4))
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)).to(args.device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     for _epoch in range(args.epochs):
         for x, y in loader:
+            x = x.to(args.device)
+            y = y.to(args.device)
             opt.zero_grad()
             loss = nn.functional.cross_entropy(model(x), y)
             loss.backward()

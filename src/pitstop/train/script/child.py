@@ -121,8 +121,9 @@ class Server:
         waiting for a batch, the steps spent mostly in an evaluation (no_grad, inference_mode: a
         validation loop between two steps) left out, unless most were."""
         probe = self.probe
-        rows: list[tuple[Any, ...]] = list(zip(probe.step_times[self.mark:], probe.step_cpu[self.mark:], probe.step_opt[self.mark:],
-                        probe.eval_steps[self.mark:], probe.step_data[self.mark:], strict=False))
+        m = self.mark
+        rows: list[tuple[Any, ...]] = list(zip(probe.step_times[m:], probe.step_cpu[m:], probe.step_opt[m:],
+                                               probe.eval_steps[m:], probe.step_data[m:], strict=False))
         kept = [r for r in rows if not r[3]]
         chosen = kept if len(kept) * 2 >= len(rows) else rows
         if probe.loader_queue and chosen:  # workers hand over batches in bursts (with 2 workers every other one

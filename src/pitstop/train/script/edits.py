@@ -221,7 +221,12 @@ def _loader(config: TrainConfig, found: dict[str, Any], kind: str, device: str) 
     keywords = [f"num_workers={n}", "persistent_workers=True"]
     if cuda:
         keywords.append("pin_memory=True")
-    return [Change("keyword", site["file"], site["line"], k, callee="DataLoader", why=why) for k in keywords]
+    changes = [Change("keyword", site["file"], site["line"], k, callee="DataLoader", why=why) for k in keywords]
+    if cuda:  # from pinned memory the batch's copies to the GPU need not wait
+        copies = _unique([{"site": s} for s in sites.get("batch_copies") or []])
+        changes += [Change("keyword", c["site"]["file"], c["site"]["line"], "non_blocking=True", callee="to|cuda",
+                           why=why) for c in copies]
+    return changes
 
 
 def _zero_grad(found: dict[str, Any], kind: str) -> list[Change]:

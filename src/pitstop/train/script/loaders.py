@@ -63,6 +63,36 @@ def watch(probe: Any) -> None:
             probe.sites["loaders"].append(loader_site(loader, args, kwargs))
 
     DataLoader.__init__ = __init__  # type: ignore[method-assign,assignment]
+    if torch.cuda.is_available():
+        _watch_batch_copies(probe)
+
+
+def _watch_batch_copies(probe: Any) -> None:
+    """Where the script copies a batch to the GPU (``x.to(device)``, ``x.cuda()`` on a CPU tensor,
+    in its own files, before the first training forward): with a pinned loader those copies can be
+    ``non_blocking=True`` (the edit of a loader variant on CUDA)."""
+    from pitstop.train.script.frames import caller_site
+
+    to, cuda, sites = torch.Tensor.to, torch.Tensor.cuda, probe.sites.setdefault("batch_copies", [])
+
+    def record(tensor: torch.Tensor, moved: torch.Tensor) -> None:
+        if not probe.started and os.getpid() == probe.pid and tensor.device.type == "cpu" \
+                and moved.device.type == "cuda":
+            site = caller_site()
+            if site is not None and site not in sites:
+                sites.append(site)
+
+    def to_(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        moved = to(tensor, *args, **kwargs)
+        record(tensor, moved)
+        return moved
+
+    def cuda_(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        moved = cuda(tensor, *args, **kwargs)
+        record(tensor, moved)
+        return moved
+
+    torch.Tensor.to, torch.Tensor.cuda = to_, cuda_  # type: ignore[method-assign,assignment]
 
 
 def _rng_drawn(probe: Any, iterator: Any, before: tuple[Any, ...]) -> None:
