@@ -159,7 +159,8 @@ def test_worker_counts_are_planned_with_the_threads_they_leave(search, monkeypat
     search.group.settings = search.group.settings.__class__(batch_size=8, threads=2, axes=("workers", "threads"))
     search.group.found = found()
     names = [c.name for c in search._loader_configs()]
-    assert names == ["workers1", "workers1+threads1", "workers2", "workers2+threads1"]
+    assert names == ["workers1", "workers1+threads1", "workers2", "workers2+threads1", "workers4",
+                     "workers4+threads1"]
     search.group.found = {"sites": {"loaders": [], "train_loader": None}}
     assert search._loader_configs() == []  # no DataLoader in the loop: nothing to vary
 
