@@ -250,3 +250,13 @@ def test_on_cuda_the_workers_edit_pins_and_makes_the_batch_copies_non_blocking(t
     assert "DataLoader(data, batch_size=16, num_workers=2, persistent_workers=True, pin_memory=True)" in text
     assert "x = x.to(device, non_blocking=True)" in text and "y = y.cuda(non_blocking=True)" in text
     assert "non_blocking" not in edits.apply(edits.plan(edits.TrainConfig(workers=2), doc, "cpu"))[str(script)]
+
+
+def test_a_script_without_a_loader_is_told_so_and_a_model_spec_refuses_the_axis(search, capsys):
+    search.group.found = {"sites": {"loaders": [], "train_loader": None}}
+    assert search._loader_configs() == []
+    assert any("the training loop reads no torch DataLoader" in n for n in search.outcome.notes)
+    from pitstop.cli import main
+
+    assert main(["train", "zoo:mlp", "--techniques", "workers"]) == 2
+    assert "--techniques: workers varies a training script's DataLoader" in capsys.readouterr().err

@@ -7,6 +7,7 @@ from typing import Any
 
 from pitstop.cli._args import ScriptParser, _env_pairs, _fraction, _positive, _seed, flag_errors
 from pitstop.cli._output import Output, _progress
+from pitstop.errors import SettingError
 
 TRAIN_AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint")
 MODEL_ONLY = ("--input", "--target", "--optimizer", "--lr", "--weight-decay", "--batch-size", "--batch-dim",
@@ -183,6 +184,10 @@ def _train_model(args: argparse.Namespace) -> int:
         options: dict[str, Any] = {k: v for k, v in {"batch_size": args.batch_size, "threads": args.threads}.items()
                                    if v is not None}
         techniques = tuple(t.strip() for t in (args.techniques or ",".join(TRAIN_AXES)).split(",") if t.strip())
+        if "workers" in techniques:
+            raise SettingError("techniques", "workers varies a training script's DataLoader; a model spec has "
+                                             "none: give the script (pitstop train train.py ARGS), or pitstop data "
+                                             "FILE.py:FACTORY for a Dataset")
         with _progress(output.console) as on_event:
             report = run_train(
                 args.model, args.input, args.target, optimizer=optimizer, time_budget_s=args.time_budget_s,

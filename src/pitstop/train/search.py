@@ -232,7 +232,7 @@ class TrainSearch(StagedSearch):
         from pitstop.train.script.loaders import loader_configs
 
         found = getattr(self.group, "found", None) or {}
-        return loader_configs(found, self.settings.axes, self.settings.threads, self.group.one_thread)
+        return loader_configs(found, self.settings, self.group.one_thread, self.outcome.notes)
 
     def _faster(self) -> dict[str, list[tuple[TrainConfig, float]]]:
         """Per axis, the probed options faster than naive beyond noise or by ``MEANINGFUL``, in

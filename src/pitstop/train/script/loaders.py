@@ -169,14 +169,17 @@ def not_to_workers(loader: Any, start: str) -> str | None:
     return None
 
 
-def loader_configs(found: dict[str, Any], axes: tuple[str, ...], threads: int, one_thread: bool) -> list[TrainConfig]:
+def loader_configs(found: dict[str, Any], settings: Any, one_thread: bool, notes: list[str]) -> list[TrainConfig]:
     """A script's training DataLoader with worker processes: 1, 2, 4, ... up to the physical cores
     and at least 4 (a worker waiting on a read or a decode needs no core of its own: on 2 cores,
     a loader sleeping 1.5 ms a sample ran its whole script 1.77x faster with 2 workers, 2.46x with
     4), each also with torch's threads cut to the cores the workers leave (threads x workers: they
-    compete for the same cores); none when the script's loop reads no DataLoader."""
+    compete for the same cores); none when the script's loop reads no DataLoader (``notes`` says so)."""
     index = (found.get("sites") or {}).get("train_loader")
     if index is None:
+        if found:
+            notes.append("loader workers: not tried: the training loop reads no torch DataLoader (its batches come "
+                         "from elsewhere)")
         return []
     from pitstop._env import physical_cores
 
@@ -188,6 +191,6 @@ def loader_configs(found: dict[str, Any], axes: tuple[str, ...], threads: int, o
             continue  # the script's own loader
         configs.append(NAIVE.with_(workers=n))
         left = max(1, cores - n)
-        if "threads" in axes and not one_thread and left != threads:
+        if "threads" in settings.axes and not one_thread and left != settings.threads:
             configs.append(NAIVE.with_(workers=n, threads=left))
     return configs
