@@ -97,3 +97,23 @@ def test_on_cuda_the_loader_is_pinned_and_the_batchs_copies_do_not_wait(tmp_path
         group.close()
     assert "pin_memory=True" in text
     assert "x = x.to(args.device, non_blocking=True)" in text and "y = y.to(args.device, non_blocking=True)" in text
+
+
+def test_a_workers_variant_of_a_random_dataset_is_gated_by_its_trajectory_not_step_one(tmp_path):
+    """The dataset draws random numbers while it makes a batch (the augmentation): in workers those
+    come from the workers' seeds, so step 1 trains on another batch; its step-1 gradients are
+    recorded, not gated (the trajectory decides); any other variant is still held to the floor."""
+    from pitstop.bench.result import Measurement
+    from pitstop.train.group import _Live
+
+    script = repo(tmp_path, "slow_loader_loop.py")
+    group = _discover(script, "--epochs", "1")
+    try:
+        far = {"overall_cosine": 0.02, "missing": [], "nonfinite": []}
+        workers = _Live(NAIVE.with_(workers=2), Measurement("workers2", {}, 1, fidelity={}), [])
+        assert group.gradient_rejection(workers, far) is None
+        assert "not gated, its dataset draws random numbers" in workers.row.fidelity["gradients_not_gated"]
+        other = _Live(NAIVE.with_(optimizer="foreach"), Measurement("foreach", {}, 1, fidelity={}), [])
+        assert "0.020 < 0.500" in group.gradient_rejection(other, far)
+    finally:
+        group.close()

@@ -115,16 +115,24 @@ class ScriptGroup(TrainGroup):
         self._prepared = True
 
     def gradient_rejection(self, v: _Live, gradients: dict[str, Any]) -> str | None:
-        """Against the fixed floor; a compiled variant of a model with dropout is not held to it: its
-        graph draws the masks from another random stream, so its step-1 gradients are another draw's
-        (recorded, with the reason), and the loss trajectory of the final stage is its gate."""
+        """Against the fixed floor; not held to it (recorded, with the reason; the loss trajectory of
+        the final stage is its gate): a compiled variant of a model with dropout (its graph draws the
+        masks from another random stream), and a loader-workers variant whose dataset draws random
+        numbers while it makes a batch (its step-1 batch is another draw: a dataset of random
+        samples gave a cosine of 0.02 with every worker count)."""
         why = fidelity.gradient_verdict(gradients, None, SCRIPT_GRAD_FLOOR, FLOOR_IS)
-        dropout = (self.found.get("sites") or {}).get("dropout")
-        if why and v.config.compile and dropout and "point elsewhere" in why:
+        sites = self.found.get("sites") or {}
+        dropout, index = sites.get("dropout"), sites.get("train_loader")
+        draws = index is not None and bool(sites["loaders"][index].get("draws_random"))
+        because = (f"the model has dropout ({dropout}) and a compiled graph draws its masks from another random "
+                   "stream" if v.config.compile and dropout else
+                   "its dataset draws random numbers while it makes a batch, and in worker processes it draws "
+                   "them from the workers' seeds: step 1 trains on another batch" if v.config.workers and draws
+                   else None)
+        if why and because and "point elsewhere" in why:
             v.row.fidelity = v.row.fidelity if v.row.fidelity is not None else {}
-            v.row.fidelity["gradients_not_gated"] = (
-                f"{why.split(' (')[0]}: not gated, the model has dropout ({dropout}) and a compiled graph draws "
-                "its masks from another random stream; the loss trajectory decides")
+            v.row.fidelity["gradients_not_gated"] = (f"{why.split(' (')[0]}: not gated, {because}; the loss "
+                                                     "trajectory decides")
             return None
         return why
 
