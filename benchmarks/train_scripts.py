@@ -52,6 +52,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import scripts_corpus as corpus  # noqa: E402
 import scripts_corpus_steps as steps  # noqa: E402
+import train_scripts_input as inputs  # noqa: E402
 
 
 def prepare(entry: dict[str, Any], root: Path, hand: bool | str = False) -> Path:
@@ -79,6 +80,8 @@ def search(entry: dict[str, Any], cwd: Path, budget_s: float, tag: str, techniqu
     return {"tag": tag, "rc": proc.returncode, "search_s": wall, "loadavg": [load, os.getloadavg()[0]],
             "winner": winner.get("variant"), "predicted": (winner.get("speedup") or {}).get("median"),
             "changes": (doc.get("script") or {}).get("changes", []),
+            "input_wait": (doc.get("script") or {}).get("input_wait"),
+            "run_length": (doc.get("search") or {}).get("run_length"),
             "patch": patch.read_text() if patch.exists() else "",
             "machine": (doc.get("environment") or {}).get("load"),
             "rows": [_row(r) for r in doc.get("results", [])],  # why a variant lost, kept with the figures
@@ -117,22 +120,26 @@ def once(entry: dict[str, Any], cwd: Path, timeout: float, seed: int = 0) -> dic
     log = Path(tempfile.mkstemp(prefix="steps-", suffix=".txt", dir=cwd)[1])
     env = {**corpus.environ(entry), "PITSTOP_CORPUS_STEPS": str(log), "PITSTOP_CORPUS_SEED": str(seed)}
     load = os.getloadavg()[0]
+    start = time.perf_counter()
     try:
         proc = subprocess.run(corpus.command(entry), cwd=cwd, env=env, capture_output=True, text=True,
                               timeout=timeout)
         rc = proc.returncode
     except subprocess.TimeoutExpired:
         rc = 124
+    wall = time.perf_counter() - start  # the whole process: start-up, imports, workers, every step, exit
     lines = log.read_text().splitlines()
     log.unlink()
     return {"rc": rc, "step_s": steps.median_step_s(steps.step_times(lines)), "losses": steps.losses_of(lines),
-            "loadavg": load}
+            "loadavg": load, "wall_s": wall}
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ok = [r for r in runs if r["rc"] == 0 and r["step_s"]]
     return {"rc": [r["rc"] for r in runs], "step_ms": statistics.median(r["step_s"] for r in ok) * 1e3 if ok else None,
             "runs_ms": [r["step_s"] * 1e3 for r in ok], "losses": [r["losses"] for r in ok],
+            "wall_s": statistics.median(r["wall_s"] for r in ok) if ok and "wall_s" in ok[0] else None,
+            "walls_s": [r.get("wall_s") for r in ok],
             "loadavg": [r["loadavg"] for r in runs]}
 
 
@@ -186,14 +193,16 @@ def bench(entry: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
                         b.wait()
         on_gpu = args.device == "cuda"
         hand = False if on_gpu else True if _native_bf16() else "fp32"  # the GPU's: the script's own option
-        copies = {"original": prepare(entry, tmp_path / "original"),
-                  "hand": prepare(entry, tmp_path / "hand", hand=hand)}
+        copies = {"original": prepare(entry, tmp_path / "original")}
+        if entry.get("hand_edit") or on_gpu:  # an input-bound entry's hand references are its loaders
+            copies["hand"] = prepare(entry, tmp_path / "hand", hand=hand)
+        copies.update(inputs.copies(entry, tmp_path, prepare))
         runs_as = {"hand": {**entry, "args": entry["args"] + entry["hand_args"]}} if on_gpu else {}
         for s in searches:
             cwd, s["applies"] = applied(entry, tmp_path / s["tag"], s["patch"])
             if cwd is not None and s["patch"]:
                 copies[s["tag"]] = cwd
-                s["same_as_hand"] = _same_files(tmp_path / s["tag"], tmp_path / "hand")
+                s["same_as_hand"] = "hand" in copies and _same_files(tmp_path / s["tag"], tmp_path / "hand")
         measured = measure(entry, copies, args.rounds, args.timeout, runs_as)
         seeded = [once(entry, copies["original"], args.timeout, seed=k) for k in range(1, args.seeds)]
     at = min((len(run) for m in measured.values() for run in m["losses"]), default=0)
@@ -217,7 +226,7 @@ def _inside(measured: dict[str, Any], at: int, admitted: dict[str, Any] | None) 
 
 def report(r: dict[str, Any]) -> list[str]:
     m, base = r["measured"], r["measured"]["original"]["step_ms"]
-    hand = m["hand"]["step_ms"]
+    hand, whole = m.get("hand", {}).get("step_ms"), m["original"].get("wall_s")
     lines = [f"{r['name']} ({r['kind']}): loss at step {r['loss_at']} (the mean of steps "
              f"{max(1, r['loss_at'] - WINDOW + 1)}-{r['loss_at']})"]
     admitted = r.get("gate")
@@ -229,6 +238,11 @@ def report(r: dict[str, Any]) -> list[str]:
         lines.append(f"  search {s['tag']:8} exit {s['rc']}  {s['search_s']:5.0f} s  load {s['loadavg'][0]:.1f}->"
                      f"{s['loadavg'][1]:.1f}  winner {s['winner']} (predicted {s['predicted'] or 1:.2f}x)  patch: "
                      f"{s['applies'] if 'applies' in s else '-'}  {s['error']}")
+        if s.get("input_wait"):
+            lines.append("      input wait (share of the step): " + ", ".join(
+                f"{v} {w['share']:.0%}" for v, w in s["input_wait"].items() if w.get("share") is not None))
+        if s.get("run_length"):
+            lines.append(f"      run length: {s['run_length'].get('steps')} steps ({s['run_length'].get('source')})")
         for change in s["changes"]:
             lines.append(f"      {change}")
         if s.get("same_as_hand"):
@@ -238,7 +252,9 @@ def report(r: dict[str, Any]) -> list[str]:
         speed = f"{base / ms:.2f}x" if base and ms else "-"
         vs_hand = f"{hand / ms:.2f}" if hand and ms else "-"
         loss = r["losses"].get(name)
+        wall = got.get("wall_s")
         lines.append(f"  {name:9} step {ms or 0:8.1f} ms  speed-up {speed:>6}  vs hand {vs_hand:>5}  "
+                     f"whole {wall or 0:6.1f} s ({f'{whole / wall:.2f}x' if whole and wall else '-'})  "
                      f"loss {loss if loss is None else round(loss, 4)}{_mark(r, name)}  "
                      f"runs {[round(x, 1) for x in got['runs_ms']]} "
                      f"load {[round(x, 1) for x in got['loadavg']]}")
@@ -257,7 +273,7 @@ def targets(results: list[dict[str, Any]]) -> list[str]:
     same_edit: list[str] = []  # a loaded search's patch is the quiet one's, byte for byte
     for r in results:
         m = r["measured"]
-        base, by_hand = m["original"]["step_ms"], m["hand"]["step_ms"]
+        base, by_hand = m["original"]["step_ms"], m.get("hand", {}).get("step_ms")
         quiet_patch = next((s.get("patch") or "" for s in r["searches"] if s["tag"] == "quiet"), None)
         for s in r["searches"]:
             search_s.append((r["name"], s["tag"], s["search_s"]))
@@ -313,7 +329,7 @@ def targets(results: list[dict[str, Any]]) -> list[str]:
                         all(x >= 0.95 for *_, x in loaded),
                         ", ".join([f"{n} {tag} {x:.2f}" for n, tag, x in loaded]
                                   + [f"{t}: the same patch" for t in same_edit])))
-    return out
+    return out + inputs.targets(results, line)
 
 
 def _same_files(a: Path, b: Path) -> bool:

@@ -12,7 +12,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
-from pitstop.train.config import NAIVE_NAME
+from pitstop.errors import UsageError
+from pitstop.train.config import NAIVE_NAME, parse_train_variant
 from pitstop.train.script import edits
 from pitstop.train.script.loaders import not_to_workers as _not_to_workers
 from pitstop.train.script.run_length import Unknown, loop_bound
@@ -182,6 +183,13 @@ def test_the_loader_edit_is_keywords_of_its_construction(tmp_path):
     assert "batch_size=16, num_workers=2, persistent_workers=True)" in text
     cuda = edits.plan(edits.TrainConfig(workers=2), found(site=site), "cuda")
     assert "pin_memory=True" in edits.apply(cuda)[str(script)]
+    ahead = edits.apply(edits.plan(edits.TrainConfig(workers=2, prefetch=4), found(site=site), "cpu"))[str(script)]
+    assert "batch_size=16, num_workers=2, persistent_workers=True, prefetch_factor=4)" in ahead
+    assert [c.why for c in edits.plan(edits.TrainConfig(workers=2, prefetch=4), found(site=site), "cpu")] == \
+        ["workers2+prefetch4"] * 3
+    with pytest.raises(UsageError, match="prefetch needs workers"):
+        edits.TrainConfig(prefetch=4)  # no workers: nothing is made ahead
+    assert parse_train_variant("workers2+prefetch4+threads1") == edits.TrainConfig(workers=2, prefetch=4, threads=1)
 
 
 @pytest.mark.parametrize(("loader", "why"), [
@@ -202,6 +210,8 @@ def test_under_the_hf_trainer_the_loader_is_set_through_training_arguments(tmp_p
                                            "site": {"file": str(script), "line": 1}, "keywords": []}]}
     text = edits.apply(edits.plan(edits.TrainConfig(workers=2), hf, "cpu"))[str(script)]
     assert "max_steps=10, dataloader_num_workers=2, dataloader_persistent_workers=True)" in text
+    ahead = edits.apply(edits.plan(edits.TrainConfig(workers=2, prefetch=4), hf, "cpu"))[str(script)]
+    assert "dataloader_persistent_workers=True, dataloader_prefetch_factor=4)" in ahead
 
 
 class _Holds(torch.utils.data.Dataset):

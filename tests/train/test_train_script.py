@@ -145,9 +145,10 @@ def _discover(script: Path, *args: str) -> object:
 ])
 def test_a_trainer_script_gets_its_own_flags_and_trains_the_same(tmp_path, name, kind, edits):
     """Under Lightning or the HF Trainer the change is their own flag (or the user's optimizer or
-    DataLoader line): each patch applies with git apply to a fresh copy, and the patched script, run
-    without pitstop, ends at the original's loss (bf16, the fused optimizer, two persistent loader
-    workers; a compiled run is only applied: compiling a BERT on 2 CPU cores takes minutes)."""
+    DataLoader line): each patch applies with git apply to a fresh copy, and the patch of them all
+    together (bf16, the fused optimizer, two persistent loader workers: one run proves each trains,
+    a broken one breaks it), run without pitstop, ends at the original's loss; a compiled run is
+    only applied: compiling a BERT on 2 CPU cores takes minutes."""
     pytest.importorskip("lightning" if kind == "lightning" else "accelerate")
     from pitstop.train.config import TrainConfig
     from pitstop.train.script.edits import NotMechanical
@@ -172,26 +173,28 @@ def test_a_trainer_script_gets_its_own_flags_and_trains_the_same(tmp_path, name,
             changes = [c.describe(str(tmp_path)) for c in group.changes(configs[what])]
             assert changes and flag.split(", ")[0] in changes[0] and changes[0].startswith(f"{name}:"), (what, changes)
             patches[what] = group.recipe(configs[what])
+        fused = {"optimizer": "fused"} if "fused" in patches else {}
+        together = {"precision": "bf16-autocast", "workers": 2, **fused}
+        trained = group.recipe(TrainConfig(**together))
     finally:
         group.close()
     before = run(name, "40", cwd=tmp_path, pitstop=False)
     assert before.returncode == 0, before.stderr
-    for what, patch in patches.items():
+    for what, patch in [*patches.items(), ("together", trained)]:
         copy = tmp_path / what
         copy.mkdir()
         shutil.copy(script, copy / name)
         subprocess.run(["git", "init", "-q"], cwd=copy, check=True)
         (copy / "p.diff").write_text(patch)
         subprocess.run(["git", "apply", "p.diff"], cwd=copy, check=True)
-        assert edits[what] in (copy / name).read_text()
-        if what == "workers":
-            assert "persistent_workers=True" in (copy / name).read_text()
-        if what == "compile":
-            continue
-        after = run(name, "40", cwd=copy, pitstop=False)
-        assert after.returncode == 0, (what, after.stderr)
-        assert abs(final_loss(after.stdout) - final_loss(before.stdout)) < 0.1 * final_loss(before.stdout) + 0.05, \
-            (what, final_loss(before.stdout), final_loss(after.stdout))
+        text = (copy / name).read_text()
+        assert all(edits[w] in text for w in (patches if what == "together" else [what]) if w != "compile"), what
+        if what in ("workers", "together"):
+            assert "persistent_workers=True" in text
+    after = run(name, "40", cwd=tmp_path / "together", pitstop=False)
+    assert after.returncode == 0, after.stderr
+    assert abs(final_loss(after.stdout) - final_loss(before.stdout)) < 0.1 * final_loss(before.stdout) + 0.05, \
+        (final_loss(before.stdout), final_loss(after.stdout))
 
 
 NO_STEP = {  # what the script does instead of stepping a torch.optim optimizer -> what the error says
@@ -408,7 +411,7 @@ def test_a_budget_too_short_for_the_gate_stops_and_names_the_budget_it_needs(tmp
     several times over: exit 1, no patch, and the reason gives the step time and a budget that fits."""
     (tmp_path / "slow.py").write_text(SLOW_STEPS)
     start = time.monotonic()
-    proc = run("train", "--time-budget-s", "10", "--techniques", "threads", "--json", "t.json", "--patch", "p.diff",
+    proc = run("train", "--time-budget-s", "10", "--techniques", "zero_grad", "--json", "t.json", "--patch", "p.diff",
                "slow.py", cwd=tmp_path)  # the product's minimum budget: the gate needs far more than it either way
     took = time.monotonic() - start
     assert proc.returncode == 1, proc.stderr[-2000:] + proc.stdout[-2000:]

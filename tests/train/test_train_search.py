@@ -35,6 +35,14 @@ def test_the_strongest_axes_are_combined_and_compiled_autograd_refines_a_compile
     assert finalists[-1] == "bf16-autocast+compiled-autograd"  # the refinement comes last
 
 
+def test_the_first_finalist_with_loader_workers_is_refined_with_batches_made_further_ahead(search):
+    search.outcome.stages = [stage("probe", {NAIVE_NAME: 100.0, "workers2": 50.0, "workers1": 70.0,
+                                             "bf16-autocast": 90.0})]
+    finalists = [c.name for c in search.finalists()]
+    assert finalists[0] == "workers2" and finalists[-1] == "workers2+prefetch4"  # a refinement: last
+    assert sum("prefetch" in f for f in finalists) == 1
+
+
 def test_a_short_budget_keeps_the_fastest_single_over_a_speculative_composition(search):
     """The encoder case: compile alone slower than naive, bf16 faster; when the final has room for
     one finalist, it is the measured bf16 step, not the untried bf16+compile."""

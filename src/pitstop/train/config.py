@@ -36,16 +36,20 @@ class TrainConfig:
     checkpoint: tuple[str, ...] = ()  # blocks run under activation checkpointing
     ddp: str | None = None  # a knob of the script's DDP or FSDP2 (under torchrun): variants/ddp.py
     workers: int | None = None  # the training DataLoader's num_workers (persistent; pinned on CUDA): scripts only
+    prefetch: int | None = None  # its prefetch_factor (batches made ahead per worker; torch's default 2): with workers
 
     def __post_init__(self) -> None:
         for axis, choices in _CHOICES.items():
             if getattr(self, axis) not in choices:
                 raise UsageError(f"train variant {axis} must be one of {', '.join(map(str, choices))}; "
                                  f"got {getattr(self, axis)!r}")
-        for axis in ("threads", "micro_batch", "workers"):
+        for axis in ("threads", "micro_batch", "workers", "prefetch"):
             value = getattr(self, axis)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise UsageError(f"train variant {axis} must be a positive integer or None, got {value!r}")
+        if self.prefetch is not None and self.workers is None:
+            raise UsageError("train variant prefetch needs workers: a DataLoader without worker processes makes no "
+                             "batches ahead")
         if not isinstance(self.checkpoint, tuple):
             object.__setattr__(self, "checkpoint", tuple(self.checkpoint))
 
@@ -70,6 +74,8 @@ class TrainConfig:
             parts.append(self.ddp if self.ddp.startswith("fsdp-") else f"ddp-{self.ddp}")
         if self.workers is not None:
             parts.append(f"workers{self.workers}")
+        if self.prefetch is not None:
+            parts.append(f"prefetch{self.prefetch}")
         if self.threads is not None:
             parts.append(f"threads{self.threads}")
         return parts
@@ -132,9 +138,11 @@ def parse_train_variant(name: str) -> TrainConfig:
             axis, value = "micro_batch", int(part[5:])
         elif part.startswith("workers") and part[7:].isdigit():
             axis, value = "workers", int(part[7:])
+        elif part.startswith("prefetch") and part[8:].isdigit():
+            axis, value = "prefetch", int(part[8:])
         else:
             raise SettingError("variants", f"unknown part {part!r} in {name!r}; known: {', '.join(_PARTS)}, "
-                             "microN, threadsN, workersN (or naive)")
+                             "microN, threadsN, workersN, prefetchN (or naive)")
         if axis in values:
             raise SettingError("variants", f"{name!r} sets {axis} twice")
         values[axis] = value

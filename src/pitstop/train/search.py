@@ -31,7 +31,7 @@ from pitstop.train.winner import TIE, OptimizerGain, decide, optimizer_gain
 MEANINGFUL = 1.05  # a technique combines when faster beyond noise, or by 5% (median)
 PROBE_SHARE = 0.45  # of the budget: probe variants not started by then are skipped (the final needs the rest)
 PROBE_CALLS, FINAL_CALLS = 5, 6  # timed steps every variant gets at least, whatever the budget (an interval)
-FINALISTS = 4
+FINALISTS, PREFETCH = 4, 4  # PREFETCH: a worker's batches made ahead, so that one slow batch does not stall a step
 ROUND_S = 0.5  # timed seconds per variant per interleaved round: a turn of several steps, not one
 SWITCH_IN = 1  # the first step of a turn is not a sample (a process switched in after another's turn)
 MIN_ROUNDS = 3  # turns per variant before precision may end a stage (turns shortened to fit the budget): one
@@ -40,8 +40,7 @@ _OPTIONS: dict[str, tuple[Any, ...]] = {
     "precision": ("bf16-autocast", "fp16-autocast"),
     "compile": ("default", "reduce-overhead"),
     "optimizer": ("foreach", "fused"),
-    "zero_grad": ("zeros",),
-    "layout": ("channels_last",),
+    "zero_grad": ("zeros",), "layout": ("channels_last",),
     "ddp": ("grad-view", "static-graph", "bucket-100", "fsdp-no-reshard", "fsdp-bf16-params"),
 }
 
@@ -294,10 +293,11 @@ class TrainSearch(StagedSearch):
         combined, compile on the fastest reduced precision (in eager, autocast pays a cast around
         every op, which a compiled graph fuses: they compose better than their single speed-ups
         predict), the second single, then the other combinations by predicted speed-up; at most
-        ``FINALISTS``, in that order; then two refinements, not probed alone and the first dropped
-        when time is short: the fused optimizer on the first combination (``_fused_refinement``),
-        and the first compiled finalist with compiled autograd (the whole backward captured at run
-        time: it pays where the forward has graph breaks or the model backward hooks)."""
+        ``FINALISTS``, in that order; then refinements, not probed alone and the first dropped when
+        time is short: the fused optimizer on the first combination (``_fused_refinement``), the first
+        compiled finalist with compiled autograd (the whole backward captured at run time: it pays where
+        the forward has graph breaks or the model backward hooks), the first with loader workers, each
+        making ``PREFETCH`` batches ahead (torch's default 2)."""
         survivors = self._survivors()
         fixed = {a: s for a, s in survivors.items() if "threads" not in a}
         axes = sorted(fixed, key=lambda a: -fixed[a][1])[:4]
@@ -320,8 +320,9 @@ class TrainSearch(StagedSearch):
         if refined is not None and refined not in finalists:  # refinements last: the first dropped when short
             finalists.append(refined)
         compiled = next((c for c in finalists if c.compile == "default"), None)
-        if compiled is not None:
-            finalists.append(compiled.with_(compile="compiled-autograd"))
+        loaded = next((c for c in finalists if c.workers and c.prefetch is None), None)
+        finalists += [c for c in (compiled and compiled.with_(compile="compiled-autograd"),
+                                  loaded and loaded.with_(prefetch=PREFETCH)) if c is not None]
         return [c for c in finalists if self.group.runnable(c)]
 
     def _fused_refinement(self, finalists: list[TrainConfig]) -> TrainConfig | None:

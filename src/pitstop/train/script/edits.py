@@ -204,14 +204,17 @@ def _loader(config: TrainConfig, found: dict[str, Any], kind: str, device: str) 
     n, cuda = int(config.workers or 0), device.startswith("cuda")
     if loader.get("cannot_use_workers"):
         raise NotMechanical(f"the training DataLoader cannot use worker processes: {loader['cannot_use_workers']}")
-    if loader["num_workers"] == n and loader["persistent_workers"] and (loader["pin_memory"] or not cuda):
+    if loader["num_workers"] == n and loader["persistent_workers"] and (loader["pin_memory"] or not cuda) \
+            and config.prefetch in (None, loader.get("prefetch_factor")):
         raise NotMechanical(f"the training DataLoader already runs {n} persistent workers: the unmodified script is "
                             "this variant")
-    why = f"workers{n}"
+    why = "+".join(p for p in config.parts if p.startswith(("workers", "prefetch")))
     if loader.get("site") is None:
         if kind != "hf":
             raise NotMechanical("the training DataLoader is built by a library, not in your files")
         keywords = [f"dataloader_num_workers={n}", "dataloader_persistent_workers=True"]
+        if config.prefetch:
+            keywords.append(f"dataloader_prefetch_factor={config.prefetch}")
         if cuda:
             keywords.append("dataloader_pin_memory=True")
         return [_trainer_keyword(found, "hf-arguments", k, why) for k in keywords]
@@ -219,6 +222,8 @@ def _loader(config: TrainConfig, found: dict[str, Any], kind: str, device: str) 
         raise NotMechanical("the training DataLoader is given num_workers by position: pitstop edits keywords")
     site = loader["site"]
     keywords = [f"num_workers={n}", "persistent_workers=True"]
+    if config.prefetch:
+        keywords.append(f"prefetch_factor={config.prefetch}")
     if cuda:
         keywords.append("pin_memory=True")
     changes = [Change("keyword", site["file"], site["line"], k, callee="DataLoader", why=why) for k in keywords]
