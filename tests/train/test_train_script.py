@@ -47,9 +47,14 @@ def final_loss(output: str) -> float:
 def test_a_plain_loop_end_to_end_the_patch_applies_and_trains_the_same(tmp_path):
     script = repo(tmp_path, "plain_loop.py")
     proc = run("train", "--time-budget-s", "20", "--techniques", "precision,optimizer,zero_grad", "--replicas", "1",
-               "--json", "t.json", "--patch", "speedup.diff", script.name, "--iters", "400", cwd=tmp_path)
+               "--allow-emulated", "--json", "t.json", "--patch", "speedup.diff", script.name, "--iters", "400",
+               cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     doc = json.loads((tmp_path / "t.json").read_text())
+    fp16 = next(r for r in doc["results"] if r["variant"] == "fp16-autocast")  # emulated on a CPU: not refused
+    assert doc["settings"]["allow_emulated"] is True and "emulated" not in (fp16.get("reason") or ""), fp16
+    if fp16["status"] != "skipped":  # measured (the budget may end the probe before it): the notes say how
+        assert any(n.startswith("--allow-emulated: fp16-autocast measured though fp16") for n in doc["notes"])
     jsonschema.validate(doc, TRAIN_SCHEMA)
     assert doc["script"]["kind"] == "plain" and doc["script"]["flops_per_step"] > 0
     assert doc["script"]["sites"]["optimizers"][0]["groups"] == 2  # both parameter groups, as the user built them

@@ -58,16 +58,19 @@ def test_each_variant_is_a_torchrun_job_and_the_ddp_knobs_are_searched(tmp_path)
     assert knobs == dict.fromkeys(("ddp-grad-view", "ddp-static-graph", "ddp-bucket-100"), "ok")  # each measured
     naive = next(r for r in doc["results"] if r["variant"] == "naive" and r["stage"] == "final")
     assert len(naive["fidelity"]["trajectory"]["losses"]) == 3  # the gate ran on the job's rank 0
-    final = [r for r in doc["results"] if r["stage"].startswith("final") and r["variant"] != "naive"]
+    deciding = doc["search"]["stages"][-1]  # the winner is chosen in the last stage (a final measured again:
+    # "final-2", by CPU time on one thread, when the first drifted under load)
+    final = [r for r in doc["results"] if r["stage"] == deciding["name"] and r["variant"] != "naive"]
     gated = [r for r in final if r["status"] == "ok"]
     winner = doc["winner"]["variant"]
+    busy = any((s["load"] or {}).get("busy") for s in doc["search"]["stages"])
     if winner == "naive":  # nothing beat the job here: no patch, and nothing measured was faster beyond noise
         assert not (tmp_path / "ddp.diff").exists()
-        assert all((r.get("speedup") or {}).get("verdict") != "faster" or r["speedup"]["median"] < 1.05
-                   for r in gated), [(r["variant"], r.get("speedup")) for r in gated]
+        assert busy or all((r.get("speedup") or {}).get("verdict") != "faster" or r["speedup"]["median"] < 1.05
+                           for r in gated), ([(r["variant"], r.get("speedup")) for r in gated], doc["notes"])
         if not final:  # no finalist: no probe was faster by 5% or beyond noise
-            assert all((r.get("speedup") or {}).get("verdict") != "faster" or r["speedup"]["median"] < 1.05
-                       for r in doc["results"] if r["stage"] == "probe"), doc["results"]
+            assert busy or all((r.get("speedup") or {}).get("verdict") != "faster" or r["speedup"]["median"] < 1.05
+                           for r in doc["results"] if r["stage"] == "probe"), doc["results"]
         return
     assert winner in {r["variant"] for r in gated}  # the winner passed the gate
     patch = (tmp_path / "ddp.diff").read_text()

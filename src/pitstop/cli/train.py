@@ -95,6 +95,9 @@ def _add_train(sub: Any) -> None:
     p.add_argument("--time-budget-s", type=_positive(float), default=300.0,
                    help="time for the whole search (default: 300); past it, the best so far is reported")
     p.add_argument("--steps", type=_positive(int), help="planned training steps: compilation must pay for itself")
+    p.add_argument("--allow-emulated", action="store_true",
+                   help="also measure (and edit) a precision this hardware only emulates (fp16 on a CPU, bf16 "
+                        "without native support): for a patch meant for other hardware; the report says so")
     p.add_argument("--techniques", metavar="A,B", default=None,
                    help=f"axes to search (default: all: {','.join(TRAIN_AXES)}; a script: all but micro_batch and "
                         "checkpoint, and workers: its training DataLoader's num_workers, with threads)")
@@ -162,7 +165,7 @@ def _train_script(args: argparse.Namespace) -> int:
         settings = TrainSettings(time_budget_s=args.time_budget_s, steps=args.steps, axes=techniques,
                                  nproc_per_node=args.nproc_per_node,
                                  trajectory_steps=args.trajectory_steps, tolerance=args.tolerance, seed=args.seed,
-                                 replicas=args.replicas, timeout_s=args.timeout_s,
+                                 replicas=args.replicas, timeout_s=args.timeout_s, allow_emulated=args.allow_emulated,
                                  worker_env=tuple(sorted(_env_pairs(args.worker_env).items())), **options)
         with _progress(output.console) as on_event:
             report = train_script(args.model, list(args.args), settings, json_path=output.result, patch=args.patch,
@@ -195,6 +198,7 @@ def _train_model(args: argparse.Namespace) -> int:
                 tolerance=args.tolerance, memory_budget_mb=args.memory_budget_mb, device=args.device,
                 seed=args.seed, replicas=args.replicas, timeout_s=args.timeout_s, batch_dim=args.batch_dim,
                 worker_env=tuple(sorted(_env_pairs(args.worker_env).items())), save=args.save,
+                allow_emulated=args.allow_emulated,
                 json_path=output.result, on_event=on_event, **options)
     output.finish(report.to_dict())
     return _exit_code(report)

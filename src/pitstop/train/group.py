@@ -52,6 +52,7 @@ class TrainGroup(WorkerGroup):
         self.band: dict[str, Any] | None = None
         self.info: dict[str, Any] = {}
         self.one_thread = False  # a busy machine: every variant measured on one thread, compared by CPU time
+        self.emulated: dict[str, str] = {}  # variants measured in a precision this hardware only emulates
         self._prepared = False
 
     @property
@@ -119,7 +120,7 @@ class TrainGroup(WorkerGroup):
         self.info = {**info, "target_spec": self.request.target_spec}
         self.settings = dataclasses.replace(self.settings, batch_size=int(info["batch_size"]))
         self.problem = Problem(OptimizerSpec.from_dict(info["optimizer"]), LossSpec.from_dict(info["loss"]))
-        self.target = TrainTarget.from_dict(info["target"])
+        self.target = TrainTarget.from_dict({**info["target"], "allow_emulated": self.settings.allow_emulated})
         self.seed_cosine: float | None = float(info["seed_cosine"])
         self.payload = Path(info["payload"])
         self.inputs_description = str(info["inputs"])
@@ -179,13 +180,20 @@ class TrainGroup(WorkerGroup):
         if reason:
             row.status, row.reason = "skipped", reason
             return _Live(config, row, [], seeds=[])
+        from pitstop.train.variants.precision import emulated
+
+        if emulated(config, self.target):  # measured because allow_emulated asked: the notes say so
+            self.emulated[config.name] = emulated(config, self.target) or ""
         first = len(list(workdir.iterdir()))
         return _Live(config, row, [self._worker(config, workdir / f"{first + i}.log") for i in range(len(seeds))],
                      seeds=seeds)
 
     def notes_after(self, rows: list[Measurement]) -> list[str]:
-        """What a stage's rows say about the measurement itself (script mode: reproducibility)."""
-        return []
+        """What a stage's rows say about the measurement itself: a precision this hardware only
+        emulates, measured because ``allow_emulated`` asked (script mode adds reproducibility)."""
+        measured = self.emulated
+        return [f"--allow-emulated: {', '.join(measured)} measured though {next(iter(measured.values()))}: its "
+                "figures are this machine's; the edit is for hardware that has it"] if measured else []
 
     def runnable(self, config: TrainConfig) -> bool:
         """Whether a planned finalist can run at all (a script variant that cannot be edited is not planned)."""

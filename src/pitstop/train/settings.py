@@ -41,6 +41,7 @@ class TrainSettings:
     nproc_per_node: int = 1  # a script: each variant a torchrun job of this many ranks
     policy: TimingPolicy = field(default_factory=TimingPolicy)
     worker_env: tuple[tuple[str, str], ...] = ()
+    allow_emulated: bool = False  # measure (and edit) a precision this hardware only emulates, saying so
 
     def __post_init__(self) -> None:
         check_numbers(self)
@@ -82,6 +83,7 @@ class TrainSettings:
                 "replicas": self.replicas, "isolate": self.isolate, "timeout_s": self.timeout_s,
                 "techniques": list(self.axes), "memory_budget_bytes": self.memory_budget_bytes,
                 "batch_dim": self.batch_dim, "nproc_per_node": self.nproc_per_node, "worker_env": dict(self.worker_env),
+                "allow_emulated": self.allow_emulated,
                 "timing": self.policy.to_dict()}
 
 

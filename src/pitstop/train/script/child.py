@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pitstop.errors import last_line
+from pitstop.train.script import amp
 
 STEP_REQUESTS = ("prepare", "trajectory", "warmup", "run")
 
@@ -109,12 +110,12 @@ class Server:
             losses = probe.step_losses[:len(probe.step_losses)]
             tail = sorted(probe.step_times[-5:])
             return {"losses": losses, "times": list(probe.step_times), "per_call_s": tail[len(tail) // 2],
-                    "seed": self.job.get("seed", 0), "skipped": 0, "steps": probe.steps}
+                    "seed": self.job.get("seed", 0), "skipped": amp.skipped(), "steps": probe.steps}
         training, cpu, opt, data = self._training_times()
         if self.pending == "warmup":
             return {"per_call_s": statistics.median(training or done), "calls": len(done)}
-        return {"times": training, "cpu_times": cpu, "optimizer_times": opt, "data_times": data, "skipped": 0,
-                "steps": probe.steps, "eval_steps": len(done) - len(training)}
+        return {"times": training, "cpu_times": cpu, "optimizer_times": opt, "data_times": data,
+                "skipped": amp.skipped(), "steps": probe.steps, "eval_steps": len(done) - len(training)}
 
     def _training_times(self) -> tuple[list[float], list[float], list[float], list[float]]:
         """The pending request's step times, CPU times, seconds in ``optimizer.step()`` and seconds
@@ -244,8 +245,8 @@ class Server:
         why = error or (f"the script ended after {steps} optimizer step(s)" if steps else self._no_step())
         if self.pending == "run" and error is None:  # timed steps cut short: what was timed still counts
             times, cpu, opt, data = self._training_times()
-            self._reply({"times": times, "cpu_times": cpu, "optimizer_times": opt, "data_times": data, "skipped": 0,
-                         "steps": steps, "ended": True})
+            self._reply({"times": times, "cpu_times": cpu, "optimizer_times": opt, "data_times": data,
+                         "skipped": amp.skipped(), "steps": steps, "ended": True})
         elif self.pending is not None:
             wanted = "; pitstop needed more: give arguments that train longer (e.g. more iterations)" \
                 if error is None and steps and self.pending in STEP_REQUESTS else ""

@@ -51,6 +51,9 @@ class Change:
             return f"{where}: {self.callee or 'the call'}(..., {self.text})  [{self.why}]"
         if self.what == "wrap":
             return f"{where}: `{self.text}` around the forward and loss (to before line {self.end_line})  [{self.why}]"
+        if self.what in ("scale", "scaler-step"):
+            how = "the backward of `{0}.scale(loss)`" if self.what == "scale" else "the step as `{0}.step(optimizer)`"
+            return f"{where}: {how.format(self.text)}  [{self.why}]"
         return f"{where}: add `{self.text}`  [{self.why}]"
 
     def to_dict(self, root: str) -> dict[str, Any]:
@@ -95,26 +98,33 @@ def plan(config: TrainConfig, found: dict[str, Any], device: str = "cpu") -> lis
 
 
 def _precision(config: TrainConfig, found: dict[str, Any], kind: str, device: str) -> list[Change]:
-    if config.precision != "bf16-autocast":
-        raise NotMechanical("fp16 autocast needs a GradScaler around the backward and the step; pitstop edits "
-                            "bf16 autocast only (native bf16 needs no scaling)")
+    """Autocast around each forward and loss; fp16 also with a GradScaler (``amp``); under Lightning or
+    the HF Trainer their own mixed-precision flag."""
+    fp16 = config.precision == "fp16-autocast"
     if kind == "lightning":
-        return [_trainer_keyword(found, "lightning", 'precision="bf16-mixed"', "bf16-mixed")]
+        flag = "16-mixed" if fp16 else "bf16-mixed"
+        return [_trainer_keyword(found, "lightning", f'precision="{flag}"', flag)]
     if kind == "hf":
-        return [_trainer_keyword(found, "hf-arguments", "bf16=True", "bf16")]
+        flag = "fp16" if fp16 else "bf16"
+        return [_trainer_keyword(found, "hf-arguments", f"{flag}=True", flag)]
     sites = found.get("sites") or {}
     pairs = sites.get("pairs") or ([{"forward": sites["forward"]["stack"], "backward": sites["backward"]["stack"]}]
                                    if sites.get("forward") and sites.get("backward") else [])
     if not pairs:
         raise NotMechanical("the forward or the backward of the training step was not seen in your files")
-    header = f"with torch.autocast({device.split(':')[0]!r}, dtype=torch.bfloat16):"
+    header = f"with torch.autocast({device.split(':')[0]!r}, dtype=torch.{'float16' if fp16 else 'bfloat16'}):"
     changes: list[Change] = []
     for pair in pairs:  # each backward of a step, with the forwards that led to it (a GAN has three)
         f, b = _common(pair["forward"], pair["backward"])
         change = Change("wrap", f["file"], f["line"], header, first_line=f["first_line"], function=f["function"],
-                        end_line=b["line"], why="bf16-autocast")
+                        end_line=b["line"], why=config.precision)
         if change not in changes:
             changes.append(change)
+    if fp16:
+        from pitstop.train.script import amp
+
+        changes += amp.scaler_changes(found, device, lambda what, file, line, text: Change(
+            what, file, line, text, why="fp16-autocast"))
     return changes
 
 
@@ -296,6 +306,12 @@ def _one(text: str, c: Change) -> str:
         return insert_after_imports(text, [c.text])
     if c.what == "wrap":
         return wrap_statements(text, _where(c), _where(c, c.end_line), c.text)
+    if c.what in ("scale", "scaler-step", "before", "after"):
+        from pitstop.train.script import amp
+
+        if c.what in ("before", "after"):
+            return amp.beside(text, c.line, c.text, after=c.what == "after")
+        return (amp.scale if c.what == "scale" else amp.step)(text, c.line, c.text)
     raise ValueError(f"unknown change {c.what}")
 
 

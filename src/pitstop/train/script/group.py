@@ -101,6 +101,7 @@ class ScriptGroup(TrainGroup):
                                   physical_cores=int(found["peaks"].get("physical_cores", 1)),
                                   has_4d_input=4 in forward.get("input_dims", []), batch_size=1,
                                   ddp=self._wraps(found, "ddp"), fsdp=self._wraps(found, "fsdp"),
+                                  allow_emulated=self.settings.allow_emulated,
                                   optimizer_flags=tuple(sorted(set.intersection(*flags))) if flags else ("fused",))
         # what the report says was trained: the script's own optimizer class, whatever it is (LBFGS, a
         # package's or the script's own class: no flag of it is reproduced, only edited where it has one)
@@ -139,7 +140,7 @@ class ScriptGroup(TrainGroup):
     def notes_after(self, rows: list[Measurement]) -> list[str]:
         """What the final stage's rows say: reproducibility (``_reproducible``), and the random draws
         a loader with workers moves (``_loader_notes``)."""
-        return self._reproducible(rows) + self._loader_notes(rows)
+        return self._reproducible(rows) + self._loader_notes(rows) + super().notes_after(rows)
 
     def _loader_notes(self, rows: list[Measurement]) -> list[str]:
         sites = self.found.get("sites") or {}

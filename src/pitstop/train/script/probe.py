@@ -19,6 +19,7 @@ from torch import nn
 from torch.optim import optimizer as optim_hooks
 
 from pitstop.train.clock import InStep
+from pitstop.train.script import amp
 from pitstop.train.script.frames import caller_site, site_of, user_frames
 from pitstop.train.script.source_edit import deepest_shared
 
@@ -94,8 +95,10 @@ class Probe:
         for cls in (torch.no_grad, torch.inference_mode):
             self._time_regions(cls)
         self._watch_loaders()
+        amp.count_skips()  # every variant: the steps an fp16 GradScaler skipped
         if self.discover:
             self._watch_ddp()
+            amp.watch(self.sites)  # where the optimizers step and the gradients are clipped
 
     def _watch_loaders(self) -> None:
         """The input wait of each step, and (discovery) the DataLoaders: ``loaders.watch``."""

@@ -22,6 +22,7 @@ class TrainTarget:
     checkpoint_blocks: tuple[str, ...] = ()  # what `pitstop memory`'s plan chose (empty: no budget given)
     ddp: bool = False  # a script under torchrun that builds a DistributedDataParallel in its own code
     fsdp: bool = False  # ... that calls FSDP2's fully_shard in its own code
+    allow_emulated: bool = False  # a precision this hardware only emulates is measured anyway (--allow-emulated)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (crosses to worker processes)."""
