@@ -9,7 +9,8 @@ from pitstop.cli._args import ScriptParser, _env_pairs, _fraction, _positive, _s
 from pitstop.cli._output import Output, _progress
 from pitstop.errors import SettingError
 
-TRAIN_AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint")
+TRAIN_AXES = ("precision", "tf32", "cudnn_benchmark", "compile", "optimizer", "zero_grad", "layout", "threads",
+              "micro_batch", "checkpoint")
 MODEL_ONLY = ("--input", "--target", "--optimizer", "--lr", "--weight-decay", "--batch-size", "--batch-dim",
               "--memory-budget-mb", "--save")
 

@@ -37,6 +37,8 @@ class TrainConfig:
     ddp: str | None = None  # a knob of the script's DDP or FSDP2 (under torchrun): variants/ddp.py
     workers: int | None = None  # the training DataLoader's num_workers (persistent; pinned on CUDA): scripts only
     prefetch: int | None = None  # its prefetch_factor (batches made ahead per worker; torch's default 2): with workers
+    tf32: bool = False  # fp32 matmuls and convolutions on TF32 tensor cores (CUDA)
+    cudnn_benchmark: bool = False  # cuDNN times its convolution algorithms for each new shape (CUDA)
 
     def __post_init__(self) -> None:
         for axis, choices in _CHOICES.items():
@@ -47,6 +49,9 @@ class TrainConfig:
             value = getattr(self, axis)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise UsageError(f"train variant {axis} must be a positive integer or None, got {value!r}")
+        for axis in ("tf32", "cudnn_benchmark"):
+            if not isinstance(getattr(self, axis), bool):
+                raise UsageError(f"train variant {axis} must be True or False, got {getattr(self, axis)!r}")
         if self.prefetch is not None and self.workers is None:
             raise UsageError("train variant prefetch needs workers: a DataLoader without worker processes makes no "
                              "batches ahead")
@@ -66,6 +71,10 @@ class TrainConfig:
             parts.append("zero-grad-zeros")
         if self.layout:
             parts.append(self.layout)
+        if self.tf32:
+            parts.append("tf32")
+        if self.cudnn_benchmark:
+            parts.append("cudnn-benchmark")
         if self.micro_batch is not None:
             parts.append(f"micro{self.micro_batch}")
         if self.checkpoint:
@@ -119,7 +128,8 @@ _PARTS: dict[str, tuple[str, Any]] = {
     "zero-grad-zeros": ("zero_grad", "zeros"), "channels_last": ("layout", "channels_last"),
     "ddp-grad-view": ("ddp", "grad-view"), "ddp-static-graph": ("ddp", "static-graph"),
     "ddp-bucket-100": ("ddp", "bucket-100"), "fsdp-no-reshard": ("ddp", "fsdp-no-reshard"),
-    "fsdp-bf16-params": ("ddp", "fsdp-bf16-params"),
+    "fsdp-bf16-params": ("ddp", "fsdp-bf16-params"), "tf32": ("tf32", True),
+    "cudnn-benchmark": ("cudnn_benchmark", True),
 }
 
 

@@ -38,7 +38,7 @@ MIN_ROUNDS = 3  # turns per variant before precision may end a stage (turns shor
 # 0.5 s turn of a 1 ms step is 500 samples of one moment, a tight interval that the next turn may not share
 _OPTIONS: dict[str, tuple[Any, ...]] = {
     "precision": ("bf16-autocast", "fp16-autocast"),
-    "compile": ("default", "reduce-overhead"),
+    "compile": ("default", "max-autotune", "reduce-overhead"), "tf32": (True,), "cudnn_benchmark": (True,),
     "optimizer": ("foreach", "fused"),
     "zero_grad": ("zeros",), "layout": ("channels_last",),
     "ddp": ("grad-view", "static-graph", "bucket-100", "fsdp-no-reshard", "fsdp-bf16-params"),

@@ -16,7 +16,7 @@ SCRIPT_OPTIONS = ("--time-budget-s", "--steps", "--techniques", "--trajectory-st
                   "--seed", "--replicas", "--timeout-s", "--worker-env", "--json", "--html", "--patch",
                   "--nproc-per-node")
 AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint", "ddp",
-        "workers")
+        "workers", "tf32", "cudnn_benchmark")
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ from pitstop.train.script.group import ScriptGroup, ScriptSource
 from pitstop.train.search import TrainOutcome, TrainSearch
 from pitstop.train.settings import TrainSettings
 
-SCRIPT_AXES = ("workers", "precision", "compile", "optimizer", "zero_grad", "layout", "threads", "ddp")
+SCRIPT_AXES = ("workers", "precision", "tf32", "cudnn_benchmark", "compile", "optimizer", "zero_grad", "layout",
+               "threads", "ddp")
 
 
 def train_script(script: str, args: list[str], settings: TrainSettings, *, json_path: Any = None,

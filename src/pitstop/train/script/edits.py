@@ -77,6 +77,8 @@ def plan(config: TrainConfig, found: dict[str, Any], device: str = "cpu") -> lis
     changes: list[Change] = []
     if config.precision != "fp32":
         changes += _precision(config, found, kind, device)
+    if config.tf32 or config.cudnn_benchmark:
+        changes += _fp32_math(config, found, kind)
     if config.compile:
         changes += _compile(config, found, kind)
     if config.optimizer != "for-loop":
@@ -137,11 +139,33 @@ def _common(fwd: list[dict[str, Any]], bwd: list[dict[str, Any]]) -> tuple[dict[
 
 
 def _compile(config: TrainConfig, found: dict[str, Any], kind: str) -> list[Change]:
-    if config.compile != "default":
-        raise NotMechanical(f"compile mode {config.compile} is not edited into scripts; plain torch.compile is")
+    """``model.compile()`` (with its mode: max-autotune-no-cudagraphs, reduce-overhead) before the
+    training loop; the HF Trainer's ``torch_compile`` (and ``torch_compile_mode``)."""
+    from pitstop.train.variants.compile import MODES
+
+    if config.compile not in ("default", *MODES):
+        raise NotMechanical(f"{config.compile} is not edited into scripts (it needs a context around the backward)")
+    why, mode = next(p for p in config.parts if p.startswith("compile")), MODES.get(str(config.compile))
     if kind == "hf":
-        return [_trainer_keyword(found, "hf-arguments", "torch_compile=True", "compile")]
-    return [_before_training(found, "{model}.compile()", "compile")]
+        return [_trainer_keyword(found, "hf-arguments", "torch_compile=True", why)] + (
+            [_trainer_keyword(found, "hf-arguments", f'torch_compile_mode="{mode}"', why)] if mode else [])
+    return [_before_training(found, "{model}.compile(" + (f'mode="{mode}"' if mode else "") + ")", why)]
+
+
+def _fp32_math(config: TrainConfig, found: dict[str, Any], kind: str) -> list[Change]:
+    """TF32 (the HF Trainer's ``tf32=True``, else the torch precision API after the imports) and
+    ``cudnn.benchmark`` (Lightning's ``Trainer(benchmark=True)``, else after the imports)."""
+    from pitstop.train.variants.fp32_math import BENCHMARK, TF32
+
+    changes = []
+    if config.tf32:
+        changes.append(_trainer_keyword(found, "hf-arguments", "tf32=True", "tf32") if kind == "hf" else
+                       Change("after-imports", found["script"], 1, "\n".join(TF32), why="tf32"))
+    if config.cudnn_benchmark:
+        changes.append(_trainer_keyword(found, "lightning", "benchmark=True", "cudnn-benchmark")
+                       if kind == "lightning" else
+                       Change("after-imports", found["script"], 1, BENCHMARK[0], why="cudnn-benchmark"))
+    return changes
 
 
 def _before_training(found: dict[str, Any], line: str, why: str) -> Change:

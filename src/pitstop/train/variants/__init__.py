@@ -9,6 +9,7 @@ from pitstop.train.variants.base import Code, Technique, TrainTarget
 from pitstop.train.variants.checkpointing import Checkpointing
 from pitstop.train.variants.compile import Compile
 from pitstop.train.variants.ddp import DistributedKnobs
+from pitstop.train.variants.fp32_math import Fp32Math
 from pitstop.train.variants.layout import Layout
 from pitstop.train.variants.micro_batch import MicroBatch
 from pitstop.train.variants.optimizer import OptimizerImpl
@@ -16,8 +17,8 @@ from pitstop.train.variants.precision import Precision
 from pitstop.train.variants.threads import Threads
 from pitstop.train.variants.zero_grad import ZeroGrad
 
-TECHNIQUES: tuple[Technique, ...] = (Threads(), Precision(), Layout(), Checkpointing(), Compile(), OptimizerImpl(),
-                                     ZeroGrad(), MicroBatch(), DistributedKnobs())
+TECHNIQUES: tuple[Technique, ...] = (Threads(), Precision(), Fp32Math(), Layout(), Checkpointing(), Compile(),
+                                     OptimizerImpl(), ZeroGrad(), MicroBatch(), DistributedKnobs())
 
 __all__ = ["TECHNIQUES", "Code", "Technique", "TrainTarget", "codes", "gate"]
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pitstop.train.config import TrainConfig
 from pitstop.train.variants.base import Code, Technique, TrainTarget
 
+MODES = {"max-autotune": "max-autotune-no-cudagraphs", "reduce-overhead": "reduce-overhead"}  # torch.compile's
+
 
 class Compile(Technique):
     axis = "compile"
@@ -18,6 +20,8 @@ class Compile(Technique):
     def gate(self, config: TrainConfig, target: TrainTarget) -> str | None:
         if config.compile == "reduce-overhead" and target.device != "cuda":
             return "reduce-overhead uses CUDA graphs; it needs CUDA"
+        if config.compile == "max-autotune" and target.device != "cuda":
+            return "max-autotune tunes GPU kernels (here max-autotune-no-cudagraphs); on a CPU it tunes for minutes"
         if config.compile and target.device == "cpu" and not target.compiler:
             return "torch.compile needs a C++ compiler (g++ or clang++) for CPU kernels; none found"
         return None
@@ -25,7 +29,7 @@ class Compile(Technique):
     def code(self, config: TrainConfig, target: TrainTarget) -> Code:
         if not config.compile:
             return Code()
-        mode = "" if config.compile in ("default", "compiled-autograd") else f", mode={config.compile!r}"
+        mode = "" if config.compile in ("default", "compiled-autograd") else f", mode={MODES[config.compile]!r}"
         code = Code(setup=[f"model = torch.compile(model{mode})  # compiles on the first step"])
         if config.compile == "compiled-autograd":
             code.imports.append("import torch._dynamo.compiled_autograd")
