@@ -31,7 +31,7 @@ def hand_loader(entry: dict[str, Any], root: Path, workers: int) -> None:
     spec = entry["loader"]
     target = root / spec["file"]
     text = target.read_text()
-    call = spec["call"]
+    call = spec.get("call") or spec["text"]  # the call, or its whole line
     if text.count(call) != 1:
         raise SystemExit(f"{entry['name']}: the loader call is expected exactly once in {spec['file']}, found "
                          f"{text.count(call)}: the file is not the recorded commit's")
