@@ -11,9 +11,10 @@ nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__, torch
 git --version; uptime
 timeout "${PYTEST_S:-300}" python3 -m pytest -m gpu -p no:cacheprovider -v -rs -n 4 --timeout 280 \
   tests/bench/test_gpu.py tests/doctor/test_doctor_gpu.py tests/profile/test_profile_gpu.py \
-  tests/profile/test_torchrun_nccl_gpu.py tests/train/test_train_gpu.py 2>&1 | tee "$out/gpu-pytest.log"
+  tests/profile/test_torchrun_nccl_gpu.py tests/train/test_train_gpu.py tests/train/test_train_gpu_math.py \
+  tests/train/test_train_input.py 2>&1 | tee "$out/gpu-pytest.log"
 uptime
 timeout "${BENCH_S:-300}" python3 benchmarks/train_scripts.py --device cuda --only nanogpt --techniques \
-  "${TECHNIQUES:-precision,optimizer,zero_grad}" --budget-s "${BUDGET_S:-100}" --rounds 2 --seeds 2 \
+  "${TECHNIQUES:-precision,tf32,optimizer,zero_grad}" --budget-s "${BUDGET_S:-100}" --rounds 2 --seeds 2 \
   --json "$out/gpu-nanogpt.json" 2>&1 | tee "$out/gpu-nanogpt.log"
 uptime
