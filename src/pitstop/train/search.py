@@ -215,8 +215,8 @@ class TrainSearch(StagedSearch):
             cores = physical_cores()
             configs += [NAIVE.with_(threads=n) for n in sorted({1, max(1, cores // 2), cores})
                         if n != self.settings.threads]
-        if "workers" in axes:
-            configs += self._loader_configs()
+        if "workers" in axes:  # the input first, as the training stack goes: a tight budget never skips it
+            configs = self._loader_configs() + configs
         if "micro_batch" in axes:
             configs += [NAIVE.with_(micro_batch=b // k) for k in (2, 4) if b % k == 0 and b // k >= 1]
         blocks = self.group.target.checkpoint_blocks
