@@ -182,8 +182,9 @@ class TrainGroup(WorkerGroup):
             return _Live(config, row, [], seeds=[])
         from pitstop.train.variants.precision import emulated
 
-        if emulated(config, self.target):  # measured because allow_emulated asked: the notes say so
-            self.emulated[config.name] = emulated(config, self.target) or ""
+        why = emulated(config, self.target)
+        if why:  # measured because allow_emulated asked: the notes say so
+            self.emulated[config.name] = why
         first = len(list(workdir.iterdir()))
         return _Live(config, row, [self._worker(config, workdir / f"{first + i}.log") for i in range(len(seeds))],
                      seeds=seeds)

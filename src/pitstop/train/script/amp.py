@@ -24,7 +24,7 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from pitstop.train.script.frames import innermost_user_site
-from pitstop.train.script.source_edit import NotMechanical, _call_at, _indent, _replace, _segment
+from pitstop.train.script.source_edit import NotMechanical, _call_at, _callee_name, _indent, _replace, _segment
 
 CLIPS = ("clip_grad_norm_", "clip_grad_value_")
 _SKIPS = {"updates": 0, "skipped": 0}
@@ -102,7 +102,7 @@ def scaler_changes(found: dict[str, Any], device: str, change: Any) -> list[Any]
     file = files.pop()
     text = Path(file).read_text(encoding="utf-8")
     tree = ast.parse(text)
-    if any(isinstance(n, ast.Call) and _name(n.func).endswith("GradScaler") for n in ast.walk(tree)):
+    if any(isinstance(n, ast.Call) and _callee_name(n).endswith("GradScaler") for n in ast.walk(tree)):
         raise NotMechanical("the script builds its own GradScaler: turn on its own fp16 option instead")
     if len({(s["first_line"], s["function"]) for s in steps}) > 1:
         raise NotMechanical("the optimizers step in different functions: the scaler's update() must follow the last")
@@ -126,10 +126,6 @@ def scaler_changes(found: dict[str, Any], device: str, change: Any) -> list[Any]
             unscaled.add(after[0]["line"])
             out.append(change("before", file, clip["line"], f"{name}.unscale_({receivers[after[0]['line']]})"))
     return out
-
-
-def _name(node: ast.expr) -> str:
-    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
 
 
 def _receiver(tree: ast.Module, lines: list[str], line: int, method: str) -> str:
