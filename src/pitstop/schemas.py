@@ -1,7 +1,7 @@
 """JSON Schemas of the documents pitstop writes (validated in the tests): ``BENCH_SCHEMA`` (bench and
 optimize rows), ``OPTIMIZE_SCHEMA``, ``DOCTOR_SCHEMA``, ``FINDING_SCHEMA`` (doctor and lint findings),
 ``LINT_SCHEMA``, ``TRAIN_SCHEMA``, ``PROFILE_SCHEMA``, ``MEMORY_SCHEMA``, ``GRADCHECK_SCHEMA``,
-``DATA_SCHEMA``, ``COMPARE_SCHEMA``."""
+``DATA_SCHEMA``, ``COMPARE_SCHEMA``, ``GENERATE_SCHEMA``."""
 
 from __future__ import annotations
 
@@ -263,7 +263,36 @@ COMPARE_SCHEMA: dict[str, Any] = _envelope("compare", "pitstop compare result", 
     "nothing_compared": {"type": ["string", "null"]},
 }, environment=False)
 
+_MS = {"type": ["object", "null"], "required": ["median", "p90", "n"],
+       "properties": {"median": {"type": "number", "minimum": 0}, "p90": {"type": "number", "minimum": 0}}}
+_PER_S = {"type": ["object", "null"], "required": ["per_sequence", "total"],
+          "properties": {"per_sequence": {"type": "number", "minimum": 0}, "total": {"type": "number", "minimum": 0}}}
+_GEN_AXES = ["cache", "compile", "dtype", "attention", "quant", "threads", "lookup"]
+
+GENERATE_SCHEMA: dict[str, Any] = _envelope("generate", "pitstop generate result (optimize/bench --generate)", [
+    "model", "settings", "vocab", "complete", "interrupted", "search", "results", "winner", "notes", "recipe"], {
+    "settings": {"type": "object", "required": ["new_tokens", "prompt_len", "batch_sizes", "techniques",
+                                                "gate_tokens", "tolerance", "threads", "device"]},
+    "results": {"type": "array", "items": {
+        "type": "object", "required": ["variant", "config", "batch_size", "stage", "status", "samples_ms",
+                                       "peak_memory_bytes", "fidelity"],
+        "properties": {
+            "config": {"type": "object", "required": _GEN_AXES},
+            "status": {"enum": ["ok", "rejected", "failed", "skipped"]},
+            "latency_ms": _LATENCY, "prefill_ms": _MS, "decode_ms_per_token": _MS,
+            "tokens_per_s": _PER_S, "decode_tokens_per_s": _PER_S,
+            "first_call_s": {"type": "number", "minimum": 0},
+            "break_even_tokens": {"type": "number", "minimum": 0},
+            "fidelity": {"type": ["object", "null"]},
+            "speedup": {"type": "object", "required": ["vs", "median", "ci95", "verdict"]}}}},
+    "search": {"type": "object", "required": ["stages"]},
+    "winner": {"type": "object", "required": ["variant", "config", "speedup"],
+               "properties": {"config": {"type": "object", "required": _GEN_AXES}}},
+    "notes": {"type": "array", "items": {"type": "string"}},
+    "recipe": {"type": "string"},
+})
+
 BY_KIND: dict[str, dict[str, Any]] = {
     "bench": BENCH_SCHEMA, "optimize": OPTIMIZE_SCHEMA, "train": TRAIN_SCHEMA, "profile": PROFILE_SCHEMA,
     "doctor": DOCTOR_SCHEMA, "lint": LINT_SCHEMA, "memory": MEMORY_SCHEMA, "gradcheck": GRADCHECK_SCHEMA,
-    "data": DATA_SCHEMA, "compare": COMPARE_SCHEMA}  # the schema of each kind of document
+    "data": DATA_SCHEMA, "compare": COMPARE_SCHEMA, "generate": GENERATE_SCHEMA}  # each kind's schema

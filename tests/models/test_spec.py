@@ -44,7 +44,7 @@ def test_same_seed_builds_identical_weights():
 
 
 def test_unknown_zoo_name_lists_valid_names():
-    valid = "bert-base, cnn, gpt2, mlp, resnet50, transformer"
+    valid = "bert-base, cnn, gpt2, gpt2-tiny, llama-tiny, mlp, qwen2-tiny, resnet50, transformer"
     with pytest.raises(ModelSpecError, match=f"unknown zoo model 'resnet9'; valid: {valid}"):
         parse_model_spec("zoo:resnet9")
 

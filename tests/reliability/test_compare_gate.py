@@ -42,7 +42,7 @@ def test_results_of_kinds_that_time_different_things_are_refused(capsys, tmp_pat
     line = one_line_error(err)
     assert code == 2 and line.startswith("pitstop: error: cannot compare")
     assert "(a train result" in line and "(a bench result" in line
-    assert "compare bench or optimize results with each other, and train results with train results" in line
+    assert "compare bench or optimize results with each other, train results with train results" in line
     optimize = _derived(good_json, tmp_path, "optimize.json", _as_kind("optimize"))  # the same rows: comparable
     code, out, _ = cli(capsys, "compare", str(good_json), optimize)
     assert code == 0 and "no regression" in out

@@ -117,9 +117,15 @@ def _compare(tmp: Path) -> list[str]:
     return ["compare", str(tmp / "a.json"), str(tmp / "b.json"), "--threshold", "0.5"]
 
 
+def _generate(tmp: Path) -> list[str]:
+    return ["bench", "zoo:gpt2-tiny", "--generate", "3", "--prompt-len", "8", "--techniques", "cache",
+            "--budget-s", "0.2", "--threads", "1"]
+
+
 RUNS: dict[str, Callable[[Path], list[str]]] = {
     "bench": _bench, "optimize": _optimize, "train": _train, "profile": _profile, "doctor": _doctor,
-    "lint": _lint, "memory": _memory, "gradcheck": _gradcheck, "data": _data, "compare": _compare}
+    "lint": _lint, "memory": _memory, "gradcheck": _gradcheck, "data": _data, "compare": _compare,
+    "generate": _generate}
 
 
 def _shown(out: str) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 from pitstop.cli._args import _env_pairs, _int_list, _positive, _seed, flag_errors
 from pitstop.cli._output import Output, _progress
+from pitstop.cli.generate import GENERATE_HELP, add_generate_flags, check_flags, run_generate
 
 BENCH_EPILOG = """\
 examples:
@@ -23,7 +24,9 @@ How it measures: each variant runs in its own worker process; after a warm-up, v
 timed in interleaved rounds until every median's 95% interval is within --target or the
 --budget-s of timed seconds per variant is spent. Speed-ups carry a bootstrap 95% interval;
 "within noise" means the interval contains 1. Exit codes: 0 ok, 2 usage or input error,
-130 interrupted (partial results printed and kept in --json)."""
+130 interrupted (partial results printed and kept in --json).
+
+""" + GENERATE_HELP
 
 
 def _add_bench(sub: Any) -> None:
@@ -59,6 +62,7 @@ def _add_bench(sub: Any) -> None:
     bench.add_argument("--inline", action="store_true", help="run variants in this process (no isolation)")
     bench.add_argument("--json", metavar="FILE", help="write the JSON result, updated as results finish ('-' = stdout)")
     bench.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with charts")
+    add_generate_flags(bench, bench=True)
     bench.set_defaults(func=_bench)
 
 
@@ -67,6 +71,14 @@ def _bench(args: argparse.Namespace) -> int:
     from pitstop.bench.settings import BenchSettings
     from pitstop.bench.variants.config import GRAD_MODES, parse_variant
 
+    if args.generate is not None:
+        return run_generate(args, bench_only=True)
+    check_flags(args)
+    if args.techniques is not None or args.tolerance is not None or args.allow_emulated:
+        from pitstop.errors import UsageError
+
+        raise UsageError("--techniques, --tolerance and --allow-emulated go with --generate on bench "
+                         "(the grad-mode bench takes --variants)")
     output = Output(args.json, args.html)
     with flag_errors({"isolate": "--inline"}):
         variants = tuple(parse_variant(v) for v in (args.variants or "").split(",") if v.strip())

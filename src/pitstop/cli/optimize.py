@@ -7,6 +7,7 @@ from typing import Any
 
 from pitstop.cli._args import _env_pairs, _int_list, _positive, _seed, flag_errors
 from pitstop.cli._output import Output, _progress
+from pitstop.cli.generate import GENERATE_HELP, add_generate_flags, check_flags, run_generate
 
 OPTIMIZE_EPILOG = """\
 examples:
@@ -35,11 +36,14 @@ model's score is admitted, e.g.
   pitstop optimize my_model.py:build --input 'float32[B,64]' --metric my_metric.py:accuracy
 int8 quantizes each layer type with its best API: torch.ao dynamic int8 for LSTM/GRU and eager
 Linear, torchao for compiled Linear; int8-dynamic+onnxruntime quantizes the exported graph.
+Generation (--generate NEW_TOKENS, a causal LM): see "generation" below.
 Objectives: latency (at --batch-size), throughput (most samples/s over --batch-sizes), and
 --latency-budget-ms X (most samples/s with p90 latency per batch under X).
 --save DIR writes recipe.py (rebuilds and applies it without pitstop), recipe.json and, for
 ONNX Runtime, model.onnx. Exit codes: 0 ok, 1 the start point itself failed (nothing recommended,
-nothing saved), 2 usage or input error, 130 interrupted."""
+nothing saved), 2 usage or input error, 130 interrupted.
+
+""" + GENERATE_HELP
 
 
 SEARCH_AXES = ("precision", "compile", "quant", "layout", "threads", "runtime")  # = search.AXES (tested);
@@ -64,8 +68,9 @@ def _add_optimize(sub: Any) -> None:
                      help="most samples/s with p90 latency per batch at most X ms")
     opt.add_argument("--time-budget-s", type=_positive(float), default=300.0,
                      help="time for the whole search (default: 300); past it, the best so far is reported")
-    opt.add_argument("--techniques", metavar="A,B", default=",".join(AXES),
-                     help=f"axes to search (default: all: {','.join(AXES)})")
+    opt.add_argument("--techniques", metavar="A,B",
+                     help=f"axes to search (default: all: {','.join(AXES)}; with --generate: "
+                          "cache,compile,precision,attention,quant,threads,lookup)")
     opt.add_argument("--tolerance", type=_positive(float), metavar="REL",
                      help="relative-error limit for every candidate (default: 1e-4 fp32, 2e-2 bf16/fp16/int8)")
     opt.add_argument("--fidelity-samples", type=_positive(int), default=128, metavar="N",
@@ -86,10 +91,14 @@ def _add_optimize(sub: Any) -> None:
     opt.add_argument("--save", metavar="DIR", help="write recipe.py, recipe.json (and model.onnx) to DIR")
     opt.add_argument("--json", metavar="FILE", help="write the JSON report, updated after each stage ('-' = stdout)")
     opt.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report with charts")
+    add_generate_flags(opt, bench=False)
     opt.set_defaults(func=_optimize)
 
 
 def _optimize(args: argparse.Namespace) -> int:
+    if args.generate is not None:
+        return run_generate(args, bench_only=False)
+    check_flags(args)
     from pitstop.optimize.api import apply_report, run_search
     from pitstop.optimize.settings import OptimizeSettings
 
@@ -103,7 +112,8 @@ def _optimize(args: argparse.Namespace) -> int:
         settings = OptimizeSettings(
             objective=args.objective, batch_size=args.batch_size, batch_sizes=args.batch_sizes,
             latency_budget_ms=args.latency_budget_ms, time_budget_s=args.time_budget_s,
-            techniques=tuple(t.strip() for t in args.techniques.split(",") if t.strip()), tolerance=args.tolerance,
+            techniques=tuple(t.strip() for t in (args.techniques or ",".join(SEARCH_AXES)).split(",") if t.strip()),
+            tolerance=args.tolerance,
             threads=args.threads, device=args.device, seed=args.seed, replicas=args.replicas,
             timeout_s=args.timeout_s, worker_env=tuple(sorted(_env_pairs(args.worker_env).items())),
             fidelity_samples=args.fidelity_samples, metric=args.metric, metric_tolerance=args.metric_tolerance)

@@ -129,6 +129,16 @@ class SmallTransformer(nn.Module):
 _BERT = _hf("bert-base", "BertConfig", "BertModel")
 _RESNET = _hf("resnet50", "ResNetConfig", "ResNetForImageClassification", num_labels=1000)  # defaults: ResNet-50 layers
 _GPT2 = _hf("gpt2", "GPT2Config", "GPT2LMHeadModel")
+# small causal LMs that generate (``--generate``): GPT-2-style (learned positions, MHA), Llama-style
+# (RoPE, GQA with 8 query / 2 key-value heads, SwiGLU) and Qwen2-style (Llama-like with QKV biases)
+_GPT2_TINY = _hf("gpt2-tiny", "GPT2Config", "GPT2LMHeadModel", vocab_size=2048, n_positions=1024, n_embd=256,
+                 n_layer=4, n_head=4, bos_token_id=2047, eos_token_id=2047)  # GPT-2's 50256 is past this vocabulary
+_LLAMA_TINY = _hf("llama-tiny", "LlamaConfig", "LlamaForCausalLM", vocab_size=2048, hidden_size=256,
+                  intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                  max_position_embeddings=1024)
+_QWEN2_TINY = _hf("qwen2-tiny", "Qwen2Config", "Qwen2ForCausalLM", vocab_size=2048, hidden_size=256,
+                  intermediate_size=688, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                  max_position_embeddings=1024)
 
 ZOO: dict[str, ZooEntry] = {
     e.name: e
@@ -146,5 +156,11 @@ ZOO: dict[str, ZooEntry] = {
                  _RESNET[0], "float32[B,3,224,224]", (1, 8), _RESNET[1]),
         ZooEntry("gpt2", "GPT-2 small language model (12 layers, d768), logits, seq 128 [zoo extra]",
                  _GPT2[0], "int64[B,128]{0,50257}", (1, 8), _GPT2[1]),
+        ZooEntry("gpt2-tiny", "GPT-2-style causal LM (4 layers, d256, vocab 2048) for --generate [zoo extra]",
+                 _GPT2_TINY[0], "int64[B,128]{0,2048}", (1, 8), _GPT2_TINY[1]),
+        ZooEntry("llama-tiny", "Llama-style causal LM (4 layers, d256, GQA 8/2, RoPE) for --generate [zoo extra]",
+                 _LLAMA_TINY[0], "int64[B,128]{0,2048}", (1, 8), _LLAMA_TINY[1]),
+        ZooEntry("qwen2-tiny", "Qwen2-style causal LM (4 layers, d256, GQA, QKV bias) for --generate [zoo extra]",
+                 _QWEN2_TINY[0], "int64[B,128]{0,2048}", (1, 8), _QWEN2_TINY[1]),
     )
 }

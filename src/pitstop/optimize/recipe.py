@@ -35,13 +35,13 @@ def full_recipe(config: VariantConfig, target: Target, threads: int, source: Spe
     text = checked(recipe_source(config, target, threads, header))
     if not isinstance(source, SpecSource):
         return text
-    build_code = _build_code(source, measured_on)
+    built = build_code(source, measured_on)
     spec = source.input_spec or source.spec.default_input_spec()
-    if build_code is None:
+    if built is None:
         return text
     example = _example_code(spec, batch_size) if spec is not None else _factory_example_code(batch_size)
     return checked(f"{text}\n\n# -- the model pitstop measured (seed {source.seed}) and example inputs --\n\n"
-            f"{build_code}\n\n{example}\n\n"
+            f"{built}\n\n{example}\n\n"
             f'if __name__ == "__main__":\n'
             f"    torch.manual_seed({source.seed})  # the same random weights pitstop measured\n"
             f"    model = build()\n"
@@ -62,7 +62,7 @@ def checked(source: str) -> str:
     return source
 
 
-def _build_code(source: SpecSource, measured_on: dict[str, str] | None = None) -> str | None:
+def build_code(source: SpecSource, measured_on: dict[str, str] | None = None) -> str | None:
     spec = source.spec
     if spec.kind == "zoo":
         recipe_build = ZOO[spec.target].recipe_build

@@ -9,7 +9,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
-KINDS = ("bench", "optimize", "train", "profile", "doctor", "lint", "memory", "gradcheck", "data", "compare")
+KINDS = ("bench", "optimize", "generate", "train", "profile", "doctor", "lint", "memory", "gradcheck", "data",
+         "compare")
 WIDTH = 200  # pipes and CI: wide, so the tables stay readable (the CLI's console does the same)
 
 
@@ -34,6 +35,10 @@ def renderables(doc: dict[str, Any]) -> list[Any]:
         from pitstop.report.optimize import renderables as optimize
 
         return optimize(doc)
+    if kind == "generate":
+        from pitstop.report.generate import renderables as generate
+
+        return generate(doc)
     if kind == "train":
         from pitstop.report.train import renderables as train
 

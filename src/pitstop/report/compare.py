@@ -21,7 +21,8 @@ from pitstop.errors import SettingError, UsageError
 from pitstop.stats import speedup_groups
 
 ENV_KEYS = ("torch", "cpu", "threads", "device", "gpu", "pitstop", "python")
-COMPARABLE = {"bench": "forward call", "optimize": "forward call", "train": "training step"}  # what a row times
+COMPARABLE = {"bench": "forward call", "optimize": "forward call", "train": "training step",
+              "generate": "generate call"}  # what a row times
 
 
 @dataclass
@@ -97,9 +98,9 @@ def compare_lines(doc: dict[str, Any]) -> list[str]:
 
 def _load(path: str) -> dict[str, Any]:
     doc = read_document(path)  # one-line errors for files that are not JSON, too deep, or malformed rows
-    if doc.get("kind") not in ("bench", "optimize", "train") or "results" not in doc:
+    if doc.get("kind") not in COMPARABLE or "results" not in doc:
         raise UsageError(f"{path!r} is not a pitstop bench/optimize result (kind {doc.get('kind')!r}); "
-                         "compare works on the JSON results of bench, optimize and train")
+                         "compare works on the JSON results of bench, optimize, train and generation")
     return doc
 
 
@@ -110,7 +111,7 @@ def _same_kind(before_path: str, before: dict[str, Any], after_path: str, after:
     if COMPARABLE[kb] != COMPARABLE[ka]:
         raise UsageError(f"cannot compare {before_path!r} (a {kb} result, time per {COMPARABLE[kb]}) with "
                          f"{after_path!r} (a {ka} result, time per {COMPARABLE[ka]}); compare bench or optimize "
-                         f"results with each other, and train results with train results")
+                         f"results with each other, train results with train results, generate with generate")
 
 
 def _partial(path: str, doc: dict[str, Any]) -> str | None:

@@ -226,6 +226,12 @@ def _train_html(doc: dict[str, Any], fragment: bool = False) -> str:
     return train_html(doc, fragment)
 
 
+def _generate_html(doc: dict[str, Any], fragment: bool = False) -> str:
+    from pitstop.report.generate import generate_html
+
+    return generate_html(doc, fragment)
+
+
 def _lint_html(doc: dict[str, Any], fragment: bool = False) -> str:
     from pitstop.report.lint import lint_html
 
@@ -234,7 +240,7 @@ def _lint_html(doc: dict[str, Any], fragment: bool = False) -> str:
 
 RENDERERS = {"bench": bench_html, "optimize": bench_html, "doctor": doctor_html, "memory": memory_html,
              "compare": compare_html, "gradcheck": gradcheck_html, "train": _train_html, "profile": profile_html,
-             "data": data_html, "lint": _lint_html}
+             "data": data_html, "lint": _lint_html, "generate": _generate_html}
 
 
 def render(doc: dict[str, Any]) -> str:
