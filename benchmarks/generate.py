@@ -12,6 +12,7 @@ Targets (issue 46): chosen within 5% of the best gate-passing hand variant (>= 0
 the default at batch 1 where the hand grid reaches 2x.
 
     python benchmarks/generate.py [zoo:gpt2-tiny zoo:llama-tiny zoo:qwen2-tiny] [--search-s 240] [--grid-s 150]
+        [--device cuda] [--techniques cache,compile,precision,quant,attention,threads]
 """
 
 from __future__ import annotations
@@ -23,28 +24,33 @@ import time
 
 from pitstop.generate.api import measure_configs, optimize_generation
 from pitstop.generate.settings import GenerateSettings
-from pitstop.generate.techniques import REFERENCE, GenConfig, native_bf16
+from pitstop.generate.techniques import AXES, REFERENCE, GenConfig, native_bf16
 from pitstop.stats import speedup_groups
 
 MODELS = ["zoo:gpt2-tiny", "zoo:llama-tiny", "zoo:qwen2-tiny"]
 
 
-def hand_grid() -> list[GenConfig]:
+def hand_grid(device: str) -> list[GenConfig]:
     """What a user following the transformers guide and gpt-fast would try by hand."""
     grid = [REFERENCE, GenConfig(cache="static"), GenConfig(cache="static", compile="default")]
-    if native_bf16("cpu"):
+    if device == "cuda":
+        grid.append(GenConfig(cache="static", compile="reduce-overhead"))
+    if native_bf16(device):
         grid += [GenConfig(dtype="bf16"), GenConfig(dtype="bf16", cache="static", compile="default")]
     return [*grid, GenConfig(quant="int8-weight-only")]
 
 
-def run(spec: str, new: int, prompt: int, search_s: float, grid_s: float) -> dict:
+def run(spec: str, new: int, prompt: int, search_s: float, grid_s: float, device: str = "cpu",
+        techniques: tuple[str, ...] = AXES) -> dict:
     load0 = os.getloadavg()[0]
     started = time.monotonic()
-    report = optimize_generation(spec, new_tokens=new, prompt_len=prompt, time_budget_s=search_s)
+    report = optimize_generation(spec, new_tokens=new, prompt_len=prompt, time_budget_s=search_s, device=device,
+                                 techniques=techniques)
     took = time.monotonic() - started
     chosen = report.outcome.winner
-    configs = list(dict.fromkeys([*hand_grid(), chosen]))
-    settings = GenerateSettings(new_tokens=new, prompt_len=prompt, time_budget_s=grid_s, replicas=2).resolved()
+    configs = list(dict.fromkeys([*hand_grid(device), chosen]))
+    settings = GenerateSettings(new_tokens=new, prompt_len=prompt, time_budget_s=grid_s, replicas=2,
+                                device=device).resolved()
     rows = {r.gen_config: r for r in measure_configs(spec, configs, settings)}
     default = rows[REFERENCE]
 
@@ -53,7 +59,7 @@ def run(spec: str, new: int, prompt: int, search_s: float, grid_s: float) -> dic
             return None
         return speedup_groups(b.replica_samples_s, a.replica_samples_s).median
 
-    passing = [c for c in hand_grid() if rows[c].status == "ok" and rows[c].measured]
+    passing = [c for c in hand_grid(device) if rows[c].status == "ok" and rows[c].measured]
     best = max(passing, key=lambda c: over(rows[c], default) or 0.0)
     out = {"model": spec, "chosen": chosen.name, "search_s": took, "load_start": load0,
            "load_end": os.getloadavg()[0], "chosen_vs_default": over(rows[chosen], default),
@@ -73,15 +79,19 @@ def main() -> None:
     parser.add_argument("--prompt-len", type=int, default=64)
     parser.add_argument("--search-s", type=float, default=240.0)
     parser.add_argument("--grid-s", type=float, default=150.0)
+    parser.add_argument("--techniques", default=",".join(AXES),
+                        help="the search's techniques (e.g. without lookup: the hand grid's own techniques)")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda (benchmarks/gpu.sh runs it on a GPU)")
     parser.add_argument("--json", help="write every figure here")
     args = parser.parse_args()
     from pitstop._env import cpu_name
 
-    print(f"CPU {cpu_name()}, {os.cpu_count()} cores, bf16 native: {native_bf16('cpu')}; "
+    print(f"CPU {cpu_name()}, {os.cpu_count()} cores, device {args.device}, bf16 native: {native_bf16(args.device)}; "
           f"generate {args.new_tokens} tokens after {args.prompt_len}, batch 1")
     results = []
     for spec in args.models:
-        r = run(spec, args.new_tokens, args.prompt_len, args.search_s, args.grid_s)
+        r = run(spec, args.new_tokens, args.prompt_len, args.search_s, args.grid_s, args.device,
+                tuple(args.techniques.split(",")))
         results.append(r)
         for name, g in r["grid"].items():
             print(f"  {spec:16s} {name:40s} {g['status']:8s} "

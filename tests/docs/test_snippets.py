@@ -98,7 +98,15 @@ import torch
 def my_function(x, w=None):
     return torch.tanh(x if w is None else x * w).pow(2).sum(-1)
 """
-WORKDIR = {"src/model.py": "import torch\n", "my_model.py": MODEL_PY,
+LM_PY = """\
+from transformers import GPT2Config, GPT2LMHeadModel
+
+
+def build():
+    return GPT2LMHeadModel(GPT2Config(vocab_size=512, n_positions=1024, n_embd=32, n_layer=1, n_head=2,
+                                      bos_token_id=511, eos_token_id=511))
+"""
+WORKDIR = {"src/model.py": "import torch\n", "my_model.py": MODEL_PY, "my_lm.py": LM_PY,
            "pkg/__init__.py": "", "pkg/models.py": "from my_model import make  # noqa: F401\n",
            "my_data.py": DATA_PY, "my_ops.py": OPS_PY}
 
@@ -153,7 +161,10 @@ OWN = [(where, line) for (where, line) in COMMANDS if not any(
 
 def _fast(args: list[str]) -> list[str]:
     args = list(args)
+    generate = "--generate" in args  # bench --generate runs in workers (no --inline)
     for flag, value in FAST.get(args[0], {}).items():
+        if generate and flag == "--inline":
+            continue
         if flag in args:
             if value is not None:
                 args[args.index(flag) + 1] = value

@@ -15,6 +15,7 @@ examples:
   pitstop bench zoo:cnn --batch-sizes 1,32 --json out.json
   pitstop bench my_model.py:build --input 'float32[B,3,224,224]' --batch-sizes 1,8
   pitstop bench pkg.models:make --input 'int64[B,128]{0,30522}' --variants eval+no_grad,eval+inference_mode
+  pitstop bench zoo:gpt2-tiny --generate 32 --prompt-len 64 --techniques cache,precision
 
 model spec:  zoo:NAME (mlp, cnn, transformer) | path/to/file.py:factory | package.module:factory
              a factory returns an nn.Module or (module, example_inputs); it may take batch_size

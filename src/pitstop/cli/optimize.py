@@ -15,6 +15,8 @@ examples:
   pitstop optimize zoo:resnet50 --batch-size 8 --save out/        # needs pip install "pitstop[zoo]"
   pitstop optimize my_model.py:build --input 'int64[B,128]{0,30522}' --objective throughput --save out/
   pitstop optimize zoo:bert-base --latency-budget-ms 500 --batch-sizes 1,4,8,16 --json opt.json
+  pitstop optimize zoo:llama-tiny --generate 64 --prompt-len 128 --batch-sizes 1,8 --save out/
+  pitstop optimize my_lm.py:build --generate 128 --prompt-len 512 --json g.json
 
 How it searches (within --time-budget-s): from eval+inference_mode, each technique is probed
 alone (bf16/fp16 autocast, bf16 weights, torch.compile modes, int8 dynamic quantization,
@@ -36,7 +38,7 @@ model's score is admitted, e.g.
   pitstop optimize my_model.py:build --input 'float32[B,64]' --metric my_metric.py:accuracy
 int8 quantizes each layer type with its best API: torch.ao dynamic int8 for LSTM/GRU and eager
 Linear, torchao for compiled Linear; int8-dynamic+onnxruntime quantizes the exported graph.
-Generation (--generate NEW_TOKENS, a causal LM): see "generation" below.
+Generation (--generate NEW_TOKENS, a causal LM): see "Generation" below.
 Objectives: latency (at --batch-size), throughput (most samples/s over --batch-sizes), and
 --latency-budget-ms X (most samples/s with p90 latency per batch under X).
 --save DIR writes recipe.py (rebuilds and applies it without pitstop), recipe.json and, for

@@ -139,9 +139,13 @@ class GenerateGroup(WorkerGroup):
                 v.row.fidelity = fid
                 s = self.settings
                 reason, note = judge(fid, v.config.lossless, s.gate, s.tolerance)
+                v.row.note = note
                 if reason:
                     v.reject(reason)
-                v.row.note = note
+                    if not s.bench_only:  # a search does not spend its budget timing what it cannot choose
+                        for w in v.workers:
+                            w.close()
+                        return
                 memory = self._call(v, worker, "memory")
                 if memory is None:
                     return
