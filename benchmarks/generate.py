@@ -94,8 +94,9 @@ def main() -> None:
                 tuple(args.techniques.split(",")))
         results.append(r)
         for name, g in r["grid"].items():
-            print(f"  {spec:16s} {name:40s} {g['status']:8s} "
-                  f"{(g['vs_default'] or 0):5.2f}x  {(g['tokens_per_s'] or 0):7.1f} tok/s  {g['reason'] or ''}")
+            ratio = f"{g['vs_default']:5.2f}x" if g["vs_default"] else "    - "
+            tps = f"{g['tokens_per_s']:7.1f} tok/s" if g["tokens_per_s"] else "      - tok/s"
+            print(f"  {spec:16s} {name:40s} {g['status']:8s} {ratio}  {tps}  {g['reason'] or ''}")
         reach = (r["best_hand_vs_default"] or 0) >= 2.0
         print(f"{spec}: chosen {r['chosen']} {r['chosen_vs_default']:.2f}x the default; best hand {r['best_hand']} "
               f"{r['best_hand_vs_default']:.2f}x; chosen / best hand {r['chosen_vs_best_hand']:.2f} "

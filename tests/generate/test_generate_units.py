@@ -132,6 +132,10 @@ def test_finalists_combine_the_best_of_each_slot_that_paid():
     assert candidates(rows)[:2] == [GenConfig(dtype="bf16", cache="static", threads=1),
                                     GenConfig(dtype="bf16", cache="static")]  # without its weakest part
     assert candidates([_row(REFERENCE, 100), _row(GenConfig(cache="static"), 99)]) == []  # under 3%: nothing
+    compiled = GenConfig(cache="static", compile="default")  # bf16 did not pay alone, but compiled it may
+    found = candidates([_row(REFERENCE, 100), _row(compiled, 80), _row(GenConfig(dtype="bf16"), 99),
+                        _row(GenConfig(quant="int8-weight-only"), 104)])
+    assert found == [compiled, GenConfig(dtype="bf16", cache="static", compile="default")]
 
 
 def test_prompts_are_seeded_and_shaped_like_the_timing_batch(tmp_path):

@@ -53,17 +53,22 @@ def ratio(reference: GenMeasurement | None, row: GenMeasurement) -> Ratio | None
     return speedup_groups(reference.replica_samples_s, row.replica_samples_s)
 
 
-def candidates(probe: list[GenMeasurement], limit: int = 3) -> list[GenConfig]:
-    """The finalists: the best admitted technique of each slot that paid, combined; that
-    combination without its weakest part; and the best single technique."""
+def candidates(probe: list[GenMeasurement], limit: int = 4) -> list[GenConfig]:
+    """The finalists: the best admitted technique of each slot that paid, combined; a compiled
+    decoding step with the fastest admitted weights (reduced weights pay once the step is compiled,
+    where eager dispatch hid them: optimize tries compile on top of reduced precision for the same
+    reason); that combination without its weakest part; and the best single technique."""
     ref = next((r for r in probe if r.gen_config == REFERENCE), None)
     paid: dict[str, tuple[float, GenConfig]] = {}
+    weights: list[tuple[float, GenConfig]] = []
     for row in probe:
         r = ratio(ref, row)
-        if row.status != "ok" or row.gen_config in (None, REFERENCE) or r is None or r.median < PAYS:
+        if row.status != "ok" or row.gen_config in (None, REFERENCE) or r is None:
             continue
         s = slot(row.gen_config)
-        if s not in paid or r.median > paid[s][0]:
+        if s == "weights":
+            weights.append((r.median, row.gen_config))
+        if r.median >= PAYS and (s not in paid or r.median > paid[s][0]):
             paid[s] = (r.median, row.gen_config)
     best = sorted(paid.values(), key=lambda x: -x[0])
     found: list[GenConfig] = []
@@ -72,6 +77,9 @@ def candidates(probe: list[GenMeasurement], limit: int = 3) -> list[GenConfig]:
         for _, c in best:
             combo = combo.combined(c)
         found.append(combo)
+        decoding = paid.get("decoding", (0.0, REFERENCE))[1]
+        if decoding.compile and weights:
+            found.append(decoding.combined(max(weights, key=lambda x: x[0])[1]))
         if len(best) > 2:
             partial = REFERENCE
             for _, c in best[:-1]:
