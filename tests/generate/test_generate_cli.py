@@ -23,7 +23,7 @@ from pitstop.schemas import BY_KIND
 SRC = str(Path(__file__).parents[2] / "src")
 NEW, P = 6, 12
 ARGS = ["optimize", "zoo:gpt2-tiny", "--generate", str(NEW), "--prompt-len", str(P), "--batch-sizes", "1,2",
-        "--techniques", "cache,attention,lookup", "--time-budget-s", "30", "--replicas", "1", "--threads", "1"]
+        "--techniques", "cache,attention,lookup", "--time-budget-s", "20", "--replicas", "1", "--threads", "1"]
 
 
 def pitstop(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -86,16 +86,19 @@ def test_the_recipe_runs_without_pitstop_and_gives_the_reference_tokens(searched
     assert json.loads((tmp / "out" / "recipe.json").read_text())["winner"]["variant"] == doc["winner"]["variant"]
 
 
-def test_report_and_compare_read_the_generate_document(searched):
+def test_report_and_compare_read_the_generate_document(searched, capsys, monkeypatch):
+    """In-process: rendering and comparing are logic on the saved document (the run above was the process)."""
+    from pitstop.cli import main
+
     tmp, _proc, _doc = searched
-    again = pitstop("report", "g.json", "--html", "g.html", cwd=tmp)
-    assert again.returncode == 0 and "prefill ms" in again.stdout and (tmp / "g.html").read_text().count("<tr>") > 3
-    same = pitstop("compare", "g.json", "g.json", "--json", "c.json", cwd=tmp)
-    assert same.returncode == 0, same.stderr
-    changes = json.loads((tmp / "c.json").read_text())["changes"]
-    assert {c["variant"] for c in changes} >= {"inference_mode"} and all(c["ratio"] == 1.0 for c in changes)
-    bench = json.loads((tmp / "c.json").read_text())
-    assert bench["regressions"] == 0
+    monkeypatch.chdir(tmp)
+    capsys.readouterr()
+    assert main(["report", "g.json", "--html", "g.html"]) == 0
+    assert "prefill ms" in capsys.readouterr().out and (tmp / "g.html").read_text().count("<tr>") > 3
+    assert main(["compare", "g.json", "g.json", "--json", "c.json"]) == 0
+    compared = json.loads((tmp / "c.json").read_text())
+    assert {c["variant"] for c in compared["changes"]} >= {"inference_mode"}
+    assert all(c["ratio"] == 1.0 for c in compared["changes"]) and compared["regressions"] == 0
 
 
 @pytest.mark.parametrize("args,message", [
