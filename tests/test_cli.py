@@ -25,7 +25,8 @@ def pitstop(*args, **kwargs):
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["zoo:resnet9"], "unknown zoo model 'resnet9'; valid: bert-base, cnn, gpt2, gpt2-tiny, llama-tiny, mlp, qwen2-tiny, resnet50, transformer"),
+        (["zoo:resnet9"], "unknown zoo model 'resnet9'; valid: bert-base, cnn, gpt2, gpt2-tiny, llama-tiny, mlp, "
+                          "qwen2-tiny, resnet50, transformer"),
         (["missing.py:build"], "file 'missing.py' does not exist"),
         ([f"{M}:nope"], "has no attribute 'nope'"),
         ([f"{M}:factory_raises"], "the factory raised ValueError: bad hyper-parameter: depth=-1"),

@@ -49,6 +49,8 @@ def test_generation_is_measured_end_to_end(searched):
     assert 0 < pre < lat and 0 < dec < lat and pre + (NEW - 1) * dec == pytest.approx(lat, rel=0.3)
     assert ref["tokens_per_s"]["total"] == pytest.approx(NEW / (lat / 1e3))
     assert ref["decode_ms_per_token"]["n"] >= (NEW - 1) * len(ref["samples_ms"])  # every decode step stamped
+    # the KV cache after a call: keys and values of 4 layers, 4 heads of 64, fp32, prompt + new - 1 positions
+    assert ref["details"]["kv_cache_bytes"] == 2 * 4 * 1 * 4 * (P + NEW - 1) * 64 * 4
     for row in doc["results"]:  # every lossless variant that ran gave the reference's tokens on every prompt
         if row["status"] == "ok":
             assert row["fidelity"]["identical"] == row["fidelity"]["prompts"] >= 4, row

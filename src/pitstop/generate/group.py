@@ -150,6 +150,7 @@ class GenerateGroup(WorkerGroup):
                 if memory is None:
                     return
                 v.row.peak_memory_bytes = memory["peak_memory_bytes"]
+                v.row.details["kv_cache_bytes"] = memory.get("kv_cache_bytes")
             warmup = self._call(v, worker, "warmup")
             if warmup is None:
                 return

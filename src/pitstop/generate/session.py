@@ -63,6 +63,20 @@ def generate_once(model: Any, ids: torch.Tensor, new_tokens: int, kwargs: dict[s
                               **kwargs, **extra)
 
 
+def cache_bytes(cache: Any) -> int | None:
+    """Bytes of a transformers KV cache's key and value tensors (``layers[i].keys/values``, or the
+    legacy tuples of tensors); None when there is no cache to read."""
+    if cache is None:
+        return None
+    if hasattr(cache, "layers"):
+        tensors = [t for layer in cache.layers for t in (getattr(layer, "keys", None), getattr(layer, "values", None))]
+    elif isinstance(cache, tuple | list):
+        tensors = [t for pair in cache for t in (pair if isinstance(pair, tuple | list) else (pair,))]
+    else:
+        return None
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
+
+
 class GenerateSession:
     """One variant of one causal LM at one batch size: set up, then measured on request."""
 
@@ -111,10 +125,13 @@ class GenerateSession:
                               [x.float().cpu() for x in logits], self.prompt_len)
 
     def memory(self) -> dict[str, Any]:
-        """Peak memory of one generate call above what was in use before it (the KV cache included)."""
+        """Peak memory of one generate call above what was in use before it (the KV cache included),
+        and the KV cache's own bytes at the end of a call (its key and value tensors)."""
         peak, method = peak_bytes(lambda: generate_once(self.fast, self.prompts, self.new_tokens, self.kwargs),
                                   self.device)
-        return {"peak_memory_bytes": peak, "peak_memory_method": method, "activation_bytes": None}
+        out = generate_once(self.fast, self.prompts, self.new_tokens, self.kwargs, logits=True)
+        return {"peak_memory_bytes": peak, "peak_memory_method": method, "activation_bytes": None,
+                "kv_cache_bytes": cache_bytes(getattr(out, "cache", None) or getattr(out, "past_key_values", None))}
 
     def _once(self) -> list[float]:
         """One timed generate: [total, prefill, decode per token, *token intervals]."""

@@ -46,7 +46,7 @@ def variants_table(doc: Doc, stages: tuple[str, ...] | None = None) -> Table:
                             ("ms/call", "right"), ("prefill ms", "right"), ("ms/token (p90)", "right"),
                             ("tokens/s", "right"), ("speed-up [95% CI]", "right"), ("verdict", "left"),
                             ("tokens", "left"), ("1st call s", "right"), ("break-even", "right"),
-                            ("weights", "right"), ("peak mem", "right")]:
+                            ("weights", "right"), ("KV cache", "right"), ("peak mem", "right")]:
         table.add_column(header, justify=justify)  # type: ignore[arg-type]
     winner = (doc.get("winner") or {}).get("variant")
     for row in doc.get("results", []):
@@ -61,6 +61,7 @@ def variants_table(doc: Doc, stages: tuple[str, ...] | None = None) -> Table:
                       num(tps, ".1f"), cell, verdict, _tokens(row), num(row.get("first_call_s"), ".1f"),
                       num(row.get("break_even_tokens"), ".0f"),
                       fmt_bytes((row.get("details") or {}).get("state_dict_bytes")),
+                      fmt_bytes((row.get("details") or {}).get("kv_cache_bytes")),
                       fmt_bytes(row.get("peak_memory_bytes")))
     return table
 
