@@ -130,4 +130,4 @@ def test_a_model_that_cannot_generate_is_one_line_exit_2(tmp_path, capsys, monke
     monkeypatch.chdir(tmp_path)
     assert main(["optimize", "zoo:mlp", "--generate", "4"]) == 2
     err = capsys.readouterr().err
-    assert "has no transformers generate()" in err and len(err.strip().splitlines()) == 1, err
+    assert "has no generate()" in err and len(err.strip().splitlines()) == 1, err

@@ -162,3 +162,57 @@ def test_settings_name_the_bad_field(options, field):
     with pytest.raises(SettingError) as err:
         GenerateSettings(**options)
     assert err.value.field == field
+
+
+class OwnLM(torch.nn.Module):
+    """A causal LM with its own greedy ``generate`` (no transformers): embedding, GRU, head."""
+
+    vocab_size = 64
+
+    def __init__(self):
+        super().__init__()
+        self.embed, self.rnn = torch.nn.Embedding(64, 32), torch.nn.GRU(32, 32, batch_first=True)
+        self.head = torch.nn.Linear(32, 64)
+
+    def generate(self, input_ids, max_new_tokens):
+        out, h = self.rnn(self.embed(input_ids))
+        ids = [input_ids]
+        for _ in range(max_new_tokens):
+            token = self.head(out[:, -1]).argmax(-1, keepdim=True)
+            ids.append(token)
+            out, h = self.rnn(self.embed(token), h)
+        return torch.cat(ids, 1)
+
+
+def test_a_model_with_its_own_generate_is_measured_on_whole_calls_and_tokens(tmp_path):
+    """The worker's session, in process, on a model that is not transformers': transformers'
+    options are skipped with the reason, calls are timed whole (prefill not split), lossless
+    variants keep the tokens, and the recipe calls the model's own generate()."""
+    from pitstop.generate.api import _model_part, _vocab
+    from pitstop.generate.recipe import OWN_GENERATE
+    from pitstop.generate.session import GenerateSession, is_hf
+
+    torch.manual_seed(0)
+    model = OwnLM()
+    assert not is_hf(model) and _vocab(model, "own") == 64
+    part = _model_part(model, None, 0, tmp_path)
+    assert part["hf"] is False
+    settings = GenerateSettings(new_tokens=NEW, prompt_len=P)
+    prompts = make_prompts(settings, 64, 2)
+    torch.save({**part, "prompts": prompts.timing, "fidelity": prompts.fidelity, "new_tokens": NEW,
+                "reference_threads": 1}, tmp_path / "payload.pt")
+    assert "its own generate()" in gate(GenConfig(cache="static"), "cpu", 1, hf=False)
+    assert gate(GenConfig(quant="int8-dynamic"), "cpu", 1, hf=False) is None
+    session = GenerateSession()
+    policy = {"budget_s": 0.5, "min_samples": 3}
+    session.setup(str(tmp_path / "payload.pt"), GenConfig(threads=1).to_dict(), 1, "cpu", policy)
+    session.prepare()
+    fid = session.fidelity()
+    assert fid["identical"] == fid["prompts"] == 4 and fid["logits"] is False and fid["rel_err"] is None
+    assert judge(fid, True, 4, 2e-2) == (None, None)
+    timed = session.run(3)
+    assert len(timed["times"]) == 3 and timed["prefill"] == [-1.0] * 3 and timed["steps"] == []
+    broken = dict(fid, first_divergence=[1, None, None, None], identical=3, near_tie=[None] * 4,
+                  margin_at_divergence=[None] * 4)
+    assert "no near tie can excuse it" in judge(broken, False, 4, 2e-2)[0]
+    assert "return model.generate(input_ids, max_new_tokens=max_new_tokens)" in OWN_GENERATE

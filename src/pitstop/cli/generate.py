@@ -12,19 +12,19 @@ from pitstop.cli._output import Output, _progress
 from pitstop.errors import UsageError
 
 GENERATE_HELP = """\
-Generation (--generate N, a transformers causal LM; zoo: gpt2-tiny, llama-tiny, qwen2-tiny):
-each call generates exactly N greedy tokens after a --prompt-len prompt (seeded random ids, or
---prompts FILE: a JSON list of token-id lists); timed whole, split into prefill (time to the
-first token) and per-token decode. Techniques (--techniques): cache (static KV cache), compile
-(static cache + torch.compile; reduce-overhead CUDA graphs on CUDA), precision (bf16/fp16
-weights), attention (eager vs SDPA), quant (int8/int4 weight-only via torchao, dynamic int8
-Linear), lookup (prompt-lookup decoding, batch 1), threads. Lossless techniques must give the
-reference's greedy tokens exactly; lossy ones keep the first --gate-tokens tokens of every
-prompt (default 16), a flip where the reference's top-1 margin is within the variant's own logit
-error excused (random zoo weights tie often: the report counts those prompts), and logits before
-the first divergence within --tolerance (default 2e-2). The winner runs at the other
---batch-sizes too (tokens/s in total vs per sequence); --save DIR writes recipe.py with
-apply(model) and generate(model, input_ids, max_new_tokens)."""
+Generation (--generate N, a transformers causal LM or a model with its own generate(); zoo:
+gpt2-tiny, llama-tiny, qwen2-tiny): each call generates exactly N greedy tokens after a
+--prompt-len prompt (seeded random ids, or --prompts FILE: a JSON list of token-id lists); timed
+whole, split into prefill (time to the first token) and per-token decode. Techniques
+(--techniques): cache (static KV cache), compile (static cache + torch.compile; reduce-overhead
+CUDA graphs on CUDA), precision (bf16/fp16 weights), attention (eager vs SDPA), quant (int8/int4
+weight-only via torchao, dynamic int8 Linear), lookup (prompt-lookup decoding, batch 1),
+threads. Lossless techniques must give the reference's greedy tokens exactly; lossy ones keep
+the first --gate-tokens tokens of every prompt (default 16), a flip where the reference's top-1
+margin is within the variant's own logit error excused (random zoo weights tie often: the report
+counts those prompts), and logits before the first divergence within --tolerance (default 2e-2).
+The winner runs at the other --batch-sizes too (tokens/s in total vs per sequence); --save DIR
+writes recipe.py with apply(model) and generate(model, input_ids, max_new_tokens)."""
 
 _NOT_WITH_GENERATE = {"input": "--input", "objective": "--objective", "latency_budget_ms": "--latency-budget-ms",
                       "metric": "--metric", "batch_size": "--batch-size", "variants": "--variants",

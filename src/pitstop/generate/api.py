@@ -19,6 +19,7 @@ from pitstop.generate.group import GenerateGroup, GenMeasurement, Prompts, polic
 from pitstop.generate.recipe import generate_recipe, write_recipe
 from pitstop.generate.result import GenerateReport
 from pitstop.generate.search import GenerateSearch
+from pitstop.generate.session import is_hf
 from pitstop.generate.settings import GenerateSettings
 from pitstop.generate.techniques import GenConfig
 
@@ -63,7 +64,7 @@ def run_generation(model: nn.Module | str, settings: GenerateSettings, *, json_p
 
     def report_of(outcome: Any) -> GenerateReport:
         report = GenerateReport(name, settings.to_dict(), env, outcome, vocab)
-        report.recipe = generate_recipe(report, spec, settings) if outcome.complete else ""
+        report.recipe = generate_recipe(report, spec, settings, is_hf(module)) if outcome.complete else ""
         return report
 
     if sink:
@@ -123,16 +124,17 @@ def _load(model: nn.Module | str, seed: int) -> tuple[nn.Module, str, Any]:
 
 
 def _vocab(module: nn.Module, name: str) -> int:
-    if not hasattr(module, "generate") or not hasattr(module, "generation_config"):
-        raise UsageError(f"model {name}: {type(module).__name__} has no transformers generate(); generation is "
-                         "measured on causal LMs built on transformers (*ForCausalLM, GenerationMixin)")
+    if not hasattr(module, "generate"):
+        raise UsageError(f"model {name}: {type(module).__name__} has no generate(); generation is measured on causal "
+                         "LMs: transformers' (*ForCausalLM) or a model with generate(input_ids, max_new_tokens=N)")
     lm: Any = module
     head = lm.get_output_embeddings() if hasattr(lm, "get_output_embeddings") else None
     if head is not None and isinstance(getattr(head, "weight", None), torch.Tensor):
         return int(head.weight.shape[0])
-    vocab = getattr(getattr(module, "config", None), "vocab_size", None)
+    vocab = getattr(getattr(module, "config", None), "vocab_size", None) or getattr(module, "vocab_size", None)
     if not isinstance(vocab, int):
-        raise UsageError(f"model {name}: cannot tell its vocabulary size (no output embeddings, no config.vocab_size)")
+        raise UsageError(f"model {name}: cannot tell its vocabulary size (no output embeddings, no config.vocab_size); "
+                         "give the model a vocab_size attribute")
     return vocab
 
 
@@ -141,10 +143,10 @@ def _model_part(module: nn.Module, spec: Any, seed: int, workdir: Path) -> dict[
     if spec is not None:
         weights = workdir / "weights.pt"
         torch.save(module.state_dict(), weights)
-        return {"kind": "spec", "spec": spec.text, "seed": seed, "weights": str(weights)}
+        return {"kind": "spec", "spec": spec.text, "seed": seed, "weights": str(weights), "hf": is_hf(module)}
     path = workdir / "model.pt"
     torch.save(module, path)
-    return {"kind": "pickle", "path": str(path)}
+    return {"kind": "pickle", "path": str(path), "hf": is_hf(module)}
 
 
 def _read_prompts(settings: GenerateSettings, vocab: int) -> list[list[int]] | None:

@@ -56,7 +56,8 @@ class GenerateGroup(WorkerGroup):
 
     def __init__(self, model: dict[str, Any], settings: GenerateSettings, on_event: OnEvent | None = None) -> None:
         super().__init__(model, settings, on_event, "pitstop-generate-")
-        self.model = model  # the payload's model part: {"kind": "spec", "spec", "seed", "weights"} or a pickle
+        self.model = model  # the payload's model part: {"kind": "spec", "spec", "seed", "weights"} or a pickle,
+        # and "hf": whether it generates with transformers' generate()
 
     def run(self, prompts: Prompts, configs: list[GenConfig], out: list[GenMeasurement], *, stage: str,
             policy: TimingPolicy, replicas: int, deadline: float | None = None) -> None:
@@ -93,7 +94,7 @@ class GenerateGroup(WorkerGroup):
     def _spawn(self, config: GenConfig, batch: int, workdir: Path, replicas: int, stage: str) -> LiveVariant:
         threads = self.settings.resolved_threads
         row = GenMeasurement(config.name, config.to_dict(threads), batch, stage=stage, gen_config=config)
-        reason = gate(config, self.settings.device, batch, self.settings.allow_emulated)
+        reason = gate(config, self.settings.device, batch, self.settings.allow_emulated, self.model.get("hf", True))
         if reason:
             row.status, row.reason = "skipped", reason
             return LiveVariant(config, row, [])
@@ -160,8 +161,8 @@ class GenerateGroup(WorkerGroup):
 
     def _took(self, v: Any, i: int, chunk: dict[str, Any]) -> None:
         row: GenMeasurement = v.row
-        row.prefill_s.extend(chunk["prefill"])
-        row.decode_s.extend(chunk["decode"])
+        row.prefill_s.extend(t for t in chunk["prefill"] if t >= 0)  # -1: a model's own generate(), not split
+        row.decode_s.extend(t for t in chunk["decode"] if t >= 0)
         row.steps_s.extend(chunk["steps"])
 
 

@@ -25,13 +25,22 @@ def generate(model, input_ids, max_new_tokens):
 '''
 
 
-def generate_recipe(report: GenerateReport, spec: Any, settings: GenerateSettings) -> str:
-    """The recipe module's text for the report's winner."""
+OWN_GENERATE = '''
+
+def generate(model, input_ids, max_new_tokens):
+    """The prompt followed by the new token ids: the model's own generate(), as pitstop measured it."""
+    with torch.inference_mode():
+        return model.generate(input_ids, max_new_tokens=max_new_tokens)
+'''
+
+
+def generate_recipe(report: GenerateReport, spec: Any, settings: GenerateSettings, hf: bool = True) -> str:
+    """The recipe module's text for the report's winner (``hf=False``: the model's own ``generate``)."""
     config = report.outcome.winner
     header = (f'"""pitstop recipe for {report.model}: {config.name} (generate {settings.new_tokens} tokens after '
               f"{settings.prompt_len}, batch {settings.search_batch}, {settings.resolved_threads} threads, "
               f'{settings.device}), greedy"""\n\nimport torch\n\n\n')
-    text = header + recipe_source(config) + GENERATE
+    text = header + recipe_source(config) + (GENERATE if hf else OWN_GENERATE)
     build = _build(spec, settings.seed)
     if build is None:
         return checked(text)

@@ -47,9 +47,26 @@ class _Stamps:
         return scores
 
 
+def is_hf(model: Any) -> bool:
+    """A transformers generator (``generate`` with a ``generation_config``), else the model's own ``generate``."""
+    return hasattr(model, "generation_config")
+
+
+class _Own:
+    """What a model's own ``generate`` gives: the sequences, no logits."""
+
+    def __init__(self, sequences: torch.Tensor) -> None:
+        self.sequences, self.logits = sequences, ()
+
+
 def generate_once(model: Any, ids: torch.Tensor, new_tokens: int, kwargs: dict[str, Any],
                   stamps: _Stamps | None = None, logits: bool = False) -> Any:
-    """One greedy generation of exactly ``new_tokens`` tokens (EOS held off) under inference_mode."""
+    """One greedy generation of exactly ``new_tokens`` tokens (EOS held off) under inference_mode;
+    a model's own ``generate(input_ids, max_new_tokens=N)`` is called as it is (no stamps, no logits)."""
+    if not is_hf(model):
+        with torch.inference_mode():
+            out = model.generate(ids, max_new_tokens=new_tokens)
+        return _Own(out) if logits else out
     from transformers import LogitsProcessorList
 
     config = model.generation_config
@@ -87,9 +104,8 @@ class GenerateSession:
         torch.set_num_threads(payload["reference_threads"])
         self.device = torch.device(device)
         self.model = load_model(payload).to(self.device).eval()
-        if not hasattr(self.model, "generate") or not hasattr(self.model, "generation_config"):
-            raise TypeError(f"{type(self.model).__name__} has no transformers generate(): pitstop measures "
-                            "transformers causal LMs (*ForCausalLM, GenerationMixin)")
+        if not hasattr(self.model, "generate"):
+            raise TypeError(f"{type(self.model).__name__} has no generate(): pitstop measures causal LMs that generate")
         self.new_tokens = int(payload["new_tokens"])
         self.prompt_len = int(payload["prompts"].shape[1])
         self.prompts = payload["prompts"].to(self.device)
@@ -141,7 +157,9 @@ class GenerateSession:
         generate_once(self.fast, self.prompts, self.new_tokens, self.kwargs, stamps)
         _sync(self.device)
         end = time.perf_counter()
-        first = stamps.at[0] if stamps.at else end
+        if not stamps.at:  # a model's own generate(): the whole call only (prefill and decode not split)
+            return [end - start, -1.0, -1.0]
+        first = stamps.at[0]
         steps = [b - a for a, b in zip(stamps.at, stamps.at[1:], strict=False)]
         exact = len(stamps.at) == self.new_tokens and not self.config.lookup
         return [end - start, first - start, (end - first) / max(1, self.new_tokens - 1), *(steps if exact else [])]

@@ -129,8 +129,12 @@ def native_bf16(device: str) -> bool:
     return bool({"avx512_bf16", "amx_bf16"} & flags)
 
 
-def gate(config: GenConfig, device: str, batch_size: int, allow_emulated: bool = False) -> str | None:
-    """Why ``config`` cannot run here (a ``skipped`` row), or None."""
+def gate(config: GenConfig, device: str, batch_size: int, allow_emulated: bool = False, hf: bool = True
+         ) -> str | None:
+    """Why ``config`` cannot run here (a ``skipped`` row), or None; ``hf=False``: the model generates
+    with its own ``generate()``, which takes none of transformers' options (cache, attention, lookup)."""
+    if not hf and (config.cache != "dynamic" or config.attention != "sdpa" or config.lookup):
+        return "a transformers generate() option: this model generates with its own generate()"
     if config.compile == "reduce-overhead" and device != "cuda":
         return "reduce-overhead captures CUDA graphs: CUDA only"
     if config.compile and config.cache != "static":

@@ -22,7 +22,8 @@ def compare_tokens(ref_seq: torch.Tensor, ref_logits: list[torch.Tensor], seq: t
     ``generate`` returns them, ``*_logits`` the raw logits of each new token (N tensors of
     (prompts, vocab)). Returns plain numbers (the JSON's ``fidelity``)."""
     new_ref, new = ref_seq[:, prompt_len:], seq[:, prompt_len:]
-    n = min(new_ref.shape[1], new.shape[1], len(ref_logits), len(logits))
+    have_logits = bool(ref_logits) and bool(logits)  # a model's own generate() gives tokens only
+    n = min(new_ref.shape[1], new.shape[1], *((len(ref_logits), len(logits)) if have_logits else ()))
     rows = new_ref.shape[0]
     first: list[int | None] = []
     margins: list[float | None] = []
@@ -32,12 +33,12 @@ def compare_tokens(ref_seq: torch.Tensor, ref_logits: list[torch.Tensor], seq: t
         differ = (new_ref[i, :n] != new[i, :n]).nonzero()
         d = int(differ[0]) if len(differ) else None
         first.append(d)
-        upto = n if d is None else d + 1  # logits are comparable up to and including the first divergence
+        upto = 0 if not have_logits else n if d is None else d + 1  # comparable up to the first divergence
         for t in range(upto):
             a, b = ref_logits[t][i].double(), logits[t][i].double()
             diff_sq += float(((a - b) ** 2).sum())
             ref_sq += float((a**2).sum())
-        if d is None:
+        if d is None or not have_logits:
             margins.append(None)
             noise.append(None)
         else:
@@ -46,11 +47,12 @@ def compare_tokens(ref_seq: torch.Tensor, ref_logits: list[torch.Tensor], seq: t
             margins.append(float(top[0] - top[1]))
             noise.append(2.0 * float((a - b).abs().max()))
     agree = float((new_ref[:, :n] == new[:, :n]).float().mean()) if n else 1.0
-    near = [None if d is None else margins[i] <= noise[i] for i, d in enumerate(first)]  # type: ignore[operator]
+    near = [None if d is None or margins[i] is None else margins[i] <= noise[i]  # type: ignore[operator]
+            for i, d in enumerate(first)]
+    rel_err = None if not have_logits else (diff_sq / ref_sq) ** 0.5 if ref_sq > 0 else 0.0
     return {"prompts": rows, "new_tokens": n, "identical": sum(d is None for d in first),
             "agreement": agree, "first_divergence": first, "margin_at_divergence": margins,
-            "noise_at_divergence": noise, "near_tie": near,
-            "rel_err": (diff_sq / ref_sq) ** 0.5 if ref_sq > 0 else 0.0}
+            "noise_at_divergence": noise, "near_tie": near, "logits": have_logits, "rel_err": rel_err}
 
 
 def judge(fid: dict[str, Any], lossless: bool, gate_tokens: int, tolerance: float) -> tuple[str | None, str | None]:
@@ -64,16 +66,20 @@ def judge(fid: dict[str, Any], lossless: bool, gate_tokens: int, tolerance: floa
         if not diverged:
             return None, None
         i, d = diverged[0]
+        margin = fid["margin_at_divergence"][i]
+        where = (f": reference margin {margin:.2g}, the variant's logit error {fid['noise_at_divergence'][i] / 2:.2g}"
+                 if margin is not None else "")
         return (f"greedy tokens differ from the reference's on {len(diverged)} of {fid['prompts']} prompt(s) "
-                f"(prompt {i} at new token {d}: reference margin {fid['margin_at_divergence'][i]:.2g}, "
-                f"the variant's logit error {fid['noise_at_divergence'][i] / 2:.2g}); a lossless technique "
-                "must give the same tokens"), None
+                f"(prompt {i} at new token {d}{where}); a lossless technique must give the same tokens"), None
     for i, d in diverged:
         if d < gate_tokens and not fid["near_tie"][i]:
+            if fid["margin_at_divergence"][i] is None:
+                return (f"prompt {i} diverges at new token {d} (< {gate_tokens}, the gate); the model's own "
+                        "generate() gives no logits, so no near tie can excuse it"), None
             return (f"prompt {i} diverges at new token {d} (< {gate_tokens}, the gate) where the reference's top-1 "
                     f"margin {fid['margin_at_divergence'][i]:.2g} is beyond the variant's numeric noise "
                     f"{fid['noise_at_divergence'][i]:.2g}"), None
-    if fid["rel_err"] > tolerance:
+    if fid["rel_err"] is not None and fid["rel_err"] > tolerance:
         return (f"logits before the first divergence differ by rel err {fid['rel_err']:.2e} > tolerance "
                 f"{tolerance:.0e}"), None
     ties = [(i, d) for i, d in diverged if fid["near_tie"][i] and d < gate_tokens]
