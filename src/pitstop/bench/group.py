@@ -198,9 +198,7 @@ class GroupRunner(WorkerGroup):
             warmup = self._timed(v, worker, "warmup")
             if warmup is None:
                 return
-            v.row.warmup = v.row.warmup or warmup
-            v.per_call_s.append(warmup["per_call_s"])
-            v.row.replica_samples_s.append([])
+            v.warmed(warmup)
         known = sorted(p for p in peaks if p is not None)
         v.row.peak_memory_bytes = known[len(known) // 2] if known else None
 

@@ -54,6 +54,13 @@ class LiveVariant:
         for worker in self.workers:
             worker.kill()
 
+    def warmed(self, warmup: dict[str, Any]) -> None:
+        """A replica warmed up: the first replica's record kept, its per-call estimate (which sizes
+        its turns) noted, and its group of samples opened."""
+        self.row.warmup = self.row.warmup or warmup
+        self.per_call_s.append(warmup["per_call_s"])
+        self.row.replica_samples_s.append([])
+
     def call(self, worker: Any, method: str, timeout_s: float, **kwargs: Any) -> Any:
         """Ask one of its workers to run ``method`` and wait for the answer (None once failed)."""
         if not self.alive:
@@ -164,6 +171,17 @@ class WorkerGroup:
 
     def _took(self, v: Any, i: int, chunk: dict[str, Any]) -> None:
         """What else replica ``i``'s timed chunk says (page faults, CPU times, the script's end)."""
+
+    def _close_rows(self, live: list[Any], out: list[Any], interrupted: bool, unit: str) -> None:
+        """The group's end: workers closed (killed on Ctrl-C), a variant interrupted before any timed
+        ``unit`` failed with that reason, every row appended to ``out`` and announced."""
+        for v in live:
+            for worker in v.workers:
+                worker.kill() if interrupted else worker.close()
+            if interrupted and v.alive and not v.row.samples_s:
+                v.row.status, v.row.reason = "failed", f"interrupted before any timed {unit}"
+            out.append(v.row)
+            self.on_event("row", {"row": v.row})
 
     def _call(self, v: Any, worker: Any, method: str, **kwargs: Any) -> Any:
         return v.call(worker, method, self.settings.timeout_s, **kwargs)

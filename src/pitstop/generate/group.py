@@ -82,14 +82,7 @@ class GenerateGroup(WorkerGroup):
             interrupted = True
             raise
         finally:
-            for v in live:
-                for worker in v.workers:
-                    worker.kill() if interrupted else worker.close()
-                if interrupted and v.alive and not v.row.samples_s:
-                    v.row.status, v.row.reason = "failed", "interrupted before any timed call"
-                row: GenMeasurement = v.row  # type: ignore[assignment]  # ``_spawn`` makes every row one
-                out.append(row)
-                self.on_event("row", {"row": row})
+            self._close_rows(live, out, interrupted, "call")  # ``_spawn`` makes every row a GenMeasurement
 
     def _spawn(self, config: GenConfig, batch: int, workdir: Path, replicas: int, stage: str) -> LiveVariant:
         threads = self.settings.resolved_threads
@@ -155,9 +148,7 @@ class GenerateGroup(WorkerGroup):
             warmup = self._call(v, worker, "warmup")
             if warmup is None:
                 return
-            v.row.warmup = v.row.warmup or warmup
-            v.per_call_s.append(warmup["per_call_s"])
-            v.row.replica_samples_s.append([])
+            v.warmed(warmup)
 
     def _took(self, v: Any, i: int, chunk: dict[str, Any]) -> None:
         row: GenMeasurement = v.row

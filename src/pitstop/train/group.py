@@ -161,13 +161,7 @@ class TrainGroup(WorkerGroup):
             interrupted = True
             raise
         finally:
-            for v in live:
-                for worker in v.workers:
-                    worker.kill() if interrupted else worker.close()
-                if interrupted and v.alive and not v.row.samples_s:
-                    v.row.status, v.row.reason = "failed", "interrupted before any timed step"
-                out.append(v.row)
-                self.on_event("row", {"row": v.row})
+            self._close_rows(live, out, interrupted, "step")
 
     def _seeds(self, config: TrainConfig, replicas: int, trajectory: bool) -> list[int]:
         if trajectory and config == NAIVE:
@@ -281,9 +275,7 @@ class TrainGroup(WorkerGroup):
                 peaks.append(measured["peak_memory_bytes"])
             if trajectory:
                 runs.append(warm)
-            v.row.warmup = v.row.warmup or {k: w for k, w in warm.items() if k not in ("losses", "times")}
-            v.per_call_s.append(warm["per_call_s"])
-            v.row.replica_samples_s.append([])
+            v.warmed({k: w for k, w in warm.items() if k not in ("losses", "times")})
         known = sorted(p for p in peaks if p is not None)
         v.row.peak_memory_bytes = known[len(known) // 2] if known else None
         if trajectory:
