@@ -86,30 +86,42 @@ NATIVE_BF16 = bool({"avx512_bf16", "amx_bf16"} & set(Path("/proc/cpuinfo").read_
     if Path("/proc/cpuinfo").exists() else False
 
 
-@pytest.mark.serial  # it asserts that bf16 is measured faster: only on a machine to itself
+@pytest.mark.serial  # bf16's verdict decides the branch: only on a machine to itself
 @pytest.mark.skipif(GIT is None, reason="git is not installed")
 @pytest.mark.skipif(not NATIVE_BF16, reason="needs a CPU with native bfloat16 (avx512_bf16 or AMX)")
 def test_a_compute_bound_loop_gets_bf16_autocast_where_it_is_native(tmp_path):
     """Where bf16 is native and the step is float32 matmuls (1.35x by hand on the avx512_bf16 dev
-    CPU), the search measures bf16 autocast faster inside the script, gates it on the script's own
-    loss, and hands it back as a patch that applies and trains the same without pitstop."""
+    CPU), the search measures bf16 autocast inside the script and gates it on the script's own
+    loss; the choice follows the final's verdict (faster beyond noise: bf16 and its patch; within
+    noise, as on a shared CI runner: the script stays, no patch), and the bf16 edit, planned from the
+    JSON's sites, applies and trains the same without pitstop whatever won."""
+    from pitstop.train.config import NAIVE
+    from pitstop.train.script import edits
+
     script = repo(tmp_path, "compute_loop.py")
     proc = run("train", "--time-budget-s", "90", "--techniques", "precision", "--replicas", "1",
                "--json", "t.json", "--patch", "speedup.diff", script.name, "--iters", "300", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     doc = json.loads((tmp_path / "t.json").read_text())
     rows = [(r["variant"], r["stage"], r["status"], r.get("speedup")) for r in doc["results"]]
-    if doc["winner"]["variant"] == "naive" and any((s["load"] or {}).get("busy") for s in doc["search"]["stages"]):
-        # another process took the cores (the JSON says so): a busy machine must not choose, and
-        # keeping the script is the honest answer; bf16 was still never measured slower beyond noise
-        assert all((r.get("speedup") or {}).get("verdict") != "slower" for r in doc["results"]), rows
+    final = [r for r in doc["results"] if r["variant"] == "bf16-autocast" and r["stage"].startswith("final")]
+    assert final and final[-1]["status"] == "ok", rows  # measured to the final, and through the loss gate
+    verdict = final[-1]["speedup"]["verdict"]
+    busy = any((s["load"] or {}).get("busy") for s in doc["search"]["stages"])
+    assert busy or verdict != "slower", rows  # native bf16 on float32 matmuls is never slower on a quiet machine
+    if verdict == "faster" and not busy:
+        assert doc["winner"]["variant"] == "bf16-autocast", rows
+        assert doc["winner"]["speedup"]["ci95"][0] > 1.0, doc["winner"]["speedup"]
+        patch = (tmp_path / "speedup.diff").read_text()
+    else:  # within noise, or a busy machine: keeping the script is the honest answer
+        assert doc["winner"]["variant"] == "naive" and "naive stays" in proc.stdout, rows
         assert not (tmp_path / "speedup.diff").exists()
-        return
-    assert doc["winner"]["variant"] == "bf16-autocast", rows
-    assert doc["winner"]["speedup"]["ci95"][0] > 1.0, doc["winner"]["speedup"]  # measured faster, beyond noise
-    assert "torch.autocast" in (tmp_path / "speedup.diff").read_text()
+        found = {"sites": doc["script"]["sites"], "trainers": []}
+        patch = edits.diff(edits.apply(edits.plan(NAIVE.with_(precision="bf16-autocast"), found, "cpu")),
+                           str(tmp_path))
+    assert "torch.autocast" in patch
     before = run(script.name, "--iters", "60", cwd=tmp_path, pitstop=False)
-    subprocess.run(["git", "apply", "speedup.diff"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "apply", "-"], cwd=tmp_path, input=patch, text=True, check=True)
     after = run(script.name, "--iters", "60", cwd=tmp_path, pitstop=False)  # without pitstop
     assert after.returncode == 0 and "torch.autocast" in script.read_text(), after.stderr
     assert abs(final_loss(after.stdout) - final_loss(before.stdout)) < 0.1 * final_loss(before.stdout) + 0.05
