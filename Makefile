@@ -26,8 +26,8 @@ demo: $(STAMP)
 	$(BIN)/pitstop optimize zoo:cnn --batch-size 16 --time-budget-s 120
 
 # Two lanes: most tests in TEST_WORKERS processes (pytest-xdist, one module to a worker so a
-# module's shared run happens once), then the `serial` tests alone, since they measure which
-# variant is faster or load every core themselves. --no-loadscope-reorder keeps the order of
+# module's shared run happens once), then the `serial` tests alone, since they load every core
+# themselves. --no-loadscope-reorder keeps the order of
 # tests/conftest.py (the slowest modules first, so that both workers end together). CONTRIBUTING.md
 # has the figures.
 TEST_WORKERS ?= 2

@@ -14,30 +14,30 @@ def models_py() -> str:
 
 
 # The modules that keep a worker of `pytest -n 2 --dist loadfile` busy longest (seconds of one worker
-# at 16:10 on 2026-11-28, CONTRIBUTING.md), slowest first. xdist hands modules out in collection order,
-# so these go first: collected alphabetically, the torchrun module came last and one worker ran it alone
-# for 110 s after the other had finished. Re-measure with `--durations=0` when a module grows.
+# at 04:07 on 2026-11-29, workers forked by the fork server, load 2.4-2.8; CONTRIBUTING.md), slowest
+# first. xdist hands modules out in collection order, so these go first: collected alphabetically, the
+# torchrun module came last and one worker ran it alone for 110 s after the other had finished.
+# Re-measure with `--durations=0` when a module grows.
 HEAVY_FIRST = (
-    "tests/reliability/test_train_faults.py",  # 194 s
-    "tests/train/test_train_script.py",  # 157 s
-    "tests/train/test_train_torchrun.py",  # 153 s
-    "tests/reliability/test_profile_faults.py",  # 69 s
-    "tests/train/test_train_problems.py",  # 66 s
-    "tests/train/test_train_input.py",  # 57 s (new since that measurement: alone, quiet)
-    "tests/benchmarks/test_distributed_turns.py",  # 61 s
-    "tests/optimize/test_optimize_run.py",  # 61 s
-    "tests/bench/test_bench_run.py",  # 58 s
-    "tests/optimize/test_fidelity_gate.py",  # 49 s
-    "tests/report/test_report_command.py",  # 47 s
-    "tests/test_cli.py",  # 47 s
-    "tests/doctor/test_doctor_cli_runs.py",  # 47 s
-    "tests/reliability/test_properties.py",  # 37 s
+    "tests/train/test_train_script.py",  # 135 s, and 60 s since the bf16 test left the serial lane
+    "tests/reliability/test_train_faults.py",  # 129 s
+    "tests/train/test_train_torchrun.py",  # 121 s
+    "tests/reliability/test_profile_faults.py",  # 89 s
+    "tests/train/test_train_problems.py",  # 50 s
+    "tests/train/test_train_input.py",  # 49 s
+    "tests/report/test_report_command.py",  # 46 s
+    "tests/optimize/test_optimize_run.py",  # 39 s
+    "tests/doctor/test_doctor_cli_runs.py",  # 39 s
+    "tests/bench/test_bench_run.py",  # 38 s
+    "tests/test_cli.py",  # 36 s
+    "tests/reliability/test_properties.py",  # 34 s
+    "tests/benchmarks/test_distributed_turns.py",  # 33 s
+    "tests/generate/test_generate_cli.py",  # 33 s
 )
 
 
 def _order(item) -> tuple[bool, int]:
-    # the serial lane runs a test that loads every core after the ones that measure on a quiet machine
-    # (a search right after the busy processes were killed measured bf16 within noise of fp32)
+    # the serial lane runs a test that loads every core after any that would measure on a quiet machine
     loads_cores = bool(getattr(item.get_closest_marker("serial"), "kwargs", {}).get("loads_cores"))
     module = item.nodeid.split("::")[0]
     return loads_cores, HEAVY_FIRST.index(module) if module in HEAVY_FIRST else len(HEAVY_FIRST)

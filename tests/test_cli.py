@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from pitstop.schemas import BENCH_SCHEMA
+from tests.fixtures.procs import worker_pids
 
 FAST = ["--budget-s", "0.3", "--threads", "1", "--replicas", "1"]
 M = "tests/fixtures/models.py"
@@ -148,18 +149,8 @@ def _poll(condition, proc, timeout_s: float = 120.0) -> None:
 
 
 def _children(pid: int) -> list[int]:
-    """Live bench workers whose parent is ``pid`` (from /proc)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-                if ppid == pid and "pitstop.bench.worker" in Path(f"/proc/{entry}/cmdline").read_text():
-                    found.append(int(entry))
-            except (OSError, ValueError, IndexError):
-                pass
-    return found
+    """Live bench workers of ``pid`` (its ``pitstop.bench.worker`` children, or forks of its fork server)."""
+    return worker_pids(pid, "pitstop.bench.worker")
 
 
 def test_no_worker_left_behind_after_a_run():

@@ -20,6 +20,7 @@ from typing import Any
 from torch.nn import Module
 
 from pitstop.bench.worker import VariantSession
+from pitstop.engine import forkserver
 from pitstop.errors import last_line
 
 START_LIMIT_S = 120.0  # process start and imports (torch, the model's file) on a loaded machine
@@ -30,7 +31,8 @@ class WorkerFailed(Exception):
 
 
 class ProcessWorker:
-    """A spawned ``python -m pitstop.bench.worker`` process, its output kept in ``log_path``."""
+    """A ``python -m pitstop.bench.worker`` process (a fork of the run's fork server where it can be:
+    ``pitstop.engine.forkserver``), its output kept in ``log_path``."""
 
     MODULE = "pitstop.bench.worker"  # what the process runs (train's worker subclass names its own)
 
@@ -40,7 +42,8 @@ class ProcessWorker:
         env = {**os.environ, **pinned, "PYTHONPATH": os.pathsep.join(_import_path()), **(extra_env or {})}
         self.log_path = log_path
         with open(log_path, "wb") as log:
-            self.proc = subprocess.Popen(
+            self.proc: subprocess.Popen[bytes] | forkserver.ForkedProcess
+            self.proc = self._fork(env, log, child) or subprocess.Popen(
                 [sys.executable, "-m", self.MODULE, str(child.fileno())],
                 pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, env=env,
@@ -51,6 +54,16 @@ class ProcessWorker:
         self.pending = ""
         self.sent_at = self.started_at = time.monotonic()
         self.ready_at: float | None = None  # when the worker was up (imports done), by its own report
+
+    def _fork(self, env: dict[str, str], log: Any, child: socket.socket) -> forkserver.ForkedProcess | None:
+        """The worker as a fork of this run's fork server (torch already imported), or None where
+        it cannot be one (its environment, the platform, the server gone): then a new process."""
+        if not forkserver.usable(env) or (srv := forkserver.server()) is None:
+            return None
+        try:
+            return srv.spawn(self.MODULE, env, log.fileno(), child.fileno())
+        except OSError:
+            return None
 
     def send(self, method: str, **kwargs: Any) -> None:
         """Start a request (its time-out counts from now, or from when the worker is up)."""
