@@ -19,6 +19,11 @@ older projects; the script also prints the figures of those projects alone (labe
 linter ran on them, so their first run was a held-out test). A label marked ``"added": "after-linting"``
 was added to an older file after a finding showed the labels had missed a pattern labelled elsewhere.
 
+Issue 48's held-out part: a seeded split (``SPLIT_SEED``, projects in hash order until they hold a
+third of the files) drawn before any rule was changed for it. The script prints both parts' figures;
+``--verbose`` lists the development part's misses and false findings only, never the held-out
+part's, which is the headline.
+
 The files are third-party code and are not committed: they live in the git-ignored
 ``benchmarks/.corpus/lint/<owner>+<name>/<path>``. Without them the script says so and exits 0.
 
@@ -215,6 +220,28 @@ def table(tallies: dict[str, Tally], counts: dict[str, dict[str, int]]) -> str:
     return "\n".join(rows)
 
 
+SPLIT_SEED = 48  # issue 48: chosen before any rule was changed for it; never re-drawn
+
+
+def held_out(manifest: list[dict]) -> set[int]:
+    """The held-out part: projects in the order of sha256(seed, repo, name), taken until they hold at
+    least a third of the files. Its false positives and negatives are never printed (only its
+    figures), so that no rule is tuned on it."""
+    import hashlib
+
+    order = sorted(range(len(manifest)), key=lambda i: hashlib.sha256(
+        f"{SPLIT_SEED}:{manifest[i]['repo']}:{manifest[i]['name']}".encode()).hexdigest())
+    total = sum(len(p["files"]) for p in manifest)
+    chosen: set[int] = set()
+    files = 0
+    for i in order:
+        if 3 * files >= total:
+            break
+        chosen.add(i)
+        files += len(manifest[i]["files"])
+    return chosen
+
+
 def missing(manifest: list[dict], files: Path) -> int:
     return sum(not (files / p["repo"].replace("/", "+") / f["path"]).is_file()
                for p in manifest for f in p["files"])
@@ -250,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
     counts: dict[str, dict[str, int]] = {code: {"must": 0, "optional": 0, "trap": 0} for code in SCORED}
     late: dict[str, Tally] = {code: Tally() for code in SCORED}  # projects added after the rules were tuned
     late_counts: dict[str, dict[str, int]] = {code: {"must": 0, "optional": 0, "trap": 0} for code in SCORED}
+    held = held_out(manifest)
+    part: dict[bool, dict[str, Tally]] = {h: {code: Tally() for code in SCORED} for h in (False, True)}
+    part_counts = {h: {code: {"must": 0, "optional": 0, "trap": 0} for code in SCORED} for h in (False, True)}
     start, n_files, n_late = time.perf_counter(), 0, 0
     with tempfile.TemporaryDirectory(prefix="pitstop-corpus-") as tmp:
         for i, project in enumerate(manifest):
@@ -259,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
             for lab in labels:
                 counts[lab.code][lab.kind] += 1
             score(labels, findings, tallies)
+            for lab in labels:
+                part_counts[i in held][lab.code][lab.kind] += 1
+            score(labels, findings, part[i in held])
             if project.get("added") == "after-tuning":
                 n_late += 1
                 for lab in labels:
@@ -274,9 +307,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nof which added after the rules were tuned on the older corpus ({n_late} projects; "
               f"{sum(c['must'] for c in late_counts.values())} must labels):\n")
         print(table(late, late_counts))
-    if args.verbose:
+    for h, title in ((False, "development part"), (True, "held-out part (seeded split, issue 48: the headline)")):
+        n = sum(len(manifest[i]["files"]) for i in range(len(manifest)) if (i in held) == h)
+        print(f"\n{title}: {sum((i in held) == h for i in range(len(manifest)))} projects, {n} files\n")
+        print(table(part[h], part_counts[h]))
+    if args.verbose:  # the development part's only: the held-out part's are never read while rules change
         for title, attr in (("false negatives", "fns"), ("false positives", "fps")):
-            items = [x for code in SCORED for x in getattr(tallies[code], attr)]
+            items = [x for code in SCORED for x in getattr(part[False][code], attr)]
             print(f"\n{title} ({len(items)}):")
             print("\n".join(f"  {x}" for x in items) or "  none")
     if args.json:
@@ -284,6 +321,12 @@ def main(argv: list[str] | None = None) -> int:
         report = report_json(tallies, meta)
         if n_late:
             report["added_after_tuning"] = report_json(late, {"projects": n_late, "labels": late_counts})
+        for h, key in ((False, "development"), (True, "held_out")):
+            report[key] = report_json(part[h], {"projects": sum((i in held) == h for i in range(len(manifest))),
+                                                "labels": part_counts[h]})
+            if h:
+                for row in report[key]["codes"].values():
+                    row.pop("false_positives"), row.pop("false_negatives")
         args.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
     return 0
 

@@ -88,4 +88,4 @@ def test_a_restored_check_carries_on_where_the_saved_one_stopped():
     assert [f.code for f in with_history.report()] == ["PIT107"]  # the spike, against the restored median
     steps(without, data[12:], scale=1e4)
     assert without.report().findings == []  # no history: no median to compare with
-    assert StaleGradients().state_dict() == {"left": {}, "accumulated": {}}
+    assert StaleGradients().state_dict() == {"left": {}, "accumulated": {}, "cleared": set(), "held": None}

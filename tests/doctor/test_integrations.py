@@ -99,11 +99,23 @@ def torchrun(tmp_path, source, port, *args):
     return json.loads((tmp_path / "r.json").read_text()), out
 
 
+# from the fifth step on, rank 1 never clears its gradients: its zero_grad() sits in rank 0's logging block
+DDP_STALE = DDP.replace("for step in range(4):\n    opt.zero_grad()",
+                        "for step in range(8):\n    if step < 4 or rank == 0:\n        opt.zero_grad()")
+
+
 def test_torchrun_ddp_gloo_two_ranks_one_merged_report_over_the_process_group(tmp_path):
-    doc, out = torchrun(tmp_path, DDP, 29517)
-    assert doc["ranks"] == 2 and doc["steps"] == 4, out.stderr[-2000:]
+    """A real DDP job (gloo, 2 ranks): the reducer writes the all-reduced gradients into ``.grad`` in
+    place at every backward, which only a real process group does. Four clean steps, then rank 1
+    stops clearing: PIT101 on rank 1 only, first at step 5 (none while every rank cleared)."""
+    assert "if step < 4 or rank == 0:" in DDP_STALE
+    doc, out = torchrun(tmp_path, DDP_STALE, 29517)
+    assert doc["ranks"] == 2 and doc["steps"] == 8, out.stderr[-2000:]
     f = next(f for f in doc["findings"] if f["code"] == "PIT102")
     assert f["ranks"] == [1]
+    stale = [f for f in doc["findings"] if f["code"] == "PIT101"]
+    assert len(stale) == 1 and stale[0]["ranks"] == [1] and stale[0]["step"] == 5, stale
+    assert "on this rank" in stale[0]["message"]
     assert out.stdout.count("PIT102") == 1  # printed once, by rank 0
     assert not (tmp_path / "ranks").exists()  # merged with gather_object before destroy_process_group, no files
 

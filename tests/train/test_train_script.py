@@ -109,12 +109,12 @@ def test_a_compute_bound_loop_gets_bf16_autocast_where_it_is_native(tmp_path):
     verdict = final[-1]["speedup"]["verdict"]
     busy = any((s["load"] or {}).get("busy") for s in doc["search"]["stages"])
     assert busy or verdict != "slower", rows  # native bf16 on float32 matmuls is never slower on a quiet machine
-    if verdict == "faster" and not busy:
-        assert doc["winner"]["variant"] == "bf16-autocast", rows
-        assert doc["winner"]["speedup"]["ci95"][0] > 1.0, doc["winner"]["speedup"]
+    if doc["winner"]["variant"] == "bf16-autocast":  # chosen only when measured faster beyond noise
+        assert verdict == "faster" and doc["winner"]["speedup"]["ci95"][0] > 1.0, doc["winner"]["speedup"]
         patch = (tmp_path / "speedup.diff").read_text()
-    else:  # within noise, or a busy machine: keeping the script is the honest answer
+    else:  # within noise (or faster on a machine found busy): keeping the script is the honest answer
         assert doc["winner"]["variant"] == "naive" and "naive stays" in proc.stdout, rows
+        assert verdict != "faster" or busy, rows
         assert not (tmp_path / "speedup.diff").exists()
         found = {"sites": doc["script"]["sites"], "trainers": []}
         patch = edits.diff(edits.apply(edits.plan(NAIVE.with_(precision="bf16-autocast"), found, "cpu")),

@@ -51,6 +51,10 @@ class Consumer:
         """A parameter's gradient was accumulated (in backward order)."""
 
     @noop
+    def on_zero_grad(self, owner: torch.optim.Optimizer | nn.Module) -> None:
+        """``owner.zero_grad()`` was called (an optimizer's or a module's): its gradients are cleared."""
+
+    @noop
     def on_backward_done(self, tensors: list[torch.Tensor], retain_graph: bool, site: str) -> None:
         """``backward()`` returned."""
 

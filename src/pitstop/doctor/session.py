@@ -10,6 +10,8 @@ Hooks used (all removed by ``detach``):
 - ``register_post_accumulate_grad_hook`` on every parameter of a root or an optimizer:
   gradients as they are accumulated, in backward order (``backward_order``);
 - a thin wrapper of ``torch.autograd.backward`` (``Tensor.backward`` calls it);
+- thin wrappers of ``Optimizer.zero_grad`` and ``Module.zero_grad`` (a clearing seen as it happens:
+  under DDP the reducer writes ``.grad`` in place, so no version counter tells a cleared gradient);
 - ``_BaseDataLoaderIter.__next__`` timing: how long each step waits for its batch.
 
 A consumer subclasses ``Consumer`` and overrides the ``on_<event>`` methods it needs; only
@@ -28,7 +30,7 @@ those are ever called (an event nobody overrides costs nothing beyond the hook i
 Events, in the order a training step emits them (the method docstrings say more):
 ``on_data_start()``, ``on_data(wait_s)``; ``on_root_forward_start(module)``,
 ``on_module_forward(module, inputs, output)`` (leaf modules), ``on_root_forward(module, output,
-grad_enabled)``; ``on_backward(tensors, gradients, retain_graph, site)``, ``on_grad(param)``,
+grad_enabled)``; ``on_zero_grad(owner)``; ``on_backward(tensors, gradients, retain_graph, site)``, ``on_grad(param)``,
 ``on_backward_done(tensors, retain_graph, site)``; ``on_step_start(optimizer)``,
 ``on_step(optimizer)``, ``on_step_done(optimizer)``, ``on_iteration(step)``; ``on_finish()``.
 ``emit(name, *args)`` also dispatches events that consumers define for each other (the doctor
@@ -38,6 +40,7 @@ unsubscribed, with a line in ``internal``, and training goes on."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -88,6 +91,7 @@ class Session:
         self._depth = 0
         self._orig_backward: Any = None
         self._orig_next: Any = None
+        self._orig_zero: tuple[Any, Any] = (None, None)
         self.workers = Workers()  # processes the script starts (not watched: named in the report)
         self.manual = ManualSteps(self)  # parameters updated by hand after backward count as steps
         self.subscribe(self.manual)
@@ -177,6 +181,10 @@ class Session:
         torch.autograd.backward = self._backward
         self._orig_next = _dataloader._BaseDataLoaderIter.__next__
         _dataloader._BaseDataLoaderIter.__next__ = self._timed_next()  # type: ignore[method-assign,assignment]
+        # class attributes, restored by detach(); a subclass's own zero_grad (rare) is not seen
+        self._orig_zero = (torch.optim.Optimizer.zero_grad, nn.Module.zero_grad)
+        torch.optim.Optimizer.zero_grad = self._zero_grad(self._orig_zero[0])  # type: ignore[method-assign]
+        nn.Module.zero_grad = self._zero_grad(self._orig_zero[1])  # type: ignore[method-assign]
         self.workers.attach()
         if self._model is not None:
             self.add_root(self._model, "model")
@@ -196,6 +204,7 @@ class Session:
         self._handles.clear()
         torch.autograd.backward = self._orig_backward
         _dataloader._BaseDataLoaderIter.__next__ = self._orig_next  # type: ignore[method-assign]
+        torch.optim.Optimizer.zero_grad, nn.Module.zero_grad = self._orig_zero  # type: ignore[method-assign]
         self.workers.detach()
         self.last_inputs.clear()
         self._hooked.clear()  # attach() again hooks the roots and parameters afresh
@@ -257,6 +266,18 @@ class Session:
                 session.emit("on_data", time.perf_counter() - start)
 
         return timed_next
+
+    def _zero_grad(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        session = self
+
+        @functools.wraps(original)
+        def zero_grad(owner: Any, *args: Any, **kwargs: Any) -> Any:
+            out = original(owner, *args, **kwargs)
+            if session._subs.get("on_zero_grad"):
+                session.emit("on_zero_grad", owner)
+            return out
+
+        return zero_grad
 
     def _hook_param(self, p: torch.Tensor) -> None:
         if id(p) in self._hooked or not p.requires_grad:

@@ -128,3 +128,51 @@ def stepped_twice_cleared_in_between(model, loader, opt, crit):
         opt.zero_grad()
         crit(model(x), y).backward()
         opt.step()
+
+
+def zero_grad_only_in_rank_zeros_logging_block(model, loader, opt, crit, rank):
+    for step, (x, y) in enumerate(loader):
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()  # error: PIT101
+        if rank == 0:
+            print(step, loss.item())
+            opt.zero_grad()
+
+
+def zero_grad_only_every_k_steps(model, loader, opt, crit, k=10):
+    for i, (x, y) in enumerate(loader):
+        if i % k == 0:
+            opt.zero_grad()
+        crit(model(x), y).backward()
+        opt.step()  # error: PIT101
+
+
+def zero_grad_in_both_branches(model, loader, opt, crit, set_to_none):
+    for x, y in loader:
+        if set_to_none:
+            opt.zero_grad(set_to_none=True)
+        else:
+            opt.zero_grad(set_to_none=False)
+        crit(model(x), y).backward()
+        opt.step()
+
+
+def zero_grad_before_a_skip_and_the_step_under_the_same_condition(model, loader, opt, crit):
+    for x, y in loader:
+        if x is None:
+            continue
+        with torch.autocast("cpu"):
+            opt.zero_grad()
+            loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+
+
+def accumulation_window_cleared_at_its_start(model, loader, opt, crit, k=4):
+    for i, (x, y) in enumerate(loader):
+        if i % k == 0:
+            opt.zero_grad()
+        (crit(model(x), y) / k).backward()
+        if (i + 1) % k == 0:
+            opt.step()

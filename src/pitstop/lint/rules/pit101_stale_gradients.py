@@ -44,6 +44,9 @@ class StaleGradients(Rule):
     variants: ClassVar[dict[str, str]] = {
         "twice": "`{step}` steps a second time in the iteration after another backward with no zero_grad() since the "
                  "first step: the first step's gradients are applied again",
+        "conditional": "`{step}` runs every iteration but its gradients are cleared only when `{condition}` (line "
+                       "{line}): on the other iterations each step adds the previous steps' gradients (clear them "
+                       "outside the condition, e.g. optimizer.zero_grad() at the top of the loop)",
     }
 
     def check(self, ctx: Context) -> None:
@@ -66,9 +69,58 @@ class StaleGradients(Rule):
             if not _cleared(loop, opt, owners, mod):
                 reported.add((id(loop), opt))
                 self.report(ctx, step, step=ctx.text(step))
+            elif (guard := _only_under(loop, step, opt, owners, mod)) is not None:
+                reported.add((id(loop), opt))
+                self.report(ctx, step, variant="conditional", step=ctx.text(step), condition=ctx.text(guard.test),
+                            line=guard.lineno)
             elif (again := _stepped_twice(loop, opt, owners, mod)) is not None:
                 reported.add((id(loop), opt))
                 self.report(ctx, again, variant="twice", step=ctx.text(again))
+
+
+def _only_under(loop: ast.AST, step: ast.Call, opt: str, owners: dict[str, set[str]], mod: Module) -> ast.If | None:
+    """The ``if`` that every clearing of ``opt``'s gradients in the loop sits under (a rank, a step
+    modulo, a logging flag), when the step itself runs on every iteration; None when some path
+    clears unconditionally (an ``if`` with a clearing in both branches counts as one), when the step
+    is conditional too (accumulation), or when the clearing is in a function the loop defines."""
+    cur = mod.parents.get(id(step))
+    while cur is not None and cur is not loop:
+        if isinstance(cur, (ast.If, ast.IfExp, ast.ExceptHandler, ast.match_case)):
+            return None  # the step is conditional: accumulation, or a step skipped on purpose
+        cur = mod.parents.get(id(cur))
+    always, guard = _always_cleared(getattr(loop, "body", []), opt, owners, mod)
+    return None if always else guard
+
+
+def _always_cleared(stmts: list[ast.stmt], opt: str, owners: dict[str, set[str]], mod: Module,
+                    ) -> tuple[bool, ast.If | None]:
+    """Whether every path through ``stmts`` clears ``opt``'s gradients; if not, the outermost ``if``
+    under which a clearing was found."""
+    guard: ast.If | None = None
+    for stmt in stmts:
+        if isinstance(stmt, ast.If):
+            body, inner_b = _always_cleared(stmt.body, opt, owners, mod)
+            orelse, inner_e = _always_cleared(stmt.orelse, opt, owners, mod)
+            if body and orelse:
+                return True, None
+            if guard is None and (body or orelse or inner_b or inner_e):
+                guard = stmt
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            body, inner = _always_cleared(stmt.body, opt, owners, mod)
+            if body:
+                return True, None
+            guard = guard or inner
+        elif isinstance(stmt, ast.Try):
+            body, inner = _always_cleared(stmt.body + stmt.finalbody, opt, owners, mod)
+            if body:
+                return True, None
+            guard = guard or inner
+        elif isinstance(stmt, (ast.Match, ast.While)):
+            if _cleared(stmt, opt, owners, mod):
+                return False, guard  # a clearing in a match arm or a while: not judged here
+        elif _cleared(stmt, opt, owners, mod):  # a statement, a nested for (a loop over optimizers), a def
+            return True, None
+    return False, guard
 
 
 def _stepped_twice(loop: ast.AST, opt: str, owners: dict[str, set[str]], mod: Module) -> ast.Call | None:
