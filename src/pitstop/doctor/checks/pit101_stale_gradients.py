@@ -93,7 +93,7 @@ class StaleGradients(Check):
                 if distributed:
                     is_stale = self.held is not None and id(p) in self.held
                 else:
-                    is_stale = grad._version - entry[2] == added
+                    is_stale = grad is not None and grad._version - entry[2] == added
                 if is_stale:
                     stale.append(self.name_of(p))
         if stale:
