@@ -27,7 +27,8 @@ import numpy, torch
 conn = Connection(int(sys.argv[1]))
 conn.send(json.dumps({"name": __name__, "cwd": os.getcwd(), "path0": sys.path[0], "env": os.environ.get("PROBE_ENV"),
                       "threads": torch.get_num_threads(), "draw": float(numpy.random.rand()), "sid": os.getsid(0),
-                      "pid": os.getpid(), "comm": open("/proc/self/comm").read().strip()}))
+                      "pid": os.getpid(), "comm": open("/proc/self/comm").read().strip(),
+                      "preloaded": "xml.dom.minidom" in sys.modules}))
 code = conn.recv()
 print("probe says goodbye", flush=True)
 if code == "raise":
@@ -77,7 +78,10 @@ def test_a_fork_is_what_python_dash_m_would_have_been(probe_module, tmp_path):
         assert a.wait(30) == 3 and "probe says goodbye" in (tmp_path / "a.log").read_text()
         conn_b.send("raise")
         assert b.wait(30) == 1 and "RuntimeError: boom" in (tmp_path / "b.log").read_text()
-        c, _conn_c, _ = _fork(server, probe_module, tmp_path, tmp_path / "c.log")
+        assert not seen_a["preloaded"]
+        server.preload(["xml.dom.minidom", "no_such_module_here"])  # one that fails is the workers' to fail
+        c, _conn_c, seen_c = _fork(server, probe_module, tmp_path, tmp_path / "c.log")
+        assert seen_c["preloaded"]  # imported once, in the server, before this fork
         c.kill()
         assert c.wait(30) == -9  # killed: the signal, as Popen reports it
     finally:

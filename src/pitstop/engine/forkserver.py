@@ -105,6 +105,22 @@ class ForkServer:
                 if reply[0] == "failed" and reply[1] == request["id"]:
                     raise OSError(f"the fork server could not start a worker: {reply[2]}")
 
+    def preload(self, modules: list[str], timeout_s: float = 120.0) -> None:
+        """Import ``modules`` in the server (each one that fails is left to the workers): a run that
+        learns its workers will import a heavy library (transformers under an HF Trainer script,
+        Lightning) pays for it once. Raises ``OSError`` when the server is gone."""
+        with self.lock:
+            self.requests += 1
+            ident = self.requests
+            self.sock.send(pickle.dumps({"id": ident, "preload": list(modules)}))
+            deadline = time.monotonic() + timeout_s
+            while True:
+                reply = self._read(deadline - time.monotonic())
+                if reply is None:
+                    raise OSError("the fork server did not answer")
+                if reply[0] == "preloaded" and reply[1] == ident:
+                    return
+
     def status(self, pid: int) -> int | None:
         """The exit code of a finished worker (negative: the signal), or None while it runs."""
         with self.lock:
@@ -168,6 +184,19 @@ def server() -> ForkServer | None:
         return _SERVER
 
 
+def preload(modules: list[str]) -> None:
+    """Have this process's fork server import ``modules`` before its next forks (nothing where no
+    server can run): for a library every worker of the run will import."""
+    if sys.platform != "linux" or os.environ.get("PITSTOP_FORKSERVER", "1") == "0":
+        return
+    srv = server()
+    if srv is not None:
+        try:
+            srv.preload(modules)
+        except OSError:
+            pass
+
+
 # ----- the server's side ---------------------------------------------------------------------------
 
 
@@ -196,6 +225,10 @@ def _serve(sock: socket.socket) -> dict[str, Any] | None:
         if not data:
             return None
         request = pickle.loads(data)
+        if "preload" in request:
+            _import(request["preload"])
+            sock.send(pickle.dumps(("preloaded", request["id"])))
+            continue
         try:
             pid = os.fork()
         except OSError as exc:
@@ -281,16 +314,21 @@ def _name(variant: str) -> None:
         pass
 
 
-def main(argv: list[str]) -> None:
-    """The server: ``python -m pitstop.engine.forkserver FD``."""
+def _import(names: tuple[str, ...] | list[str]) -> None:
     import importlib
 
-    _START_PATH[:] = [p for p in sys.path[:1] + os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    for name in PRELOAD:
+    for name in names:
         try:
             importlib.import_module(name)
         except Exception:  # a module that cannot load here loads (and fails) in the worker
             pass
+
+
+def main(argv: list[str]) -> None:
+    """The server: ``python -m pitstop.engine.forkserver FD``."""
+
+    _START_PATH[:] = [p for p in sys.path[:1] + os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    _import(PRELOAD)
     request = _serve(socket.socket(fileno=int(argv[1])))
     if request is not None:
         _become(request)

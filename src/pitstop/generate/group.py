@@ -17,6 +17,7 @@ from pitstop.bench.launch import ProcessWorker
 from pitstop.bench.result import Measurement
 from pitstop.bench.rounds import LiveVariant, OnEvent, WorkerGroup
 from pitstop.bench.timer import TimingPolicy
+from pitstop.engine import forkserver
 from pitstop.generate.settings import GenerateSettings
 from pitstop.generate.techniques import GenConfig, gate
 from pitstop.generate.tokens import judge
@@ -92,6 +93,9 @@ class GenerateGroup(WorkerGroup):
             row.status, row.reason = "skipped", reason
             return LiveVariant(config, row, [])
         env = {"TORCHINDUCTOR_CACHE_DIR": str(self.workdir / "inductor"), **dict(self.settings.worker_env)}
+        if self.model.get("hf", True) and not getattr(self, "_preloaded", False):
+            forkserver.preload(["transformers"])  # every worker of a transformers model imports it
+            self._preloaded = True
         first = len(list(workdir.iterdir()))
         workers = [GenerateWorker(workdir / f"{first + i}.log", config.threads or threads, env)
                    for i in range(replicas)]
