@@ -119,6 +119,8 @@ class GraphNames:
                 return False
             if isinstance(f, ast.Name) and f.id in NUMBER_FUNCS:
                 return False
+            if self.mod.view is not None and self.mod.view.returns_number(expr):
+                return False  # get_accuracy(out, y) whose every return is float(...): a number, whatever it is given
             if at is not None and self.model_call(expr, at, depth):
                 return True  # crit(model(x), y): the model's output, inline
             if isinstance(f, ast.Attribute) and self.carries(f.value, at, depth):

@@ -152,6 +152,12 @@ class Project:
                 return i, name
             owner, _, attr = name.rpartition(".")  # self.method(): perhaps inherited from a project class
             return self._inherited(i, owner, attr) if owner and attr else None
+        if kind == "star":  # a name a `from X import *` may have brought: X's function of that name
+            for module in self.files[i].stars:
+                for j in self._modules(i, module):
+                    if name in self.files[j].functions:
+                        return j, name
+            return None
         if kind == "method":  # a method of an object built from a project class
             built, _, method = name.rpartition(":")
             cls = self.class_of(i, built)
@@ -291,6 +297,11 @@ class View:
     def returns_graph(self, call: ast.Call) -> bool:
         fid = self.callee(call)
         return fid is not None and self.project.fact("returns_graph", fid)
+
+    def returns_number(self, call: ast.Call) -> bool:
+        """Whether ``call`` calls a project function every return of which is a Python number."""
+        fid = self.callee(call)
+        return fid is not None and self.project.files[fid[0]].functions[fid[1]].returns_number
 
     def graph_positions(self, call: ast.Call) -> tuple[int, ...] | None:
         """Which places of the tuple a project function returns hold graph-attached tensors (None: all)."""

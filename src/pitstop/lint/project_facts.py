@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import builtins
 import re
 from dataclasses import dataclass, field
 
@@ -13,7 +14,7 @@ from pitstop.lint.flow import Flow
 from pitstop.lint.graph import GraphNames
 from pitstop.lint.reach import Sources, in_comprehension, shares_graph
 
-Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit") or ("qual", "utils.evaluate")
+Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit"), ("qual", "utils.evaluate"), ("star", "evaluate")
 # calls into these packages are never project functions
 EXTERNAL = ("torch", "numpy", "np", "os", "sys", "math", "re", "json", "time", "random", "collections", "typing",
             "functools", "itertools", "logging", "argparse", "pathlib", "copy", "pickle", "shutil", "subprocess",
@@ -35,6 +36,7 @@ class Fn:
     no_grad: bool = False  # decorated with no_grad / inference_mode
     forwards: bool = False  # model forward calls with autograd on
     returns_graph: bool = False  # returns a graph-attached tensor
+    returns_number: bool = False  # every return is a Python number (``float(corr) / n``, ``x.item()``)
     graph_positions: tuple[int, ...] | None = None  # when every return is a tuple: the graph-attached places
     retain: tuple[tuple[int, int], ...] = ()  # backward(retain_graph=True) calls no later backward reuses
     gates: tuple[str, ...] = ()  # parameters every backward is conditional on (``if adjust: loss.backward()``)
@@ -83,6 +85,8 @@ def ref_of(call: ast.Call, mod: Module) -> Ref | None:
         if func.id in mod.functions and func.id not in mod.aliases:
             return ("local", func.id)
         q = mod.aliases.get(func.id)
+        if q is None and mod.star and not hasattr(builtins, func.id):
+            return ("star", func.id)  # `from evaluation import *`: perhaps one of that module's functions
         return ("qual", q) if q and q.split(".")[0] not in EXTERNAL else None
     if isinstance(func, ast.Attribute):
         if isinstance(func.value, ast.Name) and func.value.id == "self":
@@ -169,6 +173,59 @@ def _from_project(expr: ast.AST, at: ast.AST, graph: GraphNames, mod: Module) ->
     return isinstance(expr, ast.Call) and ref_of(expr, mod) is not None
 
 
+def _numbers(body: list[ast.AST], values: list[ast.expr], mod: Module | None = None, calls: int = 0) -> bool:
+    """Whether every one of ``values`` is a Python number: a constant, ``float()``/``int()``/``len()``
+    ..., ``.item()``/``.tolist()``, arithmetic of numbers, or a local name every binding of which in
+    the function is one (a loop or ``with`` target, an unpacking, a parameter: not known, so not)."""
+    unknown = ast.Pass()  # a binding whose value is not followed
+    bound: dict[str, list[ast.AST]] = {}
+    seen: set[int] = set()  # the Name nodes bound by an assignment statement
+    for n in body:
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                for leaf in ast.walk(t):
+                    if isinstance(leaf, ast.Name):
+                        seen.add(id(leaf))
+                        simple = isinstance(t, ast.Name) and n.value is not None
+                        bound.setdefault(leaf.id, []).append(n.value if simple else unknown)  # type: ignore[arg-type]
+    for n in body:
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and id(n) not in seen:
+            bound.setdefault(n.id, []).append(unknown)  # for, with, walrus, comprehension targets
+
+    def number(e: ast.AST, depth: int) -> bool:
+        if depth > 8:
+            return False
+        if isinstance(e, ast.Constant):
+            return isinstance(e.value, (int, float))
+        if isinstance(e, ast.Call):
+            f = e.func
+            return (isinstance(f, ast.Name) and f.id in ("float", "int", "len", "round", "bool")) or \
+                (isinstance(f, ast.Attribute) and f.attr in ("item", "tolist", "__float__", "__int__")) or \
+                (isinstance(f, ast.Name) and _local_number(f.id, mod, calls))
+        if isinstance(e, ast.BinOp):
+            return number(e.left, depth + 1) and number(e.right, depth + 1)
+        if isinstance(e, ast.UnaryOp):
+            return number(e.operand, depth + 1)
+        if isinstance(e, ast.Name):
+            found = bound.get(e.id)
+            return bool(found) and all(number(v, depth + 1) for v in found)  # type: ignore[union-attr]
+        return False
+
+    return all(number(v, 0) for v in values)
+
+
+def _local_number(name: str, mod: Module | None, calls: int) -> bool:
+    """A function of this file (``get_F1`` calling ``get_sensitivity``) whose every return is a number
+    (followed 4 calls deep)."""
+    fn = mod.functions.get(name) if mod is not None and calls < 4 else None
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or mod is None:
+        return False
+    body = mod.body(fn)
+    returns = [n.value for n in body if isinstance(n, ast.Return) and n.value is not None]
+    return bool(returns) and _numbers(body, returns, mod, calls + 1)
+
+
 def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str) -> Fn:
     body = mod.body(fn)
     calls = [n for n in body if isinstance(n, ast.Call)]
@@ -191,6 +248,7 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
     out.retain = _retain(fn, body, mod) if out.backward else ()
     out.gates = _gates(fn, [c for c in calls if is_backward(c)], mod, set(out.params)) if out.backward else ()
     returns = [n for n in body if isinstance(n, ast.Return) and n.value is not None]
+    out.returns_number = bool(returns) and _numbers(body, [r.value for r in returns], mod)  # type: ignore[misc]
     if not returns or out.no_grad or not (out.backward or any(_graph_source(c, mod) for c in calls)):
         return out  # nothing in it makes a graph-attached tensor of its own
     graph = GraphNames(fn, mod)

@@ -67,3 +67,32 @@ def evaluation_under_no_grad_is_fine(model, loader, opt, crit):
         opt.step()
         with torch.no_grad():
             outs.append(model(x))
+
+
+def get_accuracy(SR, GT, threshold=0.5):
+    SR = SR > threshold
+    corr = torch.sum(SR == GT)
+    acc = float(corr) / float(SR.numel())
+    return acc
+
+
+def scaled(loss, w):
+    return loss * w
+
+
+def f1_score(SR, GT):
+    se = get_accuracy(SR, GT)  # a helper of this file that returns numbers: a number too
+    return 2 * se / (se + 1e-6)
+
+
+def metrics_from_helpers_that_return_numbers_or_tensors(model, loader, opt, crit):
+    acc, total = 0.0, 0.0
+    for x, y in loader:
+        opt.zero_grad()
+        out = model(x)
+        loss = crit(out, y)
+        loss.backward()
+        opt.step()
+        acc += get_accuracy(out, y)  # every return of the helper is a float: no graph
+        acc += f1_score(out, y)
+        total += scaled(loss, 2.0)  # error: PIT102
