@@ -120,9 +120,9 @@ def test_a_compute_bound_loop_gets_bf16_autocast_where_it_is_native(tmp_path):
         patch = edits.diff(edits.apply(edits.plan(NAIVE.with_(precision="bf16-autocast"), found, "cpu")),
                            str(tmp_path))
     assert "torch.autocast" in patch
-    before = run(script.name, "--iters", "60", cwd=tmp_path, pitstop=False)
+    before = run(script.name, "--iters", "20", cwd=tmp_path, pitstop=False)
     subprocess.run(["git", "apply", "-"], cwd=tmp_path, input=patch, text=True, check=True)
-    after = run(script.name, "--iters", "60", cwd=tmp_path, pitstop=False)  # without pitstop
+    after = run(script.name, "--iters", "20", cwd=tmp_path, pitstop=False)  # without pitstop
     assert after.returncode == 0 and "torch.autocast" in script.read_text(), after.stderr
     assert abs(final_loss(after.stdout) - final_loss(before.stdout)) < 0.1 * final_loss(before.stdout) + 0.05
 

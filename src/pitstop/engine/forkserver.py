@@ -20,6 +20,7 @@ platform without ``fork``, or ``PITSTOP_FORKSERVER=0`` starts a plain new proces
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import pickle
 import socket
@@ -229,6 +230,7 @@ def _serve(sock: socket.socket) -> dict[str, Any] | None:
             _import(request["preload"])
             sock.send(pickle.dumps(("preloaded", request["id"])))
             continue
+        gc.freeze()  # what the server holds is never collected in a fork: no pass touches (copies) its pages
         try:
             pid = os.fork()
         except OSError as exc:

@@ -14,7 +14,6 @@ from typing import Any
 from pitstop.bench.launch import ProcessWorker, WorkerFailed
 from pitstop.bench.result import Measurement
 from pitstop.bench.timer import TimingPolicy
-from pitstop.engine import forkserver
 from pitstop.errors import ModelRunError, ReferenceFailed, UsageError
 from pitstop.train import fidelity
 from pitstop.train.config import NAIVE, TrainConfig
@@ -39,9 +38,6 @@ class ScriptSource:
     @property
     def name(self) -> str:
         return " ".join([self.script, *self.args])
-
-
-_LIBRARIES = {"hf": ["transformers"], "lightning": ["lightning", "pytorch_lightning"]}  # a Trainer's package
 
 
 class ScriptWorker(ProcessWorker):
@@ -115,8 +111,6 @@ class ScriptGroup(TrainGroup):
         self.seed_cosine = None  # not measured: see FLOOR_IS
         self.inputs_description = self.script.name
         self.info = {"kind": edits.kind_of(found), "inputs": self.script.name}
-        if self.settings.nproc_per_node <= 1 and self.info["kind"] in _LIBRARIES:  # every worker imports it
-            forkserver.preload(_LIBRARIES[self.info["kind"]])
         self.inline, self.module = False, None
         self.root = edits.root_of(self.script.script)
         self._prepared = True
