@@ -37,10 +37,15 @@ PRELOAD = ("torch", "pitstop.bench.worker", "pitstop.train.worker", "pitstop.tra
 _MAX = 1 << 20  # the largest request (an environment and an import path)
 
 
+def _enabled() -> bool:
+    """Forks can run here: Linux, and not turned off (``PITSTOP_FORKSERVER=0``)."""
+    return sys.platform == "linux" and os.environ.get("PITSTOP_FORKSERVER", "1") != "0"
+
+
 def usable(env: dict[str, str]) -> bool:
     """Whether a worker with environment ``env`` may be a fork: on Linux, not turned off, and every
     variable that differs from this process's is one read after start-up."""
-    if sys.platform != "linux" or os.environ.get("PITSTOP_FORKSERVER", "1") == "0":
+    if not _enabled():
         return False
     changed = {k for k in set(env) | set(os.environ) if env.get(k) != os.environ.get(k)}
     return changed <= FORKABLE_ENV
@@ -188,7 +193,7 @@ def server() -> ForkServer | None:
 def preload(modules: list[str]) -> None:
     """Have this process's fork server import ``modules`` before its next forks (nothing where no
     server can run): for a library every worker of the run will import."""
-    if sys.platform != "linux" or os.environ.get("PITSTOP_FORKSERVER", "1") == "0":
+    if not _enabled():
         return
     srv = server()
     if srv is not None:
