@@ -99,7 +99,7 @@ def test_a_compute_bound_loop_gets_bf16_autocast_where_it_is_native(tmp_path):
     from pitstop.train.script import edits
 
     script = repo(tmp_path, "compute_loop.py")
-    proc = run("train", "--time-budget-s", "45", "--techniques", "precision", "--replicas", "1",
+    proc = run("train", "--time-budget-s", "25", "--techniques", "precision", "--replicas", "1",
                "--json", "t.json", "--patch", "speedup.diff", script.name, "--iters", "300", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     doc = json.loads((tmp_path / "t.json").read_text())

@@ -1,6 +1,9 @@
 """Issue 28: ``pitstop train --nproc-per-node 2 SCRIPT``: each variant a torchrun job (gloo, 2
 ranks), every rank running the same edit, the slowest rank's step the step; DDP's own knobs are
-searched and the patch edits the DDP construction line."""
+searched and the patch edits the DDP construction line. The ranks are forks of the run's fork server
+with torchrun's environment; the FSDP2 test starts them with torchrun itself (``PITSTOP_FORKSERVER=0``),
+the path a ``--worker-env`` takes. Processes: only real ranks show a rendezvous, a collective, a rank's
+death reaching the others."""
 
 from __future__ import annotations
 
@@ -10,10 +13,13 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
+from pitstop.train.script.torchrun import rank_envs
+from tests.fixtures.procs import worker_pids
 from tests.fixtures.torchrun import finished
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -111,7 +117,8 @@ def test_fsdp2_knobs_are_keywords_of_every_fully_shard_call(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "60",
                            "--techniques", "ddp", "--replicas", "1", "--json", "t.json", "--patch", "fsdp.diff",
                            "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=900,
-                          env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"})
+                          env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1",
+                               "PITSTOP_FORKSERVER": "0"})  # each job torchrun's own: its rendezvous, its agent
     assert proc.returncode in (0, 1), proc.stderr[-3000:] + proc.stdout[-3000:]
     doc = json.loads((tmp_path / "t.json").read_text())
     assert sorted({s["site"]["line"] for s in doc["script"]["sites"]["fsdp"]}) == [11, 12]
@@ -122,3 +129,59 @@ def test_fsdp2_knobs_are_keywords_of_every_fully_shard_call(tmp_path):
         subprocess.run(["git", "apply", "--check", "fsdp.diff"], cwd=tmp_path, check=True)
         patch = (tmp_path / "fsdp.diff").read_text()
         assert patch.count("+        fully_shard(layer, ") == 1 and patch.count("+fully_shard(model, ") == 1
+
+
+DIES = """
+import os
+import torch, torch.distributed as dist
+from torch import nn
+
+dist.init_process_group("gloo")
+model = nn.Linear(8, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(50):
+    if step == 3 and dist.get_rank() == 1:
+        os._exit(7)  # rank 1 dies; rank 0 waits for it in the all-reduce below
+    loss = model(torch.randn(4, 8)).sum()
+    opt.zero_grad()
+    loss.backward()
+    for p in model.parameters():
+        dist.all_reduce(p.grad)
+    opt.step()
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="forked ranks, torchrun on localhost")
+def test_a_rank_that_dies_fails_the_variant_by_name_and_ends_the_other_rank(tmp_path):
+    """Rank 1 exits with code 7 mid-step: the variant fails naming rank 1 and its code (not rank 0's
+    echo, gloo's "Connection reset by peer"), rank 0 is ended rather than left waiting in the
+    all-reduce, and no rank outlives the run."""
+    (tmp_path / "job.py").write_text(DIES)
+    proc = subprocess.Popen([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "10",
+                             "--techniques", "zero_grad", "--replicas", "1", "--json", "t.json", "job.py"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"})
+    seen: set[int] = set()
+    while proc.poll() is None:  # the ranks while they run (forks of the server: its children)
+        seen.update(worker_pids(proc.pid))
+        time.sleep(0.05)
+    _, stderr = proc.communicate()
+    assert proc.returncode == 1, stderr[-2000:]
+    failed = json.loads((tmp_path / "t.json").read_text())["failed"]
+    assert "rank 1 of the torchrun job exited with code 7 during" in failed, failed
+    assert seen and not [pid for pid in seen if Path(f"/proc/{pid}").exists()
+                         and "zombie" not in Path(f"/proc/{pid}/status").read_text()], seen
+
+
+def test_each_rank_gets_the_environment_torchrun_gives_its_ranks():
+    """What torchrun --standalone sets for its ranks (its agent's store and error file aside: rank 0
+    hosts the store), one port for the job, one OpenMP thread unless the user chose."""
+    envs = rank_envs({"PATH": "/bin"}, 2)
+    torchrun = {"GROUP_RANK", "GROUP_WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+                "OMP_NUM_THREADS", "RANK", "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "TORCHELASTIC_MAX_RESTARTS",
+                "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_SIGNALS_TO_HANDLE",
+                "TORCH_NCCL_ASYNC_ERROR_HANDLING", "WORLD_SIZE"}
+    assert [set(e) - {"PATH"} for e in envs] == [torchrun, torchrun]
+    assert [(e["RANK"], e["LOCAL_RANK"], e["WORLD_SIZE"]) for e in envs] == [("0", "0", "2"), ("1", "1", "2")]
+    assert envs[0]["MASTER_PORT"] == envs[1]["MASTER_PORT"] and envs[0]["OMP_NUM_THREADS"] == "1"
+    assert rank_envs({"OMP_NUM_THREADS": "4"}, 2)[1]["OMP_NUM_THREADS"] == "4"

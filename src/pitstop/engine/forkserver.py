@@ -30,8 +30,13 @@ import threading
 import time
 from typing import Any
 
+# read after start-up: by the child, inductor, pitstop, and torch.distributed at init_process_group
+RANK_ENV = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+                      "ROLE_RANK", "ROLE_WORLD_SIZE", "ROLE_NAME", "MASTER_ADDR", "MASTER_PORT",
+                      "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
+                      "TORCHELASTIC_SIGNALS_TO_HANDLE", "TORCH_NCCL_ASYNC_ERROR_HANDLING"})
 FORKABLE_ENV = frozenset({"OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONPATH", "TORCHINDUCTOR_CACHE_DIR",
-                          "PITSTOP_VARIANT"})  # read after start-up (by the child, inductor, pitstop)
+                          "PITSTOP_VARIANT"}) | RANK_ENV
 PRELOAD = ("torch", "pitstop.bench.worker", "pitstop.train.worker", "pitstop.train.script.child",
            "pitstop.generate.session")
 _MAX = 1 << 20  # the largest request (an environment and an import path)
