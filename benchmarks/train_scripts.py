@@ -25,10 +25,14 @@ It prints one line per script and copy: step ms, speed-up over the original, rat
 the loss, the patch's lines; then the targets of issue 25 as met / not met. Load average is printed
 with every timing; on a busy machine the figures are indicative only.
 
-With `--device cuda`, the scripts whose manifest entry has a `cuda` block run on the GPU: its
-`args` follow the entry's own (nanoGPT's configurator takes the last value: `--device=cuda` and a
-GPT-2-small shape), and the hand reference is the unmodified script run with its own mixed-precision
-option (`hand_args`, nanoGPT's `--dtype=bfloat16`) instead of the CPU hand edit.
+With `--device cuda`, the scripts whose manifest entry has a `cuda` block run on the GPU (issue 45's
+three roles, each block's `role`): its `args` follow the entry's own less its `drop_args` (nanoGPT's
+configurator takes the last value: `--device=cuda` and a GPT-2-small shape; gcommands loses
+`--no-cuda`), its `techniques` are searched unless `--techniques` is given (the word LM's
+`precision=fp16-autocast`: the fp16 + GradScaler path where bf16 would win), and the hand reference
+is the unmodified script run with its own mixed-precision option (`hand_args`, nanoGPT's
+`--dtype=bfloat16`) instead of the CPU hand edit; a block without `hand_args` has none (an
+input-bound entry keeps its hand-set loaders).
 
     python benchmarks/train_scripts.py [--only nanogpt dcgan] [--budget-s 300] [--rounds 3] [--load]
                                        [--seeds 3] [--device cuda] [--json out.json]
@@ -53,6 +57,19 @@ sys.path.insert(0, str(HERE))
 import scripts_corpus as corpus  # noqa: E402
 import scripts_corpus_steps as steps  # noqa: E402
 import train_scripts_input as inputs  # noqa: E402
+
+
+def cuda_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries with a `cuda` block, as they run on the GPU: the block's `args` after the entry's own
+    less its `drop_args`, its `hand_args` (absent: no hand reference but an input-bound entry's loaders)
+    and its `techniques` (what `--techniques` does not override)."""
+    out = []
+    for e in entries:
+        block = e.get("cuda")
+        if block:
+            args = [a for a in e["args"] if a not in block.get("drop_args", [])] + block["args"]
+            out.append({**e, "args": args, "hand_args": block.get("hand_args"), "techniques": block.get("techniques")})
+    return out
 
 
 def prepare(entry: dict[str, Any], root: Path, hand: bool | str = False) -> Path:
@@ -180,13 +197,14 @@ def bench(entry: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"train-scripts-{entry['name']}-") as tmp:
         tmp_path = Path(tmp)
         work = prepare(entry, tmp_path / "search")
-        searches = [search(entry, work, args.budget_s, "quiet", args.techniques)]
+        techniques = args.techniques or entry.get("techniques")  # a GPU block may name its own
+        searches = [search(entry, work, args.budget_s, "quiet", techniques)]
         if args.load:
             for k in (1, 2):
                 burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
                            for _ in range(os.cpu_count() or 1)]
                 try:
-                    searches.append(search(entry, work, args.budget_s, f"loaded{k}", args.techniques))
+                    searches.append(search(entry, work, args.budget_s, f"loaded{k}", techniques))
                 finally:
                     for b in burners:
                         b.kill()
@@ -194,10 +212,11 @@ def bench(entry: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
         on_gpu = args.device == "cuda"
         hand = False if on_gpu else True if _native_bf16() else "fp32"  # the GPU's: the script's own option
         copies = {"original": prepare(entry, tmp_path / "original")}
-        if entry.get("hand_edit") or on_gpu:  # an input-bound entry's hand references are its loaders
+        gpu_hand = on_gpu and entry.get("hand_args") is not None  # the script's own mixed precision, if it has one
+        if (entry.get("hand_edit") and not on_gpu) or gpu_hand:  # an input-bound entry's hand references: its loaders
             copies["hand"] = prepare(entry, tmp_path / "hand", hand=hand)
         copies.update(inputs.copies(entry, tmp_path, prepare))
-        runs_as = {"hand": {**entry, "args": entry["args"] + entry["hand_args"]}} if on_gpu else {}
+        runs_as = {"hand": {**entry, "args": entry["args"] + entry["hand_args"]}} if gpu_hand else {}
         for s in searches:
             cwd, s["applies"] = applied(entry, tmp_path / s["tag"], s["patch"])
             if cwd is not None and s["patch"]:
@@ -402,8 +421,7 @@ def main() -> int:
         if not torch.cuda.is_available():
             print("--device cuda: no CUDA device here")
             return 2
-        entries = [{**e, "args": e["args"] + e["cuda"]["args"], "hand_args": e["cuda"]["hand_args"]}
-                   for e in entries if e.get("cuda")]
+        entries = cuda_entries(entries)
     absent = corpus.missing(entries)
     if absent:
         print(f"corpus files absent for {', '.join(absent)}: run python benchmarks/scripts_corpus.py --collect "

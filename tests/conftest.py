@@ -14,25 +14,25 @@ def models_py() -> str:
 
 
 # The modules that keep a worker of `pytest -n 2 --dist loadfile` busy longest (seconds of one worker
-# at 04:07 on 2026-11-29, workers forked by the fork server, load 2.4-2.8; CONTRIBUTING.md), slowest
-# first. xdist hands modules out in collection order, so these go first: collected alphabetically, the
-# torchrun module came last and one worker ran it alone for 110 s after the other had finished.
-# Re-measure with `--durations=0` when a module grows.
+# in the clean run of 5b7281b at 07:15 on 2026-11-29, load 2.2-2.7; the torchrun module as measured after
+# its ranks became forks and the FSDP test too), slowest first. xdist hands modules out in collection
+# order, so these go first: collected alphabetically, the torchrun module came last and one worker ran
+# it alone for 110 s after the other had finished. Re-measure with `--durations=0` when a module grows.
 HEAVY_FIRST = (
-    "tests/train/test_train_script.py",  # 135 s, and 60 s since the bf16 test left the serial lane
-    "tests/reliability/test_train_faults.py",  # 129 s
-    "tests/train/test_train_torchrun.py",  # 121 s
-    "tests/reliability/test_profile_faults.py",  # 89 s
-    "tests/train/test_train_problems.py",  # 50 s
-    "tests/train/test_train_input.py",  # 49 s
-    "tests/report/test_report_command.py",  # 46 s
-    "tests/optimize/test_optimize_run.py",  # 39 s
-    "tests/doctor/test_doctor_cli_runs.py",  # 39 s
-    "tests/bench/test_bench_run.py",  # 38 s
-    "tests/test_cli.py",  # 36 s
-    "tests/reliability/test_properties.py",  # 34 s
-    "tests/benchmarks/test_distributed_turns.py",  # 33 s
-    "tests/generate/test_generate_cli.py",  # 33 s
+    "tests/train/test_train_script.py",  # 190 s
+    "tests/reliability/test_train_faults.py",  # 126 s
+    "tests/train/test_train_torchrun.py",  # ~75 s (63 s alone)
+    "tests/reliability/test_profile_faults.py",  # 66 s
+    "tests/reliability/test_properties.py",  # 50 s
+    "tests/report/test_report_command.py",  # 44 s
+    "tests/train/test_train_input.py",  # 44 s
+    "tests/doctor/test_doctor_cli_runs.py",  # 41 s
+    "tests/train/test_train_problems.py",  # 39 s
+    "tests/benchmarks/test_distributed_turns.py",  # 38 s
+    "tests/optimize/test_optimize_run.py",  # 35 s
+    "tests/bench/test_bench_run.py",  # 32 s
+    "tests/test_cli.py",  # 32 s
+    "tests/generate/test_generate_cli.py",  # 28 s
 )
 
 

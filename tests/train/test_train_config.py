@@ -109,3 +109,23 @@ def test_loss_specs():
         LossSpec.of(lambda out, y: out.sum(), True)
     with pytest.raises(UsageError, match="holds tensors"):
         LossSpec.of(nn.CrossEntropyLoss(weight=torch.ones(3)), True)
+
+
+def test_an_axis_narrowed_to_one_option_probes_only_that_and_round_trips():
+    """``--techniques precision=fp16-autocast``: the precision axis tries fp16 alone (the GPU benchmark's
+    fp16 + GradScaler path where bf16 would win); the JSON names it as given; a wrong option or an
+    axis without fixed options is one line that lists the choices."""
+    from pitstop.errors import SettingError
+    from pitstop.train.settings import options
+
+    s = TrainSettings(batch_size=8, threads=2, axes=("precision=fp16-autocast", "optimizer"))
+    assert s.axes == ("precision", "optimizer") and s.only == (("precision", "fp16-autocast"),)
+    assert options(s, "precision") == ("fp16-autocast",) and options(s, "optimizer") == ("foreach", "fused")
+    assert s.to_dict()["techniques"] == ["optimizer", "precision=fp16-autocast"]
+    again = TrainSettings(batch_size=8, threads=2, axes=tuple(s.to_dict()["techniques"]))
+    assert (again.axes, again.only) == (("optimizer", "precision"), s.only)
+    with pytest.raises(SettingError, match="unknown precision=fp8; choose from precision=bf16-autocast, "
+                                           "precision=fp16-autocast"):
+        TrainSettings(batch_size=8, threads=2, axes=("precision=fp8",))
+    with pytest.raises(SettingError, match="threads has no options to choose from: name it alone"):
+        TrainSettings(batch_size=8, threads=2, axes=("threads=4",))

@@ -46,13 +46,15 @@ def final_loss(output: str) -> float:
 @pytest.mark.skipif(GIT is None, reason="git is not installed")
 def test_a_plain_loop_end_to_end_the_patch_applies_and_trains_the_same(tmp_path):
     script = repo(tmp_path, "plain_loop.py")
-    proc = run("train", "--time-budget-s", "20", "--techniques", "precision,optimizer,zero_grad", "--replicas", "1",
-               "--allow-emulated", "--json", "t.json", "--patch", "speedup.diff", script.name, "--iters", "400",
-               cwd=tmp_path)
+    proc = run("train", "--time-budget-s", "20", "--techniques", "precision=fp16-autocast,optimizer,zero_grad",
+               "--replicas", "1", "--allow-emulated", "--json", "t.json", "--patch", "speedup.diff", script.name,
+               "--iters", "400", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     doc = json.loads((tmp_path / "t.json").read_text())
     fp16 = next(r for r in doc["results"] if r["variant"] == "fp16-autocast")  # emulated on a CPU: not refused
     assert doc["settings"]["allow_emulated"] is True and "emulated" not in (fp16.get("reason") or ""), fp16
+    assert not any(r["variant"].startswith("bf16") for r in doc["results"])  # the precision axis narrowed to fp16
+    assert doc["settings"]["techniques"] == ["optimizer", "zero_grad", "precision=fp16-autocast"]
     if fp16["status"] != "skipped":  # measured (the budget may end the probe before it): the notes say how
         assert any(n.startswith("--allow-emulated: fp16-autocast measured though fp16") for n in doc["notes"])
     jsonschema.validate(doc, TRAIN_SCHEMA)
@@ -99,7 +101,7 @@ def test_a_compute_bound_loop_gets_bf16_autocast_where_it_is_native(tmp_path):
     from pitstop.train.script import edits
 
     script = repo(tmp_path, "compute_loop.py")
-    proc = run("train", "--time-budget-s", "25", "--techniques", "precision", "--replicas", "1",
+    proc = run("train", "--time-budget-s", "45", "--techniques", "precision", "--replicas", "1",
                "--json", "t.json", "--patch", "speedup.diff", script.name, "--iters", "300", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     doc = json.loads((tmp_path / "t.json").read_text())

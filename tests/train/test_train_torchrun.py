@@ -1,9 +1,9 @@
 """Issue 28: ``pitstop train --nproc-per-node 2 SCRIPT``: each variant a torchrun job (gloo, 2
 ranks), every rank running the same edit, the slowest rank's step the step; DDP's own knobs are
 searched and the patch edits the DDP construction line. The ranks are forks of the run's fork server
-with torchrun's environment; the FSDP2 test starts them with torchrun itself (``PITSTOP_FORKSERVER=0``),
-the path a ``--worker-env`` takes. Processes: only real ranks show a rendezvous, a collective, a rank's
-death reaching the others."""
+with torchrun's environment; one discovery starts them with torchrun itself (``PITSTOP_FORKSERVER=0``,
+the path a ``--worker-env`` takes). Processes: only real ranks show a rendezvous, a collective, a
+rank's death reaching the others."""
 
 from __future__ import annotations
 
@@ -117,8 +117,7 @@ def test_fsdp2_knobs_are_keywords_of_every_fully_shard_call(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--nproc-per-node", "2", "--time-budget-s", "60",
                            "--techniques", "ddp", "--replicas", "1", "--json", "t.json", "--patch", "fsdp.diff",
                            "job.py"], capture_output=True, text=True, cwd=tmp_path, timeout=900,
-                          env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1",
-                               "PITSTOP_FORKSERVER": "0"})  # each job torchrun's own: its rendezvous, its agent
+                          env={**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1"})
     assert proc.returncode in (0, 1), proc.stderr[-3000:] + proc.stdout[-3000:]
     doc = json.loads((tmp_path / "t.json").read_text())
     assert sorted({s["site"]["line"] for s in doc["script"]["sites"]["fsdp"]}) == [11, 12]
@@ -185,3 +184,27 @@ def test_each_rank_gets_the_environment_torchrun_gives_its_ranks():
     assert [(e["RANK"], e["LOCAL_RANK"], e["WORLD_SIZE"]) for e in envs] == [("0", "0", "2"), ("1", "1", "2")]
     assert envs[0]["MASTER_PORT"] == envs[1]["MASTER_PORT"] and envs[0]["OMP_NUM_THREADS"] == "1"
     assert rank_envs({"OMP_NUM_THREADS": "4"}, 2)[1]["OMP_NUM_THREADS"] == "4"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="torchrun on localhost")
+def test_where_ranks_cannot_be_forks_the_job_is_torchrun_itself(tmp_path, monkeypatch):
+    """``PITSTOP_FORKSERVER=0`` (or a ``--worker-env`` a fork cannot honour): the job is ``torchrun
+    --standalone``, its ranks connecting to pitstop's listener (``LOG.sock``) in rank order. The DDP job's
+    discovery runs through it: its DDP line, its losses, its step times merged over both ranks."""
+    from pitstop.train.script.group import ScriptGroup, ScriptSource
+    from pitstop.train.settings import TrainSettings
+
+    (tmp_path / "job.py").write_text(textwrap.dedent(JOB))
+    monkeypatch.setenv("PITSTOP_FORKSERVER", "0")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.chdir(tmp_path)
+    group = ScriptGroup(ScriptSource("job.py", []), TrainSettings(time_budget_s=30, timeout_s=240, nproc_per_node=2))
+    try:
+        group.prepare()
+        assert group.found["sites"]["ddp"][0]["site"]["line"] == 8  # model = DDP(...)
+        assert group.found["losses"] and group.found["times"]
+        made = {p.name for p in group.workdir.iterdir()}
+        assert "discover.sock" in made and "discover.log.rank1" not in made, made  # torchrun's, not forks
+        assert {"reference.pt.rank0", "reference.pt.rank1"} <= made  # each rank ran the reference
+    finally:
+        group.close()

@@ -101,7 +101,8 @@ def _add_train(sub: Any) -> None:
                         "without native support): for a patch meant for other hardware; the report says so")
     p.add_argument("--techniques", metavar="A,B", default=None,
                    help=f"axes to search (default: all: {','.join(TRAIN_AXES)}; a script: all but micro_batch and "
-                        "checkpoint, and workers: its training DataLoader's num_workers, with threads)")
+                        "checkpoint, and workers: its training DataLoader's num_workers, with threads); AXIS=OPTION "
+                        "narrows an axis to one technique, e.g. precision=fp16-autocast")
     p.add_argument("--trajectory-steps", type=_positive(int), default=20, help="steps of the trajectory gate "
                    "(default: 20, at least 20)")
     p.add_argument("--tolerance", type=_fraction, default=0.05,

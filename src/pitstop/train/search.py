@@ -25,6 +25,7 @@ from pitstop.train.config import NAIVE, NAIVE_NAME, TrainConfig
 from pitstop.train.group import OnEvent, TrainGroup
 from pitstop.train.problem import ProblemRequest
 from pitstop.train.settings import TrainSettings
+from pitstop.train.settings import options as axis_options
 from pitstop.train.variants.ddp import fits
 from pitstop.train.winner import TIE, OptimizerGain, decide, optimizer_gain
 
@@ -36,13 +37,6 @@ ROUND_S = 0.5  # timed seconds per variant per interleaved round: a turn of seve
 SWITCH_IN = 1  # the first step of a turn is not a sample (a process switched in after another's turn)
 MIN_ROUNDS = 3  # turns per variant before precision may end a stage (turns shortened to fit the budget): one
 # 0.5 s turn of a 1 ms step is 500 samples of one moment, a tight interval that the next turn may not share
-_OPTIONS: dict[str, tuple[Any, ...]] = {
-    "precision": ("bf16-autocast", "fp16-autocast"),
-    "compile": ("default", "max-autotune", "reduce-overhead"), "tf32": (True,), "cudnn_benchmark": (True,),
-    "optimizer": ("foreach", "fused"),
-    "zero_grad": ("zeros",), "layout": ("channels_last",),
-    "ddp": ("grad-view", "static-graph", "bucket-100", "fsdp-no-reshard", "fsdp-bf16-params"),
-}
 
 
 @dataclass
@@ -207,7 +201,7 @@ class TrainSearch(StagedSearch):
     def singles(self) -> list[TrainConfig]:
         """Each technique alone (gated ones become ``skipped`` rows)."""
         axes, b = self.settings.axes, self.settings.batch
-        configs = [NAIVE.with_(**{axis: option}) for axis in axes if axis in _OPTIONS for option in _OPTIONS[axis]
+        configs = [NAIVE.with_(**{axis: option}) for axis in axes for option in axis_options(self.settings, axis)
                    if axis != "ddp" or fits(option, self.group.target)]
         if "threads" in axes and not self.group.one_thread:
             from pitstop._env import physical_cores

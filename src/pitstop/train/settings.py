@@ -17,6 +17,15 @@ SCRIPT_OPTIONS = ("--time-budget-s", "--steps", "--techniques", "--trajectory-st
                   "--nproc-per-node")
 AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint", "ddp",
         "workers", "tf32", "cudnn_benchmark")
+# what the probe tries on each axis of fixed options (threads, workers, micro_batch, checkpoint are sized to the
+# machine and the model); ``--techniques AXIS=OPTION`` narrows an axis to one of these
+AXIS_OPTIONS: dict[str, tuple[Any, ...]] = {
+    "precision": ("bf16-autocast", "fp16-autocast"),
+    "compile": ("default", "max-autotune", "reduce-overhead"), "tf32": (True,), "cudnn_benchmark": (True,),
+    "optimizer": ("foreach", "fused"),
+    "zero_grad": ("zeros",), "layout": ("channels_last",),
+    "ddp": ("grad-view", "static-graph", "bucket-100", "fsdp-no-reshard", "fsdp-bf16-params"),
+}
 
 
 @dataclass(frozen=True)
@@ -42,6 +51,8 @@ class TrainSettings:
     policy: TimingPolicy = field(default_factory=TimingPolicy)
     worker_env: tuple[tuple[str, str], ...] = ()
     allow_emulated: bool = False  # measure (and edit) a precision this hardware only emulates, saying so
+    only: tuple[tuple[str, str], ...] = ()  # axes narrowed to some options: ("precision", "fp16-autocast") from
+    # an ``axes`` entry "precision=fp16-autocast" (the GPU benchmark's fp16 path where bf16 would win)
 
     def __post_init__(self) -> None:
         check_numbers(self)
@@ -63,10 +74,9 @@ class TrainSettings:
             raise SettingError("tolerance", f"must be a share of the loss decrease in [0, 1], got {self.tolerance!r}")
         if not isinstance(self.timeout_s, int | float) or self.timeout_s <= 0:
             raise SettingError("timeout_s", f"must be positive, got {self.timeout_s!r}")
-        object.__setattr__(self, "axes", tuple(self.axes))
-        unknown = set(self.axes) - set(AXES)
-        if unknown:
-            raise SettingError("techniques", f"unknown {', '.join(sorted(unknown))}; choose from {', '.join(AXES)}")
+        axes, only = _narrowed(self.axes)
+        object.__setattr__(self, "axes", axes)
+        object.__setattr__(self, "only", tuple(self.only) + only)
         if not isinstance(self.device, str) or (self.device != "cpu" and not self.device.startswith("cuda")):
             raise SettingError("device", f"expected cpu, cuda or auto, got {self.device!r}")
 
@@ -81,10 +91,37 @@ class TrainSettings:
                 "time_budget_s": self.time_budget_s, "steps": self.steps,
                 "trajectory_steps": self.trajectory_steps, "seeds": self.seeds, "tolerance": self.tolerance,
                 "replicas": self.replicas, "isolate": self.isolate, "timeout_s": self.timeout_s,
-                "techniques": list(self.axes), "memory_budget_bytes": self.memory_budget_bytes,
+                "techniques": [a for a in self.axes if a not in dict(self.only)]
+                + [f"{a}={o}" for a, o in self.only], "memory_budget_bytes": self.memory_budget_bytes,
                 "batch_dim": self.batch_dim, "nproc_per_node": self.nproc_per_node, "worker_env": dict(self.worker_env),
                 "allow_emulated": self.allow_emulated,
                 "timing": self.policy.to_dict()}
+
+
+def _narrowed(entries: Any) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The axes named by ``entries`` (``AXIS`` or ``AXIS=OPTION``), and the options the second form keeps."""
+    axes: list[str] = []
+    only: list[tuple[str, str]] = []
+    for entry in entries:
+        axis, sep, option = str(entry).partition("=")
+        if axis not in AXES:
+            raise SettingError("techniques", f"unknown {axis}; choose from {', '.join(AXES)}")
+        if sep:
+            named = [o for o in AXIS_OPTIONS.get(axis, ()) if isinstance(o, str)]
+            if option not in named:
+                choices = f"choose from {', '.join(f'{axis}={o}' for o in named)}" if named else \
+                    f"{axis} has no options to choose from: name it alone"
+                raise SettingError("techniques", f"unknown {entry}; {choices}")
+            only.append((axis, option))
+        if axis not in axes:
+            axes.append(axis)
+    return tuple(axes), tuple(only)
+
+
+def options(settings: TrainSettings, axis: str) -> tuple[Any, ...]:
+    """What the probe tries on ``axis``: ``AXIS_OPTIONS``, narrowed where ``settings.only`` names the axis."""
+    kept = [o for a, o in settings.only if a == axis]
+    return tuple(o for o in AXIS_OPTIONS.get(axis, ()) if not kept or o in kept)
 
 
 def _positive_int(name: str, value: Any) -> None:

@@ -35,18 +35,23 @@ class TorchrunWorker:
 
     def __init__(self, log_path: Path, nproc: int, extra_env: dict[str, str]) -> None:
         self.log_path, self.nproc = log_path, nproc
-        address = str(log_path.with_suffix(".sock"))
-        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.server.bind(address)
-        self.server.listen(nproc)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(import_path()), **extra_env}
         self.conns: list[Connection] = []
+        self.server: socket.socket | None = None  # torchrun's ranks connect to it (LOG.sock); forks need none
         with open(log_path, "wb") as log:
             self.proc: subprocess.Popen[bytes] | ForkedRanks
-            self.proc = self._fork(env, log.fileno()) or subprocess.Popen(
-                [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
-                 "-m", "pitstop.train.script.child", "--connect", address],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            forked = self._fork(env, log.fileno())
+            if forked is not None:
+                self.proc = forked
+            else:
+                address = str(log_path.with_suffix(".sock"))
+                self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.server.bind(address)
+                self.server.listen(nproc)
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+                     "-m", "pitstop.train.script.child", "--connect", address],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         self.pending = ""
         self.sent_at = time.monotonic()
 
@@ -80,15 +85,16 @@ class TorchrunWorker:
 
     def _connect(self, timeout_s: float) -> None:
         """Accept every rank's connection, ordered by rank."""
-        if len(self.conns) == self.nproc:
+        if len(self.conns) == self.nproc or self.server is None:
             return
+        server = self.server
         limit = max(START_LIMIT_S, timeout_s)
         deadline = time.monotonic() + limit
         ranked: dict[int, Connection] = {}
         while len(ranked) < self.nproc:
-            self.server.settimeout(max(0.1, min(1.0, deadline - time.monotonic())))
+            server.settimeout(max(0.1, min(1.0, deadline - time.monotonic())))
             try:
-                sock, _ = self.server.accept()
+                sock, _ = server.accept()
             except TimeoutError:
                 sock = None
             if sock is not None:
@@ -193,7 +199,8 @@ class TorchrunWorker:
         for conn in self.conns:
             conn.close()
         self.conns = []
-        self.server.close()
+        if self.server is not None:
+            self.server.close()
 
 
 class ForkedRanks:
