@@ -82,6 +82,23 @@ def test_two_optimizers_step_through_one_scaler_and_it_updates_once_after_the_la
     assert out.count("scaler.scale(") == 2 and "scaler.scale(d_loss).backward()" in out
 
 
+def test_a_branch_that_updates_without_the_step_is_named_on_the_scalers_line(tmp_path):
+    """pytorch/examples' word language model: the clip runs every step, the optimizer only under
+    `if args.use_optimizer:`, a hand-written update in its else branch. The edit holds for the measured
+    path (unscale_ before the clip, the step through the scaler) and says in the patch which branch
+    would see scaled gradients; an accumulation step (no else) gets no caveat."""
+    clip = "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+    text = LOOP.format(clip=clip).replace("    opt.step()\n", "    if args.use_optimizer:\n        opt.step()\n"
+                                          "    else:\n        for p in model.parameters():\n"
+                                          "            p.data.add_(p.grad, alpha=-lr)\n")
+    out = patched(tmp_path, text, steps=[12], clips=[10])
+    assert ("# fp16 gradients underflow without loss scaling; measured where the optimizer steps: the else "
+            "branch of `if args.use_optimizer:` takes no step, and would update from scaled gradients") in out
+    assert "    scaler.unscale_(opt)\n    torch.nn.utils.clip" in out and "        scaler.step(opt)\n" in out
+    accumulating = LOOP.format(clip="").replace("    opt.step()\n", "    if (i + 1) % 4 == 0:\n        opt.step()\n")
+    assert "measured where" not in patched(tmp_path, accumulating, steps=[11])
+
+
 def test_a_name_the_script_uses_is_not_taken(tmp_path):
     text = patched(tmp_path, "scaler = 2\n" + LOOP.format(clip=""), steps=[11], backward=10, forward=8)
     assert "amp_scaler = torch.amp.GradScaler('cpu')" in text and "amp_scaler.step(opt)" in text

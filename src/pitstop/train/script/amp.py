@@ -110,8 +110,9 @@ def scaler_changes(found: dict[str, Any], device: str, change: Any) -> list[Any]
     lines = text.splitlines(True)
     stepped = sorted({s["line"]: s for s in steps}.values(), key=lambda s: s["line"])
     receivers = {s["line"]: _receiver(tree, lines, s["line"], "step") for s in stepped}
+    caveat = _unstepped_branch(tree, [s["line"] for s in stepped], [b["line"] for b in backs])
     out = [change("after-imports", file, 1, f"{name} = torch.amp.GradScaler({device.split(':')[0]!r})  "
-                                             "# fp16 gradients underflow without loss scaling")]
+                                             "# fp16 gradients underflow without loss scaling" + caveat)]
     out += [change("scale", file, line, name) for line in sorted({b["line"] for b in backs})]
     out += [change("scaler-step", file, s["line"], name) for s in stepped]
     out.append(change("after", file, stepped[-1]["line"], f"{name}.update()"))
@@ -126,6 +127,28 @@ def scaler_changes(found: dict[str, Any], device: str, change: Any) -> list[Any]
             unscaled.add(after[0]["line"])
             out.append(change("before", file, clip["line"], f"{name}.unscale_({receivers[after[0]['line']]})"))
     return out
+
+
+def _unstepped_branch(tree: ast.Module, steps: list[int], backs: list[int]) -> str:
+    """A caveat for the scaler's line where a branch runs after the backward instead of the step
+    (``if args.use_optimizer: opt.step()`` / ``else:`` a hand-written update): the edit holds for
+    the measured path, and that branch would see gradients still multiplied by the scale."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If) or not node.orelse:
+            continue
+        start, end = node.lineno, node.end_lineno or node.lineno
+        if any(start <= b <= end for b in backs):
+            continue  # the backward is inside too: each branch is a whole step of its own
+        body = (node.body[0].lineno, node.body[-1].end_lineno or node.body[-1].lineno)
+        other = (node.orelse[0].lineno, node.orelse[-1].end_lineno or node.orelse[-1].lineno)
+        in_body, in_other = (any(a <= s <= b for s in steps) for a, b in (body, other))
+        if in_body != in_other:
+            test = ast.unparse(node.test)
+            test = test if len(test) <= 40 else test[:37] + "..."
+            where = "the else branch of" if in_body else "the body of"
+            return (f"; measured where the optimizer steps: {where} `if {test}:` takes no step, and would "
+                    "update from scaled gradients")
+    return ""
 
 
 def _receiver(tree: ast.Module, lines: list[str], line: int, method: str) -> str:
