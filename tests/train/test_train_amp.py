@@ -130,6 +130,23 @@ def test_a_trainer_gets_its_own_fp16_flag(tmp_path, kind, made, flag):
     assert f"{made}(max_steps=10, {flag})" in text
 
 
+def test_hf_bf16_on_a_cpu_also_says_use_cpu(tmp_path):
+    """transformers 5 refuses TrainingArguments(bf16=True) on a machine without a GPU unless
+    use_cpu=True (found on the course's Trainer script: its bf16 variant failed); a call that has it
+    keeps it once; on CUDA only the flag."""
+    script = tmp_path / "t.py"
+    bf16 = TrainConfig(precision="bf16-autocast")
+    for source, want in (("TrainingArguments(max_steps=10)",
+                          "TrainingArguments(max_steps=10, bf16=True, use_cpu=True)"),
+                         ("TrainingArguments(use_cpu=True)", "TrainingArguments(use_cpu=True, bf16=True)")):
+        script.write_text(f"t = {source}\n")
+        trainers = [{"kind": "hf-arguments", "class": "TrainingArguments", "site": {"file": str(script), "line": 1},
+                     "keywords": []}]
+        assert want in edits.apply(edits.plan(bf16, {"trainers": trainers, "sites": {}}, "cpu"))[str(script)]
+    on_gpu = edits.apply(edits.plan(bf16, {"trainers": trainers, "sites": {}}, "cuda"))[str(script)]
+    assert "use_cpu" not in on_gpu.replace("TrainingArguments(use_cpu=True", "")
+
+
 @pytest.mark.skipif(GIT is None, reason="git is not installed")
 @pytest.mark.parametrize("args", [("--clip", "norm"), ("--two", "--clip", "value")])
 def test_the_discovery_finds_the_steps_and_clips_and_the_patched_loop_trains_the_same(tmp_path, args):

@@ -108,7 +108,10 @@ def _precision(config: TrainConfig, found: dict[str, Any], kind: str, device: st
         return [_trainer_keyword(found, "lightning", f'precision="{flag}"', flag)]
     if kind == "hf":
         flag = "fp16" if fp16 else "bf16"
-        return [_trainer_keyword(found, "hf-arguments", f"{flag}=True", flag)]
+        arguments = _trainer_keyword(found, "hf-arguments", f"{flag}=True", flag)
+        if not fp16 and device == "cpu":  # transformers 5 refuses bf16=True without a GPU unless use_cpu=True
+            return [arguments, replace(arguments, text="use_cpu=True")]  # (kept if the call has it already)
+        return [arguments]
     sites = found.get("sites") or {}
     pairs = sites.get("pairs") or ([{"forward": sites["forward"]["stack"], "backward": sites["backward"]["stack"]}]
                                    if sites.get("forward") and sites.get("backward") else [])
