@@ -210,7 +210,6 @@ class ForkedRanks:
 
     def __init__(self, ranks: list[forkserver.ForkedProcess]) -> None:
         self.ranks = ranks
-        self.pid = ranks[0].pid if ranks else -1
         self.returncode: int | None = None
         self.failed: int | None = None
 
