@@ -30,6 +30,7 @@ HEAVY_FIRST = (
     "tests/train/test_train_problems.py",  # 39 s
     "tests/benchmarks/test_distributed_turns.py",  # 38 s
     "tests/optimize/test_optimize_run.py",  # 35 s
+    "tests/train/test_train_payback.py",  # ~33 s (the short script's compile search)
     "tests/bench/test_bench_run.py",  # 32 s
     "tests/test_cli.py",  # 32 s
     "tests/generate/test_generate_cli.py",  # 28 s

@@ -136,6 +136,11 @@ def test_finalists_combine_the_best_of_each_slot_that_paid():
     found = candidates([_row(REFERENCE, 100), _row(compiled, 80), _row(GenConfig(dtype="bf16"), 99),
                         _row(GenConfig(quant="int8-weight-only"), 104)])
     assert found == [compiled, GenConfig(dtype="bf16", cache="static", compile="default")]
+    tuned = GenConfig(cache="static", compile="max-autotune-no-cudagraphs")  # fastest in the probe's process
+    found = candidates([_row(REFERENCE, 100), _row(compiled, 80), _row(tuned, 78), _row(GenConfig(dtype="bf16"), 99)])
+    assert found == [tuned, compiled, GenConfig(dtype="bf16", cache="static", compile="max-autotune-no-cudagraphs"),
+                     GenConfig(dtype="bf16", cache="static", compile="default")]
+    assert tuned.size == compiled.size + 1  # the default mode is the simpler one: preferred within noise
 
 
 def test_prompts_are_seeded_and_shaped_like_the_timing_batch(tmp_path):

@@ -103,3 +103,30 @@ def test_variants_not_started_before_the_deadline_are_skipped_with_the_reason():
     skipped = [r for r in rows if r.variant != "naive"]
     assert [r.status for r in skipped] == ["skipped", "skipped"]
     assert all("time budget (10 s) ran out first" in r.reason for r in skipped)
+
+
+def test_a_probe_variant_whose_first_step_outlasts_the_probe_is_skipped_with_the_reason():
+    """A compilation still running when the probe's share of the budget (and its grace) is spent is
+    stopped, so that the final keeps its time; the reference is never cut."""
+    import time
+
+    from pitstop.bench.source import make_source
+    from pitstop.bench.timer import TimingPolicy
+    from pitstop.train.config import NAIVE
+    from pitstop.train.group import TrainGroup
+    from pitstop.train.problem import LossSpec, OptimizerSpec, ProblemRequest
+    from pitstop.train.settings import TrainSettings
+
+    request = ProblemRequest(OptimizerSpec.named("adamw", lr=1e-2), LossSpec.of(nn.CrossEntropyLoss(), True), Y)
+    group = TrainGroup(make_source(model(), (X,), 0), TrainSettings(threads=1, isolate=False, replicas=1,
+                                                                    time_budget_s=10), request)
+    rows: list = []
+    try:
+        group.run([NAIVE, NAIVE.with_(compile="default")], rows, policy=TimingPolicy(budget_s=0.2, min_samples=3),
+                  deadline=time.monotonic() + 60, first_step_by=time.monotonic())
+    finally:
+        group.close()
+    by_name = {r.variant: r for r in rows}
+    assert by_name["naive"].status == "ok" and len(by_name["naive"].samples_s) >= 3
+    assert by_name["compile"].status == "skipped", by_name["compile"]
+    assert "its compilation had not ended when the probe's share of the time budget (10 s)" in by_name["compile"].reason

@@ -152,6 +152,20 @@ def test_a_loaders_worker_start_up_is_its_one_time_cost(search):
     assert search.outcome.winner.variant == "workers2"
 
 
+def test_a_final_the_budget_cut_short_says_so_and_names_a_budget_that_fits(search):
+    """Nothing won because the final never measured its first finalist: the verdict says that (with
+    the probe's figure) and a budget to run again with, not that nothing was faster."""
+    search.outcome.stages = [stage("probe", {NAIVE_NAME: 100.0, "bf16-autocast": 60.0}),
+                             stage("final", {NAIVE_NAME: 100.0, "bf16-autocast": 60.0})]
+    row = search.outcome.stages[1].result.row("bf16-autocast", 8)
+    row.status, row.reason, row.replica_samples_s = "skipped", "not measured: the time budget (120 s) ran out first", []
+    search._decide()
+    verdict = search.outcome.verdict
+    assert search.outcome.winner is None
+    assert verdict.startswith("the time budget ran out before the final measured bf16-autocast, 1.6"), verdict
+    assert int(verdict.split("--time-budget-s ")[1].split()[0]) >= 10
+
+
 # -- the loader variants and their edits -------------------------------------------------------
 
 
@@ -159,11 +173,35 @@ def test_worker_counts_are_planned_with_the_threads_they_leave(search, monkeypat
     monkeypatch.setattr("pitstop._env.physical_cores", lambda: 2)
     search.group.settings = search.group.settings.__class__(batch_size=8, threads=2, axes=("workers", "threads"))
     search.group.found = found()
-    names = [c.name for c in search._loader_configs()]
-    assert names == ["workers1", "workers1+threads1", "workers2", "workers2+threads1", "workers4",
-                     "workers4+threads1"]
+    configs, first = search._loader_configs()
+    assert [c.name for c in configs] == ["workers1", "workers1+threads1", "workers2", "workers2+threads1",
+                                         "workers4", "workers4+threads1"]
+    assert first  # no step timed: the input first
     search.group.found = {"sites": {"loaders": [], "train_loader": None}}
-    assert search._loader_configs() == []  # no DataLoader in the loop: nothing to vary
+    assert search._loader_configs() == ([], False)  # no DataLoader in the loop: nothing to vary
+
+
+@pytest.mark.parametrize(("waits", "where"), [((0.9, 0.5, 0.6), "first"), ((0.9, 0.1, 0.2), "after the compute"),
+                                              ((0.9, 0.02, 0.01), "not at all")])
+def test_the_loader_is_probed_where_the_discovery_saw_a_wait_that_could_pay(search, monkeypatch, waits, where):
+    """A step waiting w of its time gains at most 1/(1-w): the loader first from a third, after the
+    compute techniques below that, not at all under 5% (its first step, which starts the iterator,
+    does not count); a search of the loader alone measures it anyway."""
+    monkeypatch.setattr("pitstop._env.physical_cores", lambda: 2)
+    search.group.settings = search.group.settings.__class__(batch_size=8, threads=2,
+                                                            axes=("workers", "precision", "optimizer"))
+    search.group.found = {**found(), "times": [1.0, 1.0, 1.0], "data_times": list(waits)}
+    names = [c.name for c in search.singles()]
+    loaders = [i for i, n in enumerate(names) if n.startswith("workers")]
+    assert {"first": loaders == [0, 1, 2], "after the compute": loaders and loaders[0] > 0 and
+            names[loaders[0] - 1].startswith(("bf16", "fp16", "fused", "foreach")),
+            "not at all": not loaders}[where], names
+    skipped = [n for n in search.outcome.notes if n.startswith("loader workers: not tried")]
+    assert bool(skipped) == (where == "not at all")
+    if skipped:
+        assert "waited at most 2% of their time" in skipped[0] and "at most 1.02x" in skipped[0]
+        search.group.settings = search.group.settings.__class__(batch_size=8, threads=2, axes=("workers",))
+        assert [c.name for c in search.singles()] == ["workers1", "workers2", "workers4"]
 
 
 def test_loader_workers_measured_on_a_busy_machine_are_not_chosen(search):
@@ -264,9 +302,47 @@ def test_on_cuda_the_workers_edit_pins_and_makes_the_batch_copies_non_blocking(t
 
 def test_a_script_without_a_loader_is_told_so_and_a_model_spec_refuses_the_axis(search, capsys):
     search.group.found = {"sites": {"loaders": [], "train_loader": None}}
-    assert search._loader_configs() == []
+    assert search._loader_configs() == ([], False)
     assert any("the training loop reads no torch DataLoader" in n for n in search.outcome.notes)
     from pitstop.cli import main
 
     assert main(["train", "zoo:mlp", "--techniques", "workers"]) == 2
     assert "--techniques: workers varies a training script's DataLoader" in capsys.readouterr().err
+
+
+# -- end to end: a short script whose compile would not pay back ------------------------------------
+
+
+def test_a_short_script_gets_no_compile_that_its_run_would_not_pay_back(tmp_path):
+    """tests/train/scripts/short_pointwise.py: 30 steps of a pointwise chain that a compiled graph
+    fuses (faster per step beyond noise), but whose compilation costs more than 30 steps save. The
+    run length is read from the script (its own end, or its loop bound), the compiled variant is
+    named with its break-even and not chosen, and no patch is written: the whole process stays the
+    original's."""
+    import json
+    import os
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    shutil.copy(Path(__file__).parent / "scripts" / "short_pointwise.py", tmp_path / "short.py")
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    proc = subprocess.run([sys.executable, "-m", "pitstop", "train", "--time-budget-s", "120", "--techniques",
+                           "compile=default", "--replicas", "1", "--json", "t.json", "--patch", "p.diff", "short.py"],
+                          capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "PYTHONPATH": src},
+                          timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    doc = json.loads((tmp_path / "t.json").read_text())
+    rows = [(r["variant"], r["stage"], r["status"], (r.get("speedup") or {}).get("median")) for r in doc["results"]]
+    planned = doc["search"]["run_length"]
+    assert planned["steps"] in (30, 31), planned  # 30 steps (its own end, or its loop bound)
+    compiled = [r for r in doc["results"] if r["variant"] == "compile" and r["stage"].startswith("final")]
+    assert compiled and compiled[-1]["status"] == "ok", rows
+    assert compiled[-1]["speedup"]["median"] > 1.0, rows  # faster per step: refused for its cost, not its speed
+    note = next((n for n in doc["notes"] if n.startswith("compile: its one-time cost (compilation")), None)
+    assert note, doc["notes"]
+    even = int(re.search(r"pays back after ([\d,]+) steps", note).group(1).replace(",", ""))
+    assert even > planned["steps"] and "not chosen" in note
+    assert doc["winner"]["variant"] == "naive" and not (tmp_path / "p.diff").exists()
+    assert "naive stays" in proc.stdout

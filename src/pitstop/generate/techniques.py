@@ -66,8 +66,12 @@ class GenConfig:
 
     @property
     def size(self) -> int:
-        """How many techniques it stacks (a simpler candidate is preferred within noise)."""
-        return len(self.parts)
+        """How many techniques it stacks (a simpler candidate is preferred within noise); a compile
+        mode other than the default counts one more: max-autotune chooses its kernels by timing them
+        while it compiles, so two processes can run different ones (on the 2-core dev machine the same
+        variant measured 1.17x in one pair of processes, faster than default compile in another), and
+        reduce-overhead adds CUDA graphs."""
+        return len(self.parts) + (1 if self.compile not in (None, "default") else 0)
 
     def combined(self, other: GenConfig) -> GenConfig:
         """This config with ``other``'s non-default parts on top."""

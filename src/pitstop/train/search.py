@@ -30,7 +30,8 @@ from pitstop.train.variants.ddp import fits
 from pitstop.train.winner import TIE, OptimizerGain, decide, optimizer_gain
 
 MEANINGFUL = 1.05  # a technique combines when faster beyond noise, or by 5% (median)
-PROBE_SHARE = 0.45  # of the budget: probe variants not started by then are skipped (the final needs the rest)
+PROBE_SHARE = 0.45  # of the budget: probe variants not started by then are skipped, and a first step (a
+# compilation) still running then is stopped (the final needs the rest)
 PROBE_CALLS, FINAL_CALLS = 5, 6  # timed steps every variant gets at least, whatever the budget (an interval)
 FINALISTS, PREFETCH = 4, 4  # PREFETCH: a worker's batches made ahead, so that one slow batch does not stall a step
 ROUND_S = 0.5  # timed seconds per variant per interleaved round: a turn of several steps, not one
@@ -164,7 +165,8 @@ class TrainSearch(StagedSearch):
         started, monitor = time.monotonic(), LoadMonitor().start()
         try:
             self.group.run(configs, result.rows, policy=policy, replicas=replicas, trajectory=trajectory,
-                           deadline=self.t0 + until * self.limit_s, memory=memory or self._budgeted())
+                           deadline=self.t0 + until * self.limit_s, memory=memory or self._budgeted(),
+                           first_step_by=self.t0 + until * self.limit_s if name == "probe" else None)
         finally:
             result.inputs = {self.settings.batch: self.group.inputs_description} \
                 if self.group.prepared else {}
@@ -209,8 +211,9 @@ class TrainSearch(StagedSearch):
             cores = physical_cores()
             configs += [NAIVE.with_(threads=n) for n in sorted({1, max(1, cores // 2), cores})
                         if n != self.settings.threads]
-        if "workers" in axes:  # the input first, as the training stack goes: a tight budget never skips it
-            configs = self._loader_configs() + configs
+        if "workers" in axes:  # the input first where it waits (``loader_configs``), else after the compute
+            loaders, first = self._loader_configs()
+            configs = loaders + configs if first else configs + loaders
         if "micro_batch" in axes:
             configs += [NAIVE.with_(micro_batch=b // k) for k in (2, 4) if b % k == 0 and b // k >= 1]
         blocks = self.group.target.checkpoint_blocks
@@ -220,7 +223,7 @@ class TrainSearch(StagedSearch):
                 configs.append(NAIVE.with_(checkpoint=blocks, micro_batch=b // 2))
         return sorted(configs, key=lambda c: c.compile is not None)  # the costly probes last: a tight budget skips them
 
-    def _loader_configs(self) -> list[TrainConfig]:
+    def _loader_configs(self) -> tuple[list[TrainConfig], bool]:
         """A script's loader variants (``pitstop.train.script.loaders.loader_configs``)."""
         from pitstop.train.script.loaders import loader_configs
 

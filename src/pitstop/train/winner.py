@@ -5,7 +5,9 @@ the ``TrainSearch`` whose stages they read (typed ``Any``: that module imports t
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,10 +89,15 @@ def planned_steps(search: Any) -> tuple[int | None, str]:
 
 def one_time_s(search: Any, stage: Stage, row: Measurement) -> float | None:
     """The seconds a variant pays once per run, beyond the unmodified script: its compilation (its
-    first step, ``compile_s``) and its loader's worker start-up (the time from the script's start to
-    its first training step, beyond naive's); None when it has neither."""
+    first step, ``compile_s``: the longest any stage measured, which is the cold one, since a later
+    process finds inductor's cache warm: a short script's compile took 18-23 s in the probe and 3 s
+    in the final, and a user's new machine or container compiles cold) and its loader's worker
+    start-up (the time from the script's start to its first training step, beyond naive's); None
+    when it has neither."""
     config = search._config(row)
-    cost = row.compile_s if config.compile and row.compile_s else None
+    compiles = [r.compile_s for st in search.outcome.stages for r in st.rows
+                if r.variant == row.variant and r.compile_s] if config.compile else []
+    cost = max(compiles) if compiles else None
     naive = stage.result.row(NAIVE_NAME, row.batch_size)
     if config.workers and naive is not None:
         a, b = ((x.details or {}).get("before_first_step_s") for x in (naive, row))
@@ -102,6 +109,21 @@ def one_time_s(search: Any, stage: Stage, row: Measurement) -> float | None:
 def _what(search: Any, row: Measurement) -> str:
     config = search._config(row)
     return " and ".join(w for w, on in (("compilation", config.compile), ("worker start-up", config.workers)) if on)
+
+
+def _unmeasured(search: Any, stage: Stage) -> str | None:
+    """Why nothing won when the budget ran out before the final measured a finalist, with a budget
+    that would (the time used so far and the final's estimate for that finalist); else None."""
+    skipped = [r for r in stage.rows if r.status == "skipped" and (r.reason or "").startswith("not measured: the time")]
+    if not skipped:
+        return None
+    need = search._cost([search._config(skipped[0])], 1)
+    budget = 10 * math.ceil((time.monotonic() - search.t0 + need) / 10)
+    probe = {r.variant: r for r in search.outcome.stages[0].rows} if search.outcome.stages else {}
+    ratio = search.ratio(search.outcome.stages[0], probe[skipped[0].variant]) if skipped[0].variant in probe else None
+    seen = f", {ratio.median:.2f}x in the probe" if ratio else ""
+    return (f"the time budget ran out before the final measured {skipped[0].variant}{seen}: nothing is recommended "
+            f"without the gate; run again with --time-budget-s {budget} or more")
 
 
 def decide(search: Any) -> None:
@@ -157,7 +179,8 @@ def decide(search: Any) -> None:
         faster.append((total if steps else -(via.step if via else ratio.median), row))
     if not faster:
         search.outcome.winner = None
-        search.outcome.verdict = "no finalist passed the gate and was faster than naive beyond noise"
+        search.outcome.verdict = _unmeasured(search, stage) or \
+            "no finalist passed the gate and was faster than naive beyond noise"
         return
     faster.sort(key=lambda p: p[0])
     winner = faster[0][1]

@@ -178,7 +178,8 @@ class Server:
 
         return {"sites": probe.sites, "trainers": self.watch.found, "steps": probe.steps,
                 "run_length": run_length(probe, self.watch),
-                "losses": probe.step_losses, "times": probe.step_times, "clock": type(probe.clock).__name__,
+                "losses": probe.step_losses, "times": probe.step_times, "data_times": probe.step_data,
+                "eval_steps": probe.eval_steps, "clock": type(probe.clock).__name__,
                 "optimizers": [type(o).__name__ for o in probe.optimizers], "threads": torch.get_num_threads(),
                 **self.counted}
 

@@ -15,6 +15,9 @@ import torch
 
 from pitstop.train.config import NAIVE, TrainConfig
 
+WORTH_WAIT = 0.05  # a step waiting less than 5% of its time for input gains less than 1.05x from any loader
+FIRST_WAIT = 1 / 3  # a step waiting at least a third of its time for input (1.5x to gain): the loader probed first
+
 
 def watch(probe: Any) -> None:
     """The input wait of each step (time in a DataLoader iterator's ``__next__``, in this process),
@@ -169,18 +172,42 @@ def not_to_workers(loader: Any, start: str) -> str | None:
     return None
 
 
-def loader_configs(found: dict[str, Any], settings: Any, one_thread: bool, notes: list[str]) -> list[TrainConfig]:
+def input_share(found: dict[str, Any]) -> float | None:
+    """The largest share of a training step that the discovery run waited for its DataLoader, over
+    its training steps after the first (the first also starts the iterator and its workers; an
+    evaluation's interval is no training step); None when no step was timed."""
+    times, data = found.get("times") or [], found.get("data_times") or []
+    evals = found.get("eval_steps") or [False] * len(times)
+    rows = [(t, d) for t, d, e in zip(times, data, evals, strict=False) if not e and t > 0]
+    rows = rows[1:] or rows
+    return max(min(d / t, 1.0) for t, d in rows) if rows else None
+
+
+def loader_configs(found: dict[str, Any], settings: Any, one_thread: bool,
+                   notes: list[str]) -> tuple[list[TrainConfig], bool]:
     """A script's training DataLoader with worker processes: 1, 2, 4, ... up to the physical cores
     and at least 4 (a worker waiting on a read or a decode needs no core of its own: on 2 cores,
     a loader sleeping 1.5 ms a sample ran its whole script 1.77x faster with 2 workers, 2.46x with
     4), each also with torch's threads cut to the cores the workers leave (threads x workers: they
-    compete for the same cores); none when the script's loop reads no DataLoader (``notes`` says so)."""
+    compete for the same cores); and whether they are probed first. A step that waits w of its time
+    for its input cannot gain more than 1/(1-w) from any loader: a wait of at least ``FIRST_WAIT``
+    is probed first (the input first, as the training stack goes, and a tight budget never skips
+    it); a smaller one after the compute techniques (six loader variants probed first on loops that
+    waited little took the 120 s budget that imagenet's bf16 needed: 1.60x in the probe, no final);
+    one below ``WORTH_WAIT`` not at all unless the search is the loader's alone. None when the
+    script's loop reads no DataLoader. ``notes`` says why none were tried."""
     index = (found.get("sites") or {}).get("train_loader")
     if index is None:
         if found:
             notes.append("loader workers: not tried: the training loop reads no torch DataLoader (its batches come "
                          "from elsewhere)")
-        return []
+        return [], False
+    share = input_share(found)
+    if share is not None and share < WORTH_WAIT and not set(settings.axes) <= {"workers", "threads"}:
+        notes.append(f"loader workers: not tried: the training steps of the discovery run waited at most {share:.0%} "
+                     f"of their time for the DataLoader (removing all of it: at most {1 / (1 - share):.2f}x); "
+                     "`--techniques workers` measures them anyway")
+        return [], False
     from pitstop._env import physical_cores
 
     loader = found["sites"]["loaders"][index]
@@ -193,4 +220,4 @@ def loader_configs(found: dict[str, Any], settings: Any, one_thread: bool, notes
         left = max(1, cores - n)
         if "threads" in settings.axes and not one_thread and left != settings.threads:
             configs.append(NAIVE.with_(workers=n, threads=left))
-    return configs
+    return configs, share is None or share >= FIRST_WAIT

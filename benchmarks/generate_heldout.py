@@ -1,0 +1,39 @@
+"""Causal LMs held out from the generation search's rules (issue 46): three architectures the
+zoo's gpt2-tiny, llama-tiny and qwen2-tiny (on which the rules were written) do not cover, chosen
+before any of them was measured. Random weights from transformers configs, nothing downloaded;
+sizes as the zoo's (4 layers, 256 wide, vocabulary 2048).
+
+    python benchmarks/generate.py benchmarks/generate_heldout.py:gpt_neox benchmarks/generate_heldout.py:phi \\
+        benchmarks/generate_heldout.py:gemma --techniques cache,compile,precision,quant,attention,threads
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def _build(config_name: str, model_name: str, **fields: object) -> torch.nn.Module:
+    import transformers
+
+    torch.manual_seed(0)
+    config = getattr(transformers, config_name)(vocab_size=2048, num_hidden_layers=4, max_position_embeddings=1024,
+                                                **fields)
+    return getattr(transformers, model_name)(config).eval()
+
+
+def gpt_neox() -> torch.nn.Module:
+    """GPT-NeoX / Pythia-style: parallel attention and MLP residuals, rotary on a quarter of each head."""
+    return _build("GPTNeoXConfig", "GPTNeoXForCausalLM", hidden_size=256, num_attention_heads=8,
+                  intermediate_size=1024, rotary_pct=0.25, use_parallel_residual=True)
+
+
+def phi() -> torch.nn.Module:
+    """Phi-2-style: one LayerNorm feeding attention and MLP in parallel, partial rotary, GELU MLP."""
+    return _build("PhiConfig", "PhiForCausalLM", hidden_size=256, num_attention_heads=8, intermediate_size=1024,
+                  partial_rotary_factor=0.5)
+
+
+def gemma() -> torch.nn.Module:
+    """Gemma-style: multi-query attention (one key-value head), GeGLU MLP, embeddings scaled by sqrt(d), tied head."""
+    return _build("GemmaConfig", "GemmaForCausalLM", hidden_size=256, num_attention_heads=8, num_key_value_heads=1,
+                  head_dim=32, intermediate_size=1024)
