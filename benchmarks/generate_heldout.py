@@ -37,3 +37,31 @@ def gemma() -> torch.nn.Module:
     """Gemma-style: multi-query attention (one key-value head), GeGLU MLP, embeddings scaled by sqrt(d), tied head."""
     return _build("GemmaConfig", "GemmaForCausalLM", hidden_size=256, num_attention_heads=8, num_key_value_heads=1,
                   head_dim=32, intermediate_size=1024)
+
+
+# -- a second held-out set (run 5), chosen after run 4 and before any of them was measured ------------
+
+
+def opt() -> torch.nn.Module:
+    """OPT-style: learned positions (offset 2), ReLU MLP, pre-LayerNorm, full multi-head attention."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.OPTConfig(vocab_size=2048, hidden_size=256, num_hidden_layers=4, ffn_dim=1024,
+                                    num_attention_heads=8, max_position_embeddings=1024, word_embed_proj_dim=256)
+    return transformers.OPTForCausalLM(config).eval()
+
+
+def bloom() -> torch.nn.Module:
+    """BLOOM-style: ALiBi position biases instead of position embeddings, LayerNorm after the embeddings."""
+    import transformers
+
+    torch.manual_seed(0)
+    config = transformers.BloomConfig(vocab_size=2048, hidden_size=256, n_layer=4, n_head=8)
+    return transformers.BloomForCausalLM(config).eval()
+
+
+def stablelm() -> torch.nn.Module:
+    """StableLM-2-style: LayerNorm, rotary on a quarter of each head, SwiGLU MLP, grouped-query attention."""
+    return _build("StableLmConfig", "StableLmForCausalLM", hidden_size=256, num_attention_heads=8,
+                  num_key_value_heads=2, intermediate_size=688, partial_rotary_factor=0.25)
