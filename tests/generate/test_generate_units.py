@@ -120,7 +120,7 @@ def _row(config: GenConfig, ms: float, status: str = "ok", spread: float = 0.001
 
 def test_finalists_combine_the_best_of_each_slot_that_paid():
     rows = [_row(REFERENCE, 100), _row(GenConfig(cache="static"), 90), _row(GenConfig(dtype="bf16"), 80),
-            _row(GenConfig(quant="int8-weight-only"), 85), _row(GenConfig(attention="eager"), 99),
+            _row(GenConfig(quant="int8-weight-only"), 85), _row(GenConfig(attention="eager"), 99, spread=0.05),
             _row(GenConfig(lookup=True), 70), _row(GenConfig(quant="int8-dynamic"), 50, "rejected")]
     found = candidates(rows)
     assert found[0] == GenConfig(dtype="bf16", lookup=True)  # int8-dynamic was rejected; lookup beat the cache
@@ -136,11 +136,12 @@ def test_finalists_combine_the_best_of_each_slot_that_paid():
     steady = _row(GenConfig(cache="static"), 97)  # 3% faster beyond noise: it pays
     assert candidates([_row(REFERENCE, 100), steady]) == [GenConfig(cache="static")]
     compiled = GenConfig(cache="static", compile="default")  # bf16 did not pay alone, but compiled it may
-    found = candidates([_row(REFERENCE, 100), _row(compiled, 80), _row(GenConfig(dtype="bf16"), 99),
+    found = candidates([_row(REFERENCE, 100), _row(compiled, 80), _row(GenConfig(dtype="bf16"), 99, spread=0.05),
                         _row(GenConfig(quant="int8-weight-only"), 104)])
     assert found == [compiled, GenConfig(dtype="bf16", cache="static", compile="default")]
     tuned = GenConfig(cache="static", compile="max-autotune-no-cudagraphs")  # fastest in the probe's process
-    found = candidates([_row(REFERENCE, 100), _row(compiled, 80), _row(tuned, 78), _row(GenConfig(dtype="bf16"), 99)])
+    found = candidates([_row(REFERENCE, 100), _row(compiled, 80), _row(tuned, 78),
+                        _row(GenConfig(dtype="bf16"), 99, spread=0.05)])
     assert found == [tuned, compiled, GenConfig(dtype="bf16", cache="static", compile="max-autotune-no-cudagraphs"),
                      GenConfig(dtype="bf16", cache="static", compile="default")]
     assert tuned.size == compiled.size + 1  # the default mode is the simpler one: preferred within noise
