@@ -84,21 +84,16 @@ def candidates(probe: list[GenMeasurement], limit: int = 4) -> list[GenConfig]:
     if not decoding.compile and compiled:  # compiled, reduced weights can pay where neither paid alone
         decoding = max(compiled, key=lambda x: (x[1].compile == "default", x[0]))[1]
     fused = decoding.combined(max(weights, key=lambda x: x[0])[1]) if decoding.compile and weights else None
-    if not best and fused:
-        found.append(fused)
-    if best:
-        combo = REFERENCE
-        for _, c in best:
-            combo = combo.combined(c)
-        found.append(combo)
-        if fused:
-            found.append(fused)
-        if len(best) > 2:
-            partial = REFERENCE
-            for _, c in best[:-1]:
-                partial = partial.combined(c)
-            found.append(partial)
-        found.append(best[0][1])
+    def combined(parts: list[tuple[float, GenConfig]]) -> GenConfig:
+        config = REFERENCE
+        for _, c in parts:
+            config = config.combined(c)
+        return config
+
+    found += [combined(best)] if best else []
+    found += [fused] if fused else []
+    found += [combined(best[:-1])] if len(best) > 2 else []  # without its weakest part
+    found += [best[0][1]] if best else []
     found = [x for c in found for x in ((c, replace(c, compile="default")) if c.compile not in (None, "default")
                                         else (c,))]  # each tuned one beside its default-mode sibling
     return list(dict.fromkeys(found))[:limit]
