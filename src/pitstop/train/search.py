@@ -163,10 +163,11 @@ class TrainSearch(StagedSearch):
         stage = Stage(name, result)
         self.outcome.stages.append(stage)
         started, monitor = time.monotonic(), LoadMonitor().start()
+        deadline = self.t0 + until * self.limit_s
         try:
             self.group.run(configs, result.rows, policy=policy, replicas=replicas, trajectory=trajectory,
-                           deadline=self.t0 + until * self.limit_s, memory=memory or self._budgeted(),
-                           first_step_by=self.t0 + until * self.limit_s if name == "probe" else None)
+                           deadline=deadline, memory=memory or self._budgeted(),
+                           first_step_by=deadline if name == "probe" else None)
         finally:
             result.inputs = {self.settings.batch: self.group.inputs_description} \
                 if self.group.prepared else {}
