@@ -2,6 +2,7 @@
 load_state_dict into a fresh model, torch.compile and DDP (issue 17, point 7)."""
 
 import copy
+import datetime
 import os
 import pickle
 import socket
@@ -114,7 +115,8 @@ def test_ddp_wrapping_a_checkpointed_model_trains_the_same():
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_port()))
-    dist.init_process_group("gloo", rank=0, world_size=1)
+    # a bounded wait: one clean-clone run (e9eb701) hung here in gloo's rendezvous, which passed alone
+    dist.init_process_group("gloo", rank=0, world_size=1, timeout=datetime.timedelta(seconds=60))
     try:
         model = DDP(checkpointed_model())
         got = grads(model)
