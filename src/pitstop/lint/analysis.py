@@ -66,6 +66,11 @@ def walk_local(node: ast.AST, into_defs: bool = False) -> Iterator[ast.AST]:
         stack.extend(ast.iter_child_nodes(n))
 
 
+# nn.Module methods that return the module itself
+RETURNS_SELF = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "train", "eval",
+                          "requires_grad_", "share_memory", "to_empty"})
+
+
 @dataclass
 class Module:
     """A parsed file with its import aliases and local definitions."""
@@ -159,8 +164,14 @@ class Module:
                 q = m.qualname(node.func) or ""
                 if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
                     m.optimizers.update(d for t in parent.targets if (d := dotted(t)))
-                callee = q or dotted(node.func) or ""
-                local = dotted(node.func) or callee  # as written: `model = model.to(dev)` keeps what it was,
+                built = node
+                while isinstance(built.func, ast.Attribute) and built.func.attr in RETURNS_SELF \
+                        and isinstance(built.func.value, ast.Call):
+                    built = built.func.value  # ``Net(...).to(device)`` is a Net
+                if built is not node:
+                    q = m.qualname(built.func) or ""
+                callee = q or dotted(built.func) or ""
+                local = dotted(built.func) or callee  # as written: `model = model.to(dev)` keeps what it was,
                 for target in parent.targets:  # `model = Model()` from a module named model does not
                     if (d := dotted(target)) and callee and not local.startswith(d + "."):
                         m.constructed[d] = callee

@@ -84,6 +84,7 @@ class Flow:
         self.mod, self.scope = mod, scope
         self.sources: dict[str, set[str]] = {}  # target -> names flowing into it
         live: set[str] = set()
+        sunk: set[str] = set()  # given to a backward or an update (not merely kept)
         ret: set[str] = set()
         start = after.lineno if after is not None else 0
         for n in mod.body(scope):
@@ -108,19 +109,37 @@ class Flow:
             elif isinstance(n, ast.Return) or isinstance(n, (ast.Yield, ast.YieldFrom)):
                 ret.update(carried(n.value))
             elif isinstance(n, ast.Call):
-                self._call(n, live)
+                self._call(n, live, sunk)
         self.live = self._closure(live)
+        self.trained = self._closure(sunk)
         self.returned = self._closure(ret) - self.live
 
-    def _call(self, n: ast.Call, live: set[str]) -> None:
+    def _call(self, n: ast.Call, live: set[str], sunk: set[str]) -> None:
         f = n.func
         args = [*n.args, *(k.value for k in n.keywords)]
         if isinstance(f, ast.Attribute) and f.attr in ("append", "extend", "insert", "add", "put", "appendleft") \
                 and isinstance(f.value, ast.Name) and n.args:
             self.sources.setdefault(f.value.id, set()).update(carried(n.args[-1]))
-        elif self.sink(n) or self.stores(n):
-            live.update(x for a in [f, *args] for x in carried(a))
+        elif self.sink(n):  # what it differentiates: its arguments and its receiver (``loss.backward()``)
+            given = {x for a in [f, *args] for x in carried(a)}
+            live.update(given)
+            if self.sink(n, strict=True):
+                sunk.update(given)
+        elif self.stores(n):  # what it keeps: its arguments (``ax.set_title(...)`` keeps nothing of ``ax``)
+            live.update(x for a in args for x in carried(a))
+        elif (receiver := self.receiver(n)) is not None and args:
+            # ``loss.eval_batch(out, y)`` then ``loss.backward()``: a method of a local object may keep
+            # what it is given, so the argument goes where the object goes
+            self.sources.setdefault(receiver, set()).update(x for a in args for x in carried(a))
 
+    def receiver(self, call: ast.Call) -> str | None:
+        """The local name a method is called on (``acc.update(...)``: ``acc``), not ``self`` (its
+        methods are the project's, followed by the project view) nor an imported module's function."""
+        f = call.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id not in ("self", "cls") \
+                and self.mod.qualname(f) is None:
+            return f.value.id
+        return None
 
     def stores(self, call: ast.Call) -> bool:
         """A method called to keep what it is given (``memory.push(s, a)``, ``policy.rewards.append(r)``,
@@ -129,12 +148,14 @@ class Flow:
         return isinstance(f, ast.Attribute) and bool(STORE_CALL.match(f.attr)) and self.mod.qualname(f) is None \
             and bool(call.args or call.keywords)
 
-    def sink(self, call: ast.Call) -> bool:
-        """A call that differentiates or trains on what it is given."""
+    def sink(self, call: ast.Call, strict: bool = False) -> bool:
+        """A call that differentiates or trains on what it is given; ``strict``: certainly so (a
+        backward, a gradient, a call given an optimizer, a project function that runs backward), not
+        one only named like an update (``meter.update(acc)`` is not)."""
         if is_backward(call) or self.mod.qualname(call.func) in ("torch.autograd.grad", "torch.autograd.backward"):
             return True
         last = (dotted(call.func) or "").rsplit(".", 1)[-1]
-        if last and SINK_CALL.search(last):
+        if not strict and last and SINK_CALL.search(last):
             return True
         if any((d := dotted(a)) and ("optim" in d.rsplit(".", 1)[-1].lower() or d in self.mod.optimizers)
                for a in [*call.args, *(k.value for k in call.keywords)]):
@@ -160,7 +181,7 @@ class Flow:
             if isinstance(parent, ast.Call):
                 if node is parent.func:  # x.method(...) with x = node's value... handled at Attribute
                     pass
-                elif self.sink(parent):
+                elif self.sink(parent) or self.stores(parent):
                     return "live"
                 elif isinstance(parent.func, ast.Name) and parent.func.id in NUMBER_FUNCS:
                     return "dead"
@@ -190,14 +211,33 @@ class Flow:
             value = stmt.value
             if isinstance(value, (ast.Yield, ast.YieldFrom, ast.Await)):
                 return "returned"
-            if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(
-                    value.func.value, ast.Name) and value.func.attr in ("append", "extend", "insert", "add"):
-                name = value.func.value.id
+            if isinstance(value, ast.Call) and node is not value.func and (name := self.receiver(value)) is not None:
                 return "live" if name in self.live else "returned" if name in self.returned else "dead"
             return "dead"
         if isinstance(stmt, (ast.If, ast.While, ast.Assert)):
             return "dead"
         return "live"
+
+    def trains(self, expr: ast.AST) -> bool:
+        """The value of ``expr`` reaches a backward or an update in this scope (being kept on an
+        object or returned does not count): a forward computed for training, whatever its
+        function is named."""
+        parents = self.mod.parents
+        node, parent = expr, parents.get(id(expr))
+        while parent is not None:
+            if isinstance(parent, ast.Call) and node is not parent.func and self.sink(parent, strict=True):
+                return True
+            if isinstance(parent, ast.Attribute) and (parent.attr in SAFE_ATTRS or parent.attr in CUTS):
+                return False
+            if isinstance(parent, ast.Attribute) and parent.attr == "backward":
+                return True
+            if isinstance(parent, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+                return any(n in self.trained for t in targets for n in _targets(t)[0])
+            if isinstance(parent, ast.stmt) or isinstance(parent, _STOP):
+                return False
+            node, parent = parent, parents.get(id(parent))
+        return False
 
     def _names_fate(self, targets: list[ast.expr]) -> Fate:
         fate: Fate = "dead"

@@ -61,6 +61,8 @@ class Site:
     result_used: bool = True  # its value reaches a backward, escapes or is returned in the caller
     evaluates: bool = False  # handed a validation/test loader or phase ("val_loader", phase="validation")
     off: tuple[str, ...] = ()  # keywords passed False or None (``model.train(x, adjust=False)``)
+    result_trains: bool = False  # its value reaches a backward or an update in the caller
+    consts: tuple[tuple[str, object], ...] = ()  # constant arguments: (name, value); ("#k", value) by place
 
 
 def enclosing_class(mod: Module, node: ast.AST) -> str | None:
@@ -325,6 +327,14 @@ class _LoopCalls:
 _NO_LOOP = _LoopCalls([], [], (0, 0))
 
 
+def _consts(call: ast.Call, offset: int) -> tuple[tuple[str, object], ...]:
+    """The call's constant arguments (``run_epoch(epoch, cross_valid=True)``, ``run("test")``)."""
+    found: list[tuple[str, object]] = [(f"#{k + offset}", a.value) for k, a in enumerate(call.args)
+                                       if isinstance(a, ast.Constant)]
+    found += [(k.arg, k.value.value) for k in call.keywords if k.arg and isinstance(k.value, ast.Constant)]
+    return tuple(found)
+
+
 def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
     """Every function's summary and every call site of a possibly-project function."""
     functions: dict[str, Fn] = {}
@@ -363,5 +373,6 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
                           mod.under_no_grad(call) is not None, marks[before - 1][1] if before else None, model_args,
                           flows[id(scope)].fate(call) != "dead", _evaluates(call),
                           tuple(k.arg for k in call.keywords if k.arg and isinstance(k.value, ast.Constant)
-                                and k.value.value in (False, None))))
+                                and k.value.value in (False, None)), flows[id(scope)].trains(call),
+                          _consts(call, 1 if ref[0] == "method" or (ref[0] == "local" and "." in ref[1]) else 0)))
     return functions, sites

@@ -7,6 +7,7 @@ import ast
 
 from pitstop.lint.analysis import Module, is_backward, method_calls
 from pitstop.lint.graph import is_forward
+from pitstop.lint.project_facts import Fn, Site
 from pitstop.lint.rules.base import is_const
 
 
@@ -56,3 +57,83 @@ def train_calls(scope: ast.AST) -> list[ast.Call]:
 def forwards(scope: ast.AST, mod: Module) -> list[ast.Call]:
     """Calls under ``scope`` that are a model's forward pass (``analysis.is_forward``)."""
     return [n for n in mod.body(scope) if isinstance(n, ast.Call) and is_forward(n, mod)]
+
+
+def evaluating_sites(mod: Module, fn: ast.AST, info: Fn, sites: list[tuple[int, Site]]) -> list[tuple[int, Site]]:
+    """The calls of a function that trains or evaluates depending on a parameter which evaluate:
+    the constants they pass skip every backward (``iteration(data, train=False)``,
+    ``run_epoch(cross_valid=True)``, ``fit(phase="validation")`` where ``if phase == "train":``
+    guards the backward), or they hand it a validation loader or phase."""
+    backwards = [n for n in mod.body(fn) if isinstance(n, ast.Call) and is_backward(n)]
+    found = []
+    for i, site in sites:
+        given = {info.params[int(k[1:])] if k.startswith("#") and int(k[1:]) < len(info.params) else k: v
+                 for k, v in site.consts}
+        runs = [_runs(mod, fn, b, given) for b in backwards]
+        if backwards and all(r is False for r in runs):
+            found.append((i, site))  # the constants it passes skip every backward
+        elif not any(r is True for r in runs) and (site.evaluates or set(info.gates) & set(site.off)):
+            found.append((i, site))  # not decided by its constants: a validation loader or phase, a gate off
+    return found
+
+
+def _runs(mod: Module, fn: ast.AST, node: ast.AST, given: dict[str, object]) -> bool | None:
+    """Whether ``node`` inside ``fn`` runs with the parameters ``given`` (constants a caller passed):
+    False when an ``if`` around it is known to take the other branch, True when every ``if``
+    around it is known to take its branch, None when that is not known."""
+    child, cur = node, mod.parents.get(id(node))
+    known = True
+    while cur is not None and cur is not fn:
+        if isinstance(cur, ast.If):
+            value = _truth(cur.test, given)
+            if value is None:
+                known = False
+            elif value != any(child is s for s in cur.body):
+                return False
+        child, cur = cur, mod.parents.get(id(cur))
+    return True if known else None
+
+
+_UNKNOWN = object()
+
+
+def _truth(test: ast.expr, given: dict[str, object]) -> bool | None:
+    """The truth of an ``if`` test over parameters with known constant values, when it is known."""
+    value = _value(test, given)
+    return None if value is _UNKNOWN else bool(value)
+
+
+def _value(e: ast.expr, given: dict[str, object]) -> object:
+    if isinstance(e, ast.Constant):
+        return e.value
+    if isinstance(e, ast.Name):
+        return given.get(e.id, _UNKNOWN)
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+        v = _value(e.operand, given)
+        return _UNKNOWN if v is _UNKNOWN else not v
+    if isinstance(e, (ast.Tuple, ast.List, ast.Set)):
+        items = [_value(x, given) for x in e.elts]
+        return _UNKNOWN if any(x is _UNKNOWN for x in items) else tuple(items)
+    if isinstance(e, ast.Compare) and len(e.ops) == 1:
+        a, b, op = _value(e.left, given), _value(e.comparators[0], given), e.ops[0]
+        if a is _UNKNOWN or b is _UNKNOWN:
+            return _UNKNOWN
+        if isinstance(op, (ast.Eq, ast.Is)):
+            return a == b
+        if isinstance(op, (ast.NotEq, ast.IsNot)):
+            return a != b
+        if isinstance(op, (ast.In, ast.NotIn)) and isinstance(b, (tuple, str)):
+            if isinstance(b, str) and not isinstance(a, str):
+                return _UNKNOWN  # 1 in "xyz" would raise
+            return (a in b) == isinstance(op, ast.In)
+        return _UNKNOWN
+    if isinstance(e, ast.BoolOp):
+        values = [_value(v, given) for v in e.values]
+        if isinstance(e.op, ast.And):
+            if any(v is not _UNKNOWN and not v for v in values):
+                return False
+            return _UNKNOWN if any(v is _UNKNOWN for v in values) else True
+        if any(v is not _UNKNOWN and v for v in values):
+            return True
+        return _UNKNOWN if any(v is _UNKNOWN for v in values) else False
+    return _UNKNOWN

@@ -11,7 +11,7 @@ from pitstop.lint.analysis import EVAL_NAME, Module, is_backward, is_step, metho
 from pitstop.lint.project import MODE_LAYERS, FnId, Project
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Rule
-from pitstop.lint.rules.common import eval_calls, forwards, train_calls, training_loops
+from pitstop.lint.rules.common import eval_calls, evaluating_sites, forwards, train_calls, training_loops
 
 
 class WrongModuleMode(Rule):
@@ -74,7 +74,7 @@ class WrongModuleMode(Rule):
             if not (EVAL_NAME.search(name) or _EVAL_LIKE.search(name)) or any(is_backward(n) for n in mod.body(fn)):
                 self.evaluated_by_callers(ctx, fn)
                 continue
-            if eval_calls(fn) or not forwards(fn, mod):
+            if eval_calls(fn) or not forwards(fn, mod) or self.trains_callers(ctx, fn):
                 continue
             verdict = self.callers_mode(ctx, fn)
             if verdict is None and not EVAL_NAME.search(name) and isinstance(mod.parents.get(id(fn)), ast.ClassDef):
@@ -141,9 +141,8 @@ class WrongModuleMode(Rule):
         fid = view.fn_id(fn_key(mod, fn)) if view is not None else None
         if view is None or fid is None:
             return
-        gates = set(view.project.files[fid[0]].functions[fid[1]].gates)
-        sites = [(i, s) for i, s in view.project.sites_of(fid)
-                 if (s.evaluates or gates & set(s.off)) and s.mode != "eval"]
+        info = view.project.files[fid[0]].functions[fid[1]]
+        sites = [(i, s) for i, s in evaluating_sites(mod, fn, info, view.project.sites_of(fid)) if s.mode != "eval"]
         if not sites or eval_calls(fn) or not forwards(fn, mod) \
                 or any(is_backward(n) and not _conditional(mod, n, fn) for n in mod.body(fn)):
             return
@@ -151,6 +150,13 @@ class WrongModuleMode(Rule):
         where = f"line {site.line}" if i == fid[0] else f"{PurePath(view.project.files[i].path).name}:{site.line}"
         self.report(ctx, forwards(fn, mod)[0], variant="eval-call", fn=fn.name,  # type: ignore[attr-defined]
                     where=where)
+
+    def trains_callers(self, ctx: Context, fn: ast.AST) -> bool:
+        """Some caller trains on what the function returns (PPO's ``policy.evaluate(states, actions)``
+        re-computes log-probabilities for the loss): a step of training, whatever its name."""
+        view = ctx.project
+        fid = view.fn_id(fn_key(ctx.mod, fn)) if view is not None else None
+        return fid is not None and any(s.result_trains for _, s in view.project.sites_of(fid))
 
     def callers_mode(self, ctx: Context, fn: ast.AST) -> str | None:
         """"train" when some caller in the project runs the function in training mode (its last

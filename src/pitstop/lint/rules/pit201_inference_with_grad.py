@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import PurePath
 from typing import ClassVar
 
 from pitstop.lint.analysis import Module, dotted, is_backward, is_step, names_in, walk_local
 from pitstop.lint.flow import Flow, carried
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Rule
-from pitstop.lint.rules.common import forwards
+from pitstop.lint.rules.common import evaluating_sites, forwards
 
 # hooks a framework calls with autograd already off (Lightning, HF Trainer)
 _FRAMEWORK_NO_GRAD = re.compile(r"^(validation|test|predict|prediction)_step$|_epoch_end$")
@@ -50,7 +51,37 @@ class InferenceWithGrad(Rule):
     variants: ClassVar[dict[str, str]] = {
         "function": "`{name}` runs `{fn}(...)` (line {line}) with autograd recording a graph nothing uses: wrap "
                     "it in torch.inference_mode() (or decorate the function with it)",
+        "gated": "`{name}` runs `{fn}(...)` with autograd on when called to evaluate ({where}), where its "
+                 "backward (only under `{gate}`) is skipped: the graph is never used; wrap that call in "
+                 "torch.inference_mode()",
     }
+
+    def gated(self, ctx: Context, fn: ast.AST, calls: list[ast.Call]) -> None:
+        """A function that trains or evaluates depending on a parameter (``iteration(..., train=False)``,
+        ``run_epoch(cross_valid=True)``, ``fit(phase="validation")``): every backward sits under that
+        parameter, and a caller turns it off (or hands it a validation loader or phase) without
+        no_grad: that call's forwards build graphs nothing uses."""
+        view = ctx.project
+        fid = view.fn_id(fn_key(ctx.mod, fn)) if view is not None else None
+        if view is None or fid is None or self.exempt(ctx, fn):
+            return
+        info = view.project.files[fid[0]].functions[fid[1]]
+        gates = set(info.gates)
+        if not info.backward or not gates or any(
+                (self_q := ctx.mod.qualname(c.func)) and self_q.endswith("set_grad_enabled")
+                for c in ctx.mod.body(fn) if isinstance(c, ast.Call)):
+            return  # ``torch.set_grad_enabled(split == "train")``: it turns autograd off itself
+        for i, site in evaluating_sites(ctx.mod, fn, info, view.project.sites_of(fid)):
+            if site.no_grad:
+                continue
+            if site.caller is not None and site.caller in view.project.files[i].functions \
+                    and view.project.always_no_grad((i, site.caller)):
+                continue
+            where = f"line {site.line}" if i == fid[0] else f"{PurePath(view.project.files[i].path).name}:{site.line}"
+            first = min(calls, key=lambda c: (c.lineno, c.col_offset))
+            self.report(ctx, first, variant="gated", name=fn.name, fn=ctx.text(first.func),  # type: ignore[attr-defined]
+                        where=where, gate=sorted(gates)[0])
+            return
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
@@ -64,6 +95,8 @@ class InferenceWithGrad(Rule):
                 continue
             unused = self.unused(ctx, scope, calls)
             if not unused:
+                if scope is not mod.tree:
+                    self.gated(ctx, scope, calls)
                 continue
             if scope is mod.tree:
                 for call in unused:
@@ -91,7 +124,7 @@ class InferenceWithGrad(Rule):
         found: list[ast.Call] = []
         reported: set[str] = set()
         for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
-            if mod.under_no_grad(call) is not None or _deliberate(mod, call) or (
+            if mod.under_no_grad(call) is not None or _deliberate(mod, call) or _smoke_test(mod, call) or (
                     trains and _in_env_loop(mod, call)):
                 continue
             fate = flow.fate(call)
@@ -135,6 +168,22 @@ def _trains(call: ast.Call, mod: Module) -> bool:
 def _deliberate(mod: Module, call: ast.Call) -> bool:
     """A bare ``model(x)`` statement: a warm-up or smoke test run for its effect."""
     return isinstance(mod.parents.get(id(call)), ast.Expr)
+
+
+_LOADS = re.compile(r"^(load|load_state_dict|from_pretrained|load_checkpoint|load_from_checkpoint|restore\w*|"
+                    r"load_weights?|load_model)$")
+
+
+def _smoke_test(mod: Module, call: ast.Call) -> bool:
+    """A model file's own ``if __name__ == "__main__":`` check of its classes: the file never trains
+    and the block loads no weights, so the forward runs untrained weights to print shapes, not to
+    predict anything."""
+    if mod.trains or mod.optimizers or call.lineno is None:
+        return False
+    block = next((s for s in mod.tree.body if isinstance(s, ast.If) and s.lineno <= call.lineno <= (s.end_lineno or 0)
+                  and "__name__" in {n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)}), None)
+    return block is not None and bool(mod.classes) and not any(
+        isinstance(n, ast.Call) and _LOADS.match((dotted(n.func) or "").rsplit(".", 1)[-1]) for n in ast.walk(block))
 
 
 def _in_env_loop(mod: Module, call: ast.Call) -> bool:

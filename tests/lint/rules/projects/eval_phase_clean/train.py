@@ -1,3 +1,4 @@
+import torch
 import torch.nn as nn
 
 from engine import one_epoch
@@ -9,7 +10,8 @@ def fit(crit, optimizer, train_loader, val_loader, epochs):
         model.train()
         one_epoch(model, crit, train_loader, optimizer)
         model.eval()
-        print(one_epoch(model, crit, val_loader))
+        with torch.inference_mode():
+            print(one_epoch(model, crit, val_loader))
 
 
 def refine(model, crit, optimizer, valid_mask):
