@@ -220,6 +220,10 @@ def table(tallies: dict[str, Tally], counts: dict[str, dict[str, int]]) -> str:
     return "\n".join(rows)
 
 
+FRESH = {  # "added" tag -> what it is: labelled before the rules were changed for them
+    "issue-48": "added for issue 48 (labelled before its rules changed, never tuned on)",
+    "issue-48-b": "added in issue 48's second round (labelled before that round's rules changed, never tuned on)",
+}
 SPLIT_SEED = 48  # issue 48: chosen before any rule was changed for it; never re-drawn
 HELD_OUT_SHARE = 0.4  # a project is held out when its hash falls below this: stable as the corpus grows
 
@@ -274,8 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     held = held_out(manifest)
     part: dict[bool, dict[str, Tally]] = {h: {code: Tally() for code in SCORED} for h in (False, True)}
     part_counts = {h: {code: {"must": 0, "optional": 0, "trap": 0} for code in SCORED} for h in (False, True)}
-    fresh: dict[str, Tally] = {code: Tally() for code in SCORED}  # issue 48's new projects, held-out part
-    fresh_counts: dict[str, dict[str, int]] = {code: {"must": 0, "optional": 0, "trap": 0} for code in SCORED}
+    # the projects labelled for issue 48 (two rounds, each before the rules changed after it), held-out part
+    fresh = {tag: {code: Tally() for code in SCORED} for tag in FRESH}
+    fresh_counts = {tag: {code: {"must": 0, "optional": 0, "trap": 0} for code in SCORED} for tag in FRESH}
     start, n_files, n_late = time.perf_counter(), 0, 0
     with tempfile.TemporaryDirectory(prefix="pitstop-corpus-") as tmp:
         for i, project in enumerate(manifest):
@@ -288,10 +293,11 @@ def main(argv: list[str] | None = None) -> int:
             for lab in labels:
                 part_counts[i in held][lab.code][lab.kind] += 1
             score(labels, findings, part[i in held])
-            if project.get("added") == "issue-48" and i in held:  # labelled before issue 48's rules, never tuned on
+            tag = project.get("added")
+            if tag in FRESH and i in held:  # labelled before the rules changed after them, never tuned on
                 for lab in labels:
-                    fresh_counts[lab.code][lab.kind] += 1
-                score(labels, findings, fresh)
+                    fresh_counts[tag][lab.code][lab.kind] += 1
+                score(labels, findings, fresh[tag])
             if project.get("added") == "after-tuning":
                 n_late += 1
                 for lab in labels:
@@ -311,11 +317,12 @@ def main(argv: list[str] | None = None) -> int:
         n = sum(len(manifest[i]["files"]) for i in range(len(manifest)) if (i in held) == h)
         print(f"\n{title}: {sum((i in held) == h for i in range(len(manifest)))} projects, {n} files\n")
         print(table(part[h], part_counts[h]))
-    new_held = [i for i, p in enumerate(manifest) if p.get("added") == "issue-48" and i in held]
-    if new_held:
-        print(f"\nheld-out projects added for issue 48 (labelled before its rules changed, never tuned on): "
-              f"{len(new_held)} projects, {sum(len(manifest[i]['files']) for i in new_held)} files\n")
-        print(table(fresh, fresh_counts))
+    for tag, title in FRESH.items():
+        new_held = [i for i, p in enumerate(manifest) if p.get("added") == tag and i in held]
+        if new_held:
+            print(f"\nheld-out projects {title}: {len(new_held)} projects, "
+                  f"{sum(len(manifest[i]['files']) for i in new_held)} files\n")
+            print(table(fresh[tag], fresh_counts[tag]))
     if args.verbose:  # the development part's only: the held-out part's are never read while rules change
         for title, attr in (("false negatives", "fns"), ("false positives", "fps")):
             items = [x for code in SCORED for x in getattr(part[False][code], attr)]
@@ -329,10 +336,15 @@ def main(argv: list[str] | None = None) -> int:
         for h, key in ((False, "development"), (True, "held_out")):
             report[key] = report_json(part[h], {"projects": sum((i in held) == h for i in range(len(manifest))),
                                                 "labels": part_counts[h]})
-            if h:
-                report["held_out_issue_48"] = report_json(fresh, {"projects": len(new_held), "labels": fresh_counts})
-                for row in [*report[key]["codes"].values(), *report["held_out_issue_48"]["codes"].values()]:
+            if h:  # the held-out parts' findings are never written: only their figures
+                for row in report[key]["codes"].values():
                     row.pop("false_positives"), row.pop("false_negatives")
+                for tag in FRESH:
+                    n_tag = sum(1 for i, p in enumerate(manifest) if p.get("added") == tag and i in held)
+                    fresh_key = "held_out_" + tag.replace("-", "_")
+                    report[fresh_key] = report_json(fresh[tag], {"projects": n_tag, "labels": fresh_counts[tag]})
+                    for row in report[fresh_key]["codes"].values():
+                        row.pop("false_positives"), row.pop("false_negatives")
         args.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
     return 0
 

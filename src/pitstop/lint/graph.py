@@ -155,6 +155,10 @@ class GraphNames:
         return expr if isinstance(expr, ast.Name) and expr.id in self.names else None
 
 
+# a GAN's networks by the usual names (``self.G(z)``, ``netD(x)``): variables, not classes
+_GAN_NAME = re.compile(r"(net_?)?[GD]\d*")
+
+
 def is_forward(call: ast.Call, mod: Module) -> bool:
     """A model's forward pass: a call of a model (built from an nn.Module class or a well-known
     constructor, handed in where a model is, or named like one), or of an inference method on one
@@ -182,11 +186,13 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
             return bool(MODEL_METHOD.match(call.func.attr))  # a method of a model: only the inference ones
         if recv.split(".")[0] not in ("self", "cls"):
             return False  # frame.head(10), parser.decoder(...): a method of something that is not a model
+    if isinstance(call.func, ast.Name) and (name in mod.classes or (view is not None and view.is_class(name))):
+        return False  # rnn_encoder_decoder(...) from `from rnn_encoder_decoder import *`: builds a model
     if name in mod.functions or (view is not None and view.callee(call) is not None):
         # a project function: a forward only when named like a model and it trains nothing itself
         # (def model(t_u, w, b): return w * t_u + b)
         return name in mod.functions and bool(_MODEL_FUNCTION.fullmatch(last)) \
             and not (view is not None and view.runs("backward", call))
-    return last == last.lower() and bool(MODEL_NAME.search(last))
+    return (last == last.lower() and bool(MODEL_NAME.search(last))) or bool(_GAN_NAME.fullmatch(last))
 
 

@@ -309,6 +309,27 @@ class View:
         return self.project.files[fid[0]].functions[fid[1]].graph_positions if fid is not None else None
 
     def runs(self, what: str, call: ast.Call) -> bool:
-        """Whether the project function ``call`` calls does ``what`` (backward, step, ...), transitively."""
-        fid = self.callee(call)
+        """Whether the project function ``call`` calls does ``what`` (backward, step, ...), transitively;
+        a call of a model built from a project class runs that class's ``forward``."""
+        fid = self.callee(call) or self.forward_of(call)
         return fid is not None and self.project.fact(what, fid)
+
+    def forward_of(self, call: ast.Call) -> FnId | None:
+        """``model(x)`` with ``model = Net(...)`` from a project class: ``Net.forward`` (or the
+        forward it inherits from a project base class)."""
+        if self.mod is None or not isinstance(call.func, (ast.Name, ast.Attribute)):
+            return None
+        built = self.mod.constructed.get(dotted(call.func) or "")
+        cls = self.project.class_of(self.i, built) if built else None
+        if cls is None:
+            return None
+        j, name = cls
+        if f"{name}.forward" in self.project.files[j].functions:
+            return j, f"{name}.forward"
+        return self.project._inherited(j, name, "forward")
+
+    def is_class(self, name: str) -> bool:
+        """``name`` (as written in this file) is a project class: calling it builds an object."""
+        if self.mod is None:
+            return False
+        return self.project.class_of(self.i, self.mod.aliases.get(name, name)) is not None

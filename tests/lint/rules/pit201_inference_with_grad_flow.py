@@ -96,3 +96,19 @@ class Trainer:
                 self.optimizer.zero_grad()
                 loss.backward()
                 self.optimizer.step()
+
+
+class GanTrainer:
+    """A GAN's networks by their usual one-letter names: ``self.G(z)`` is a forward."""
+
+    def __init__(self, generator, discriminator, g_opt, d_opt):
+        self.G, self.D, self.g_opt, self.d_opt = generator, discriminator, g_opt, d_opt
+
+    def step(self, real, z):
+        d_loss = self.D(self.G(z).detach()).mean() - self.D(real).mean()
+        self.d_opt.zero_grad()
+        d_loss.backward()
+        self.d_opt.step()
+
+    def progress_images(self, fixed_z):  # warning: PIT201
+        return self.G(fixed_z).cpu().data.numpy()
