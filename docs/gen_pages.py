@@ -11,6 +11,8 @@ into ``docs/`` and nothing generated is committed:
 - ``<!-- pitstop-explain CODE -->`` becomes what ``pitstop explain CODE`` prints;
 - ``<!-- pitstop-schema NAME -->`` becomes ``pitstop.schemas.NAME``, the JSON Schema the tests validate
   the command's ``--json`` output against, in a folded block;
+- ``<!-- pitstop-claims -->`` becomes the table of published claims ``pitstop bench`` checks
+  (``pitstop.bench.claims``);
 - ``<!-- pitstop-codes -->`` becomes the table of PIT codes, and ``codes/PITnnn.md`` is one page per
   entry of ``pitstop.codes.CODES``: the code table, the lint rule's four-part docstring (as
   ``pitstop explain`` reads it) and the docstrings of the doctor checks that report the code;
@@ -42,7 +44,8 @@ PAGES = {
     "compare": "commands/compare.md", "report": "commands/compare.md", "explain": "commands/explain.md",
 }
 _SNIPPET = re.compile(r"^<!-- snippet: .* -->\n", re.M)
-_MARK = re.compile(r"^<!-- pitstop-(help|examples|explain|commands|codes|schema)(?: ([A-Za-z0-9 _-]+?))? -->$", re.M)
+_MARK = re.compile(r"^<!-- pitstop-(help|examples|explain|commands|codes|claims|schema)(?: ([A-Za-z0-9 _-]+?))? -->$",
+                   re.M)
 _KINDS = {"S": "`pitstop lint`", "R": "`pitstop doctor`", "SR": "`pitstop lint` and `pitstop doctor`"}
 
 
@@ -178,6 +181,22 @@ def codes_table(page: str) -> str:
     return "\n".join(["| code | name | severity | lint | doctor | what |", "|---|---|---|---|---|---|", *rows])
 
 
+def claims_table() -> str:
+    """The published claims ``pitstop bench`` checks (``pitstop.bench.claims``), one row each."""
+    from pitstop.bench.claims import CLAIMS, claims_for
+
+    def cut(c: Any) -> str:
+        return f"{c.low:.1%}" if c.low == c.high else f"{c.low:.0%}-{c.high:.0%}"
+
+    rows = [(key, c) for key in CLAIMS for c in CLAIMS[key]] + [("any model", c) for c in claims_for(None)]
+    lines = ["| model | claim | source | variant vs baseline | claimed time cut | batch |", "|---|---|---|---|---|---|"]
+    for key, c in rows:
+        model = key if key == "any model" else f"`{key}`"
+        batch = c.batch_size if c.batch_size is not None else "each measured"
+        lines.append(f"| {model} | {c.text} | {c.source} | `{c.variant}` vs `{c.baseline}` | {cut(c)} | {batch} |")
+    return "\n".join(lines)
+
+
 def code_pages() -> dict[str, str]:
     """``codes/PITnnn.md`` -> its Markdown, one per entry of the code table."""
     from pitstop.codes import CODES
@@ -196,6 +215,7 @@ def expand(markdown: str, page: str) -> str:
         "explain": lambda arg: _fence(_explain_help(arg)),
         "commands": lambda _: commands_table(page),
         "codes": lambda _: codes_table(page),
+        "claims": lambda _: claims_table(),
         "schema": schema_block,
     }
     markdown = _SNIPPET.sub("", markdown)

@@ -9,6 +9,7 @@ on a module outside ``cli/`` importing ``pitstop.report`` at module level, on ri
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -257,3 +258,22 @@ def test_no_cli_flag_in_a_library_error() -> None:
 def test_the_flag_guard_sees_a_flag() -> None:
     raise_node = ast.parse('raise UsageError(f"--time-budget-s must be positive, got {x}")').body[0]
     assert isinstance(raise_node, ast.Raise) and _flag_in_raise(raise_node) == "--time-budget-s"
+
+
+_PATCH = re.compile(r"^\s*((torch|nn|DataLoader|_BaseDataLoaderIter|_dataloader|DistributedDataParallel|cls)\.[\w.]+"
+                    r"(\s*,\s*[\w.]+)*|[\w.]+\.__class__)\s*=\s*(?P<value>.*)$")
+
+
+def test_every_class_swap_and_global_patch_says_why_it_is_safe():
+    # a patched torch method or a swapped class changes code pitstop does not own: each says, within
+    # the lines just above it, why it is safe and where it is undone; putting the original back needs no note
+    missing = []
+    for path in sorted(SRC.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            m = _PATCH.match(line)
+            if m is None or "orig" in m.group("value"):
+                continue
+            if not any("safe:" in near for near in lines[max(0, i - 8):i + 1]):
+                missing.append(f"{path.relative_to(SRC.parent)}:{i + 1}: {line.strip()}")
+    assert missing == []

@@ -26,5 +26,7 @@ class CallablePackage(types.ModuleType):
 def make_callable(package: str, target: str) -> None:
     """Make the (already imported) package ``package`` callable as ``target``."""
     module = sys.modules[package]
+    # safe: CallablePackage only adds __call__ to ModuleType (attributes and imports unchanged); never undone,
+    # as the package is callable for the whole process
     module.__class__ = CallablePackage
     module.__call_target__ = target  # type: ignore[attr-defined]

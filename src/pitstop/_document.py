@@ -1,4 +1,4 @@
-"""The JSON envelope every command writes, and its one schema version (PRODUCT.md):
+"""The JSON envelope every command writes, and its one schema version (docs/json.md):
 ``{"pitstop": VERSION, "schema": N, "kind": ..., "environment": {...}, ...}``."""
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def physical_cores() -> int:
 
 
 def _allocator() -> str:
-    """The malloc in use when preloaded (allocators change results a lot, CLAIMS.md)."""
+    """The malloc in use when preloaded (allocators change results a lot: docs/how-it-measures.md)."""
     preload = os.environ.get("LD_PRELOAD", "")
     for name in ("tcmalloc", "jemalloc", "mimalloc"):
         if name in preload:

@@ -154,11 +154,6 @@ def result_file(path: str | os.PathLike[str] | ResultFile) -> ResultFile:
     return ResultFile(path)
 
 
-def write_result(path: str | os.PathLike[str], document: dict[str, Any]) -> bool:
-    """Write a result document by ``ResultFile``'s rules; whether it went to ``path`` itself."""
-    return ResultFile(path).write(document) == Path(path)
-
-
 SAVED = ("recipe.py", "recipe.json", "speedup.diff", "model*.onnx*")  # what --save writes: all it may replace
 
 

@@ -1,4 +1,5 @@
-"""The one catalogue of PIT codes (``design/CODES.md``), shared by ``lint`` (S) and ``doctor`` (R).
+"""The one catalogue of PIT codes, shared by ``lint`` (S) and ``doctor`` (R); the site's PIT code
+pages are made from it.
 
 A mistake has one code whichever tool finds it. Codes are stable: never renumber, only add."""
 
@@ -28,7 +29,7 @@ class Code:
 
 
 CODES: dict[str, Code] = {c.code: c for c in (
-    Code("PIT001", "invalid-file", "error", "S",  # pitstop's own: not in design/CODES.md's tables
+    Code("PIT001", "invalid-file", "error", "S",  # pitstop's own: a file lint cannot read
          "the file could not be linted: a syntax error, or bytes that do not decode in its declared encoding",
          "fix the syntax or the encoding; the other files are linted regardless"),
     Code("PIT101", "stale-gradients", "error", "SR",

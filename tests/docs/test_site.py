@@ -135,3 +135,23 @@ def test_the_api_reference_covers_every_public_name():
 def test_contributing_is_a_page_of_the_site():
     assert "Contributing: contributing.md" in (ROOT / "mkdocs.yml").read_text()
     assert "tests/test_layering.py" in (ROOT / "CONTRIBUTING.md").read_text()
+
+
+def test_the_claims_page_lists_every_claim_bench_checks():
+    from pitstop.bench.claims import CLAIMS, claims_for
+
+    page = gen.expand((DOCS / "claims.md").read_text(), "claims.md")
+    for claim in [c for group in CLAIMS.values() for c in group] + list(claims_for(None)):
+        assert f"| {claim.text} | {claim.source} |" in page
+
+
+_DESIGN_DOCS = re.compile(r"\b(CLAIMS|CODES|PRODUCT|STYLE)\.md\b")
+
+
+def test_nothing_cites_a_file_the_repository_does_not_have():
+    # the design documents live outside the repository: a user reading the code, its output or the
+    # site cannot open them (the claims, the codes and the JSON contract are pages of the site)
+    texts = [*(ROOT / "src").rglob("*.py"), *DOCS.rglob("*.md"), ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
+    cited = [f"{p.relative_to(ROOT)}:{i}" for p in texts for i, line in enumerate(p.read_text().splitlines(), 1)
+             if _DESIGN_DOCS.search(line)]
+    assert cited == []

@@ -20,7 +20,7 @@ def test_mlp_activation_bytes_are_exact():
     model, x, call = _mlp_call(torch.enable_grad)
     exclude = [*model.parameters(), x]
     # ReLU outputs kept for backward (each Linear after them saves the same storage): 2048+2048+1024 floats per row
-    assert activation_bytes(call, exclude) == 256 * (2048 + 2048 + 1024) * 4  # 5.0 MiB, as in CLAIMS.md
+    assert activation_bytes(call, exclude) == 256 * (2048 + 2048 + 1024) * 4  # 5.0 MiB, as measured by hand
 
 
 def test_no_grad_and_inference_mode_keep_nothing():

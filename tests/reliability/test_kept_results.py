@@ -6,7 +6,7 @@ import json
 import pytest
 from reliability_helpers import QUICK, F, cli, one_line_error
 
-from pitstop._io import write_result
+from pitstop._io import ResultFile
 
 
 @pytest.mark.parametrize(("args", "needle"), [
@@ -22,13 +22,13 @@ def test_a_failed_run_keeps_the_good_result(capsys, result_file, args, needle):
     assert result_file.read_bytes() == before  # not replaced by an empty document
 
 
-def test_write_result_keeps_a_file_for_an_empty_run(tmp_path):
+def test_a_result_file_keeps_a_file_for_an_empty_run(tmp_path):
     path = tmp_path / "r.json"
-    assert write_result(path, {"kind": "bench", "results": []})  # nothing there yet: written
+    assert ResultFile(path).write({"kind": "bench", "results": []}) == path  # nothing there yet: written
     path.write_text(json.dumps({"kind": "bench", "results": [{"variant": "a"}]}))
-    assert not write_result(path, {"kind": "bench", "results": []})
+    assert ResultFile(path).write({"kind": "bench", "results": []}) is None
     assert json.loads(path.read_text())["results"] == [{"variant": "a"}]
-    assert write_result(path, {"kind": "bench", "results": [{"variant": "b"}]})  # something to put there
+    assert ResultFile(path).write({"kind": "bench", "results": [{"variant": "b"}]}) == path  # something to put there
 
 
 def test_a_spec_without_b_runs_at_its_own_batch_only(capsys, tmp_path):

@@ -5,9 +5,10 @@ import torch
 from torch import nn
 
 from pitstop.errors import UsageError
-from pitstop.train.config import NAIVE, TrainConfig, parse_train_variant
+from pitstop.train.config import NAIVE, TrainConfig
 from pitstop.train.problem import LossSpec, OptimizerSpec
 from pitstop.train.settings import TrainSettings
+from tests.fixtures.train_names import parse_train_variant
 
 
 def test_names_round_trip_through_parse_and_json():
@@ -29,7 +30,7 @@ def test_bad_config_names_the_field(kwargs, field):
 
 
 def test_parse_rejects_unknown_parts():
-    with pytest.raises(UsageError, match="unknown part 'turbo'"):
+    with pytest.raises(ValueError, match="unknown part 'turbo'"):
         parse_train_variant("bf16-autocast+turbo")
 
 

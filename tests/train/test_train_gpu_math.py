@@ -12,9 +12,10 @@ import sys
 import pytest
 import torch
 
-from pitstop.train.config import NAIVE, TrainConfig, parse_train_variant
+from pitstop.train.config import NAIVE, TrainConfig
 from pitstop.train.script import edits
 from pitstop.train.variants import TrainTarget, gate
+from tests.fixtures.train_names import parse_train_variant
 from tests.train.test_train_script import _discover, final_loss, repo, run
 
 SCRIPT = "import torch\nfrom torch import nn\n\nmodel = build()\nfor x, y in data:\n    loss = model(x).sum()\n"

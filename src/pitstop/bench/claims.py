@@ -1,4 +1,5 @@
-"""Published claims (CLAIMS.md) checked against what was measured here.
+"""Published claims checked against what was measured here (the catalogue: docs/claims.md, made
+from this module).
 
 A claim says "variant V takes X% less time than baseline B"; measured here, the same cut is
 ``1 - 1/speedup`` with the speed-up's bootstrap interval carried through."""
@@ -47,9 +48,9 @@ class ClaimCheck:
 
 
 _GENERIC = (
-    Claim("no_grad makes CPU inference 10-25% faster", "blog folklore (CLAIMS.md)",
+    Claim("no_grad makes CPU inference 10-25% faster", "blog folklore, 2024-26 articles",
           "eval+no_grad", "eval+grad", 0.10, 0.25),
-    Claim("inference_mode is 10-20% faster than no_grad", "blog folklore (CLAIMS.md)",
+    Claim("inference_mode is 10-20% faster than no_grad", "blog folklore, 2024-26 articles",
           "eval+inference_mode", "eval+no_grad", 0.10, 0.20),
 )
 
@@ -61,11 +62,11 @@ CLAIMS: dict[str, tuple[Claim, ...]] = {
               "eval+inference_mode", "train+grad", 0.344, 0.344, 256),
     ),
     "zoo:resnet50": (
-        Claim("no_grad 22.2% faster (Xeon CPU)", "blog table (CLAIMS.md)",
+        Claim("no_grad 22.2% faster (Xeon CPU)", "blog table, 2024-26 article",
               "eval+no_grad", "eval+grad", 0.222, 0.222),
     ),
     "zoo:bert-base": (
-        Claim("no_grad 21.8% faster (Xeon CPU)", "blog table (CLAIMS.md)",
+        Claim("no_grad 21.8% faster (Xeon CPU)", "blog table, 2024-26 article",
               "eval+no_grad", "eval+grad", 0.218, 0.218),
     ),
 }

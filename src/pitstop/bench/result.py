@@ -162,7 +162,7 @@ class BenchResult:
                    doc.get("claims_key"))
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document (PRODUCT.md schema)."""
+        """The JSON document (kind ``bench``: docs/json.md)."""
         return bench_document(self)
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -50,6 +50,8 @@ def _add_doctor(sub: Any) -> None:
                          description="Run an unmodified training script under the doctor and report autograd "
                                      "mistakes with the step, the module or parameter, and the fix.",
                          epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    # safe: a subclass of the parser's own class that only changes how arguments after the script are read;
+    # never undone: the parser lives for one command line
     doc.__class__ = _DoctorParser  # pitstop's options after the script path (see _DoctorParser)
     doc.add_argument("script", help="the training script (run as __main__, like python SCRIPT)")
     doc.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")

@@ -10,7 +10,7 @@ LINT_EPILOG = """\
 examples:
   pitstop lint src/ train.py                       path:line:col: PIT102 [*] message
   pitstop lint . --output-format sarif > lint.sarif
-  pitstop lint src/ --json lint.json               the findings as JSON too (PRODUCT.md's document)
+  pitstop lint src/ --json lint.json               the findings as JSON too (kind: lint)
   pitstop lint . --fix                             apply safe fixes ([*]); --unsafe-fixes for [-] too
   pitstop lint . --diff                            show the fixes as a diff, change nothing
   pitstop lint . --select PIT1 --ignore PIT109     codes, prefixes or names (stale-gradients)

@@ -73,6 +73,8 @@ def _add_train(sub: Any) -> None:
                                    "model), keep the fastest one whose training matches, and hand it back as a "
                                    "patch (or a recipe).",
                        epilog=TRAIN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # safe: a subclass of the parser's own class that only changes how arguments after the script are read;
+    # never undone: the parser lives for one command line
     p.__class__ = _TrainParser  # pitstop's options after the script path (see ScriptParser)
     p.add_argument("model", help="a training script (train.py), or a model: zoo:NAME, path/to/file.py:factory, "
                                  "package.module:factory")

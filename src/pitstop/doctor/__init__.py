@@ -1,6 +1,6 @@
 """``pitstop doctor``: autograd mistakes caught as a real training run makes them (the R codes of
-CODES.md), from PyTorch's own hooks. Names load on first use (``pitstop doctor``'s own process
-never imports torch: the script runs in a child)."""
+``pitstop.codes``), from PyTorch's own hooks. Names load on first use (``pitstop doctor``'s own
+process never imports torch: the script runs in a child)."""
 
 from __future__ import annotations
 

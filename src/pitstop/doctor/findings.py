@@ -51,7 +51,7 @@ class Finding:
         return CODES[self.code].severity
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON finding of PRODUCT.md."""
+        """The JSON finding (docs/json.md)."""
         d: dict[str, Any] = {"code": self.code, "name": self.name, "severity": self.severity, "message": self.message,
              "where": self.where, "fix": self.fix or CODES[self.code].fix, "step": self.step, "count": self.count}
         if self.ranks:

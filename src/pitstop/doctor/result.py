@@ -48,7 +48,7 @@ class DoctorReport:
     # -- output -------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``kind: doctor`` JSON document of PRODUCT.md."""
+        """The ``kind: doctor`` JSON document (docs/json.md)."""
         return envelope("doctor", self.environment,
                         script=self.script, steps=self.steps, exit=self.exit,
                         findings=[f.to_dict() for f in self.findings],

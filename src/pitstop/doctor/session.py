@@ -178,10 +178,12 @@ class Session:
                           _optim.register_optimizer_step_pre_hook(self._pre_step),
                           _optim.register_optimizer_step_post_hook(self._post_step)]
         self._orig_backward = torch.autograd.backward
-        torch.autograd.backward = self._backward
+        torch.autograd.backward = self._backward  # safe: runs the original (after its checks); undone in detach()
         self._orig_next = _dataloader._BaseDataLoaderIter.__next__
+        # safe: times the original __next__ and returns its batch; undone in detach()
         _dataloader._BaseDataLoaderIter.__next__ = self._timed_next()  # type: ignore[method-assign,assignment]
-        # class attributes, restored by detach(); a subclass's own zero_grad (rare) is not seen
+        # safe: class attributes wrapped to call the original, restored by detach(); a subclass's own
+        # zero_grad (rare) is not seen
         self._orig_zero = (torch.optim.Optimizer.zero_grad, nn.Module.zero_grad)
         torch.optim.Optimizer.zero_grad = self._zero_grad(self._orig_zero[0])  # type: ignore[method-assign]
         nn.Module.zero_grad = self._zero_grad(self._orig_zero[1])  # type: ignore[method-assign]

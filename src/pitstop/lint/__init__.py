@@ -1,4 +1,4 @@
-"""``pitstop lint``: the autograd mistakes of CODES.md found statically (the S codes), with fixes."""
+"""``pitstop lint``: the autograd mistakes of ``pitstop.codes`` found statically (the S codes), with fixes."""
 
 from __future__ import annotations
 

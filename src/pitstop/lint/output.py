@@ -1,4 +1,4 @@
-"""Lint output formats: concise (default), full (with the source line), json (PRODUCT.md),
+"""Lint output formats: concise (default), full (with the source line), json (docs/json.md),
 sarif (2.1.0) and github (workflow annotations)."""
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def _hf(name: str, config: str, model: str, **kwargs: int) -> tuple[Callable[[],
 
 
 def mlp() -> nn.Module:
-    """The published MLP benchmark: 1024-2048-2048-1024-10 with ReLUs (CLAIMS.md)."""
+    """The published MLP benchmark: 1024-2048-2048-1024-10 with ReLUs (docs/claims.md)."""
     return nn.Sequential(
         nn.Linear(1024, 2048), nn.ReLU(),
         nn.Linear(2048, 2048), nn.ReLU(),

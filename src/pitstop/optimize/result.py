@@ -86,7 +86,7 @@ class OptimizeReport(StagedReport):
         return Choice(row, stage.name, why)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document (PRODUCT.md schema, kind ``optimize``)."""
+        """The JSON document (kind ``optimize``: docs/json.md)."""
         return optimize_document(self)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from pitstop.errors import SettingError, UsageError
+from pitstop.errors import UsageError
 
 NAIVE_NAME = "naive"  # fp32 eager, for-loop optimizer: what every speed-up is measured against
 
@@ -119,43 +119,3 @@ class TrainConfig:
 
 
 NAIVE = TrainConfig()
-
-_PARTS: dict[str, tuple[str, Any]] = {
-    "bf16-autocast": ("precision", "bf16-autocast"), "fp16-autocast": ("precision", "fp16-autocast"),
-    "compile": ("compile", "default"), "compile-max-autotune": ("compile", "max-autotune"),
-    "compile-reduce-overhead": ("compile", "reduce-overhead"), "compiled-autograd": ("compile", "compiled-autograd"),
-    "foreach": ("optimizer", "foreach"), "fused": ("optimizer", "fused"),
-    "zero-grad-zeros": ("zero_grad", "zeros"), "channels_last": ("layout", "channels_last"),
-    "ddp-grad-view": ("ddp", "grad-view"), "ddp-static-graph": ("ddp", "static-graph"),
-    "ddp-bucket-100": ("ddp", "bucket-100"), "fsdp-no-reshard": ("ddp", "fsdp-no-reshard"),
-    "fsdp-bf16-params": ("ddp", "fsdp-bf16-params"), "tf32": ("tf32", True),
-    "cudnn-benchmark": ("cudnn_benchmark", True),
-}
-
-
-def parse_train_variant(name: str) -> TrainConfig:
-    """A config from its name (``naive``, ``bf16-autocast+compile+micro8``); checkpointed
-    variants name their blocks in the JSON config, not in the name, so they cannot be parsed."""
-    if name.strip() == NAIVE_NAME:
-        return NAIVE
-    values: dict[str, Any] = {}
-    for part in (p.strip() for p in name.split("+") if p.strip()):
-        if part in _PARTS:
-            axis, value = _PARTS[part]
-        elif part.startswith("threads") and part[7:].isdigit():
-            axis, value = "threads", int(part[7:])
-        elif part.startswith("micro") and part[5:].isdigit():
-            axis, value = "micro_batch", int(part[5:])
-        elif part.startswith("workers") and part[7:].isdigit():
-            axis, value = "workers", int(part[7:])
-        elif part.startswith("prefetch") and part[8:].isdigit():
-            axis, value = "prefetch", int(part[8:])
-        else:
-            raise SettingError("variants", f"unknown part {part!r} in {name!r}; known: {', '.join(_PARTS)}, "
-                             "microN, threadsN, workersN, prefetchN (or naive)")
-        if axis in values:
-            raise SettingError("variants", f"{name!r} sets {axis} twice")
-        values[axis] = value
-    if not values:
-        raise SettingError("variants", f"empty variant name {name!r}")
-    return TrainConfig(**values)

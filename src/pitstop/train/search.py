@@ -178,12 +178,12 @@ class TrainSearch(StagedSearch):
             self.on_stage(self.outcome)
         return stage
 
-    def _reliable(self, stage: Stage, row: Measurement) -> bool:
+    def reliable(self, stage: Stage, row: Measurement) -> bool:
         """A thread count or a loader's worker count measured while other processes took the CPU is
         never chosen (it measures them, not the model; and a busy machine compares variants by the
         CPU time of the training process, which leaves out the workers' and the input wait); the
         reason is noted once."""
-        config = self._config(row)
+        config = self.config_of(row)
         busy = stage.load.get("busy") or (config.workers is not None and self.group.one_thread)
         if (config.threads is None and config.workers is None) or not busy:
             return True
@@ -238,13 +238,13 @@ class TrainSearch(StagedSearch):
         faster: dict[str, list[tuple[TrainConfig, float]]] = {}
         for row in probe.rows:
             ratio = self.ratio(probe, row)
-            if row.status != "ok" or row.variant == NAIVE_NAME or ratio is None or not self._fits(row):
+            if row.status != "ok" or row.variant == NAIVE_NAME or ratio is None or not self.fits(row):
                 continue
-            if not self._reliable(probe, row):
+            if not self.reliable(probe, row):
                 continue
             via = self.optimizer_gain(probe, row)
             if ratio.ci95[0] > 1.0 or ratio.median >= MEANINGFUL or via is not None:
-                config = self._config(row)
+                config = self.config_of(row)
                 speedup = ratio.median if ratio.ci95[0] > 1.0 or via is None else via.step
                 faster.setdefault("+".join(config.axes_set), []).append((config, speedup))
         return faster
@@ -265,10 +265,10 @@ class TrainSearch(StagedSearch):
         """See ``pitstop.train.winner.optimizer_gain``."""
         return optimizer_gain(self, stage, row)
 
-    def _config(self, row: Measurement) -> TrainConfig:
+    def config_of(self, row: Measurement) -> TrainConfig:
         return TrainConfig.from_dict(row.config, self.settings.threads)
 
-    def _fits(self, row: Measurement) -> bool:
+    def fits(self, row: Measurement) -> bool:
         budget = self.settings.memory_budget_bytes
         return budget is None or row.peak_memory_bytes is None or row.peak_memory_bytes <= budget
 
@@ -349,13 +349,13 @@ class TrainSearch(StagedSearch):
     def _plan(self, finalists: list[TrainConfig]) -> tuple[list[TrainConfig], int]:
         """Fewer replicas, then fewer finalists, until the final's estimated cost (start-up, first
         step or compile, trajectory and minimum timed steps, from the probe) fits in 80% of the time left."""
-        return self._fit_final(finalists, self.settings.replicas, self._cost, 0.8)
+        return self._fit_final(finalists, self.settings.replicas, self.cost, 0.8)
 
     def _too_long(self, finalists: list[TrainConfig]) -> bool:
         """Would even the smallest final (the reference's trajectories and one finalist's, from the
         probe's step times) overrun the budget by over twice what is left, and by over a minute? Then
         nothing can be gated in time: the search stops and says what budget the script needs."""
-        need, left = self._cost(finalists[:1], 1), max(self.left_s(), 0.0)
+        need, left = self.cost(finalists[:1], 1), max(self.left_s(), 0.0)
         if need <= max(2 * left, 60.0):
             return False
         naive = {r.variant: r for r in self.outcome.stages[0].rows}.get(NAIVE_NAME)
@@ -368,7 +368,7 @@ class TrainSearch(StagedSearch):
             f"--time-budget-s {budget} or more, or with arguments that make a step shorter")
         return True
 
-    def _cost(self, finalists: list[TrainConfig], replicas: int) -> float:
+    def cost(self, finalists: list[TrainConfig], replicas: int) -> float:
         probe = {r.variant: r for r in self.outcome.stages[0].rows}
         naive = probe.get(NAIVE_NAME)
         naive_step = _step_s(naive, 1.0)

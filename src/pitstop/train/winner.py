@@ -1,6 +1,7 @@
 """The train search's winner: the fastest gate-passing finalist beyond noise (``decide``), and an
 optimizer implementation judged on ``optimizer.step()`` itself (``optimizer_gain``). ``search`` is
-the ``TrainSearch`` whose stages they read (typed ``Any``: that module imports this one)."""
+the ``TrainSearch`` whose stages they read, through the public part ``Searched`` names (a protocol:
+that module imports this one)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,33 @@ import math
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pitstop.bench.result import Measurement
 from pitstop.bench.stages import Stage
 from pitstop.stats import Ratio, speedup_groups
-from pitstop.train.config import NAIVE_NAME
+from pitstop.train.config import NAIVE_NAME, TrainConfig
+
+
+class Searched(Protocol):
+    """What the winner's rules read of a ``TrainSearch``."""
+
+    outcome: Any  # its TrainOutcome: stages, notes, winner, verdict
+    group: Any  # its TrainGroup: settings, first steps, runnable configs
+    t0: float
+
+    @property
+    def settings(self) -> Any: ...
+
+    def ratio(self, stage: Stage, row: Measurement, baseline: str = NAIVE_NAME) -> Ratio | None: ...
+
+    def config_of(self, row: Measurement) -> TrainConfig: ...
+
+    def fits(self, row: Measurement) -> bool: ...
+
+    def reliable(self, stage: Stage, row: Measurement) -> bool: ...
+
+    def cost(self, finalists: list[TrainConfig], replicas: int) -> float: ...
 
 TIE = 1.03  # within 3% (and within noise): the simpler one is preferred
 MIN_SAVING = 0.01  # an optimizer implementation judged on its own step saves at least 1% of the whole step
@@ -35,7 +57,7 @@ class OptimizerGain:
     step_s: float  # the sibling's median step less the time saved
 
 
-def optimizer_gain(search: Any, stage: Stage, row: Measurement) -> OptimizerGain | None:
+def optimizer_gain(search: Searched, stage: Stage, row: Measurement) -> OptimizerGain | None:
     """An optimizer implementation judged where it acts: ``row`` differs from a row of ``stage``
     (its sibling: naive, or the same techniques with the for-loop optimizer) in the optimizer's
     implementation only, so the rest of their steps is the same work and the difference is in
@@ -44,7 +66,7 @@ def optimizer_gain(search: Any, stage: Stage, row: Measurement) -> OptimizerGain
     slower beyond noise; the step's speed-up is then the sibling's step less the phase's
     measured saving (a whole step's noise hides a saving of a few percent that the phase shows
     plainly). None otherwise."""
-    config = search._config(row)
+    config = search.config_of(row)
     if row.status != "ok" or config.optimizer == "for-loop":
         return None
     sibling = stage.result.row(config.with_(optimizer="for-loop").name, row.batch_size)
@@ -66,7 +88,7 @@ def optimizer_gain(search: Any, stage: Stage, row: Measurement) -> OptimizerGain
                          on_sibling * (over.median if over else 1.0), base_s - saved)
 
 
-def planned_steps(search: Any) -> tuple[int | None, str]:
+def planned_steps(search: Searched) -> tuple[int | None, str]:
     """The optimizer steps the user's run will take, and where that was read: ``--steps``; the
     unmodified script's own end, reached while it was timed; the script's loop bounds or its
     Trainer's settings (``pitstop.train.script.run_length``, read in the discovery run); else None
@@ -87,14 +109,14 @@ def planned_steps(search: Any) -> tuple[int | None, str]:
     return None, str(length.get("source") or "it was not read")
 
 
-def one_time_s(search: Any, stage: Stage, row: Measurement) -> float | None:
+def one_time_s(search: Searched, stage: Stage, row: Measurement) -> float | None:
     """The seconds a variant pays once per run, beyond the unmodified script: its compilation (its
     first step, ``compile_s``: the longest any stage measured, which is the cold one, since a later
     process finds inductor's cache warm: a short script's compile took 18-23 s in the probe and 3 s
     in the final, and a user's new machine or container compiles cold) and its loader's worker
     start-up (the time from the script's start to its first training step, beyond naive's); None
     when it has neither."""
-    config = search._config(row)
+    config = search.config_of(row)
     compiles = [r.compile_s for st in search.outcome.stages for r in st.rows
                 if r.variant == row.variant and r.compile_s] if config.compile else []
     cost = max(compiles) if compiles else None
@@ -106,18 +128,18 @@ def one_time_s(search: Any, stage: Stage, row: Measurement) -> float | None:
     return cost
 
 
-def _what(search: Any, row: Measurement) -> str:
-    config = search._config(row)
+def _what(search: Searched, row: Measurement) -> str:
+    config = search.config_of(row)
     return " and ".join(w for w, on in (("compilation", config.compile), ("worker start-up", config.workers)) if on)
 
 
-def _unmeasured(search: Any, stage: Stage) -> str | None:
+def _unmeasured(search: Searched, stage: Stage) -> str | None:
     """Why nothing won when the budget ran out before the final measured a finalist, with a budget
     that would (the time used so far and the final's estimate for that finalist); else None."""
     skipped = [r for r in stage.rows if r.status == "skipped" and (r.reason or "").startswith("not measured: the time")]
     if not skipped:
         return None
-    need = search._cost([search._config(skipped[0])], 1)
+    need = search.cost([search.config_of(skipped[0])], 1)
     budget = 10 * math.ceil((time.monotonic() - search.t0 + need) / 10)
     probe = {r.variant: r for r in search.outcome.stages[0].rows} if search.outcome.stages else {}
     ratio = search.ratio(search.outcome.stages[0], probe[skipped[0].variant]) if skipped[0].variant in probe else None
@@ -126,7 +148,7 @@ def _unmeasured(search: Any, stage: Stage) -> str | None:
             f"without the gate; run again with --time-budget-s {budget} or more")
 
 
-def decide(search: Any) -> None:
+def decide(search: Searched) -> None:
     """The winner: in the last stage, the fastest gate-passing finalist faster than naive beyond
     noise (with a planned run length, ``planned_steps``: the least total time over it, one-time
     costs included, and only if they pay back within it); a simpler one within noise and 3% is
@@ -161,7 +183,7 @@ def decide(search: Any) -> None:
             continue
         if row.variant not in beyond and row.variant not in by_phase:
             continue
-        if not search._fits(row) or not search._reliable(stage, row):
+        if not search.fits(row) or not search.reliable(stage, row):
             continue
         once = one_time_s(search, stage, row)
         if once is not None:
@@ -185,7 +207,7 @@ def decide(search: Any) -> None:
     faster.sort(key=lambda p: p[0])
     winner = faster[0][1]
     for _, row in faster[1:]:
-        simpler = len(search._config(row).parts) < len(search._config(winner).parts)
+        simpler = len(search.config_of(row).parts) < len(search.config_of(winner).parts)
         vs = search.ratio(stage, winner, baseline=row.variant)
         kept = gains.get(winner.variant)
         if kept is not None and kept.sibling == row.variant:

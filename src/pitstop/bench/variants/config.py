@@ -1,4 +1,4 @@
-"""Variants as configs: a ``VariantConfig`` states every axis of PRODUCT.md; its name joins the
+"""Variants as configs: a ``VariantConfig`` states every axis of a variant; its name joins the
 non-default parts (``eval+inference_mode+bf16-autocast+compile``).
 
 Each axis's values and handler live in a file of their own (``grad.py``, ``precision.py``, ...;
@@ -8,7 +8,7 @@ reference (and the fp64 one), which must not depend on any technique."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from torch import nn
@@ -121,11 +121,6 @@ def parse_variant(name: str) -> VariantConfig:
             raise SettingError("variants", f"{name!r} sets {axis} twice")
         axes[axis] = value
     return VariantConfig(parts[0], parts[1], **axes)  # type: ignore[arg-type]
-
-
-def with_threads(config: VariantConfig, threads: int) -> VariantConfig:
-    """The config with its thread count fixed."""
-    return replace(config, threads=threads)
 
 
 def prepare(config: VariantConfig, module: nn.Module, inputs: Inputs) -> Callable[[], Any]:

@@ -1,4 +1,4 @@
-"""The run-time (R) checks of CODES.md, one file per code, each holding the state it owns."""
+"""The run-time (R) checks of ``pitstop.codes``, one file per code, each holding the state it owns."""
 
 from __future__ import annotations
 

@@ -72,6 +72,8 @@ def count_skips() -> None:
             _SKIPS["updates"] += 1
             _SKIPS["skipped"] += scaler.get_scale() < before
 
+    # safe: calls the original with the same arguments and returns what it returns;
+    # never undone: it lives in the script's own child process, which ends with the run
     torch.amp.GradScaler.update = update  # type: ignore[method-assign,assignment]
 
 

@@ -53,6 +53,8 @@ def watch(probe: Any) -> None:
             pass
         return iterator
 
+    # safe: calls the original with the same arguments and returns what it returns;
+    # never undone: it lives in the script's own child process, which ends with the run
     _BaseDataLoaderIter.__next__ = __next__  # type: ignore[method-assign,assignment]
     DataLoader.__iter__ = __iter__  # type: ignore[method-assign]
     if not probe.discover:
@@ -65,6 +67,8 @@ def watch(probe: Any) -> None:
         if os.getpid() == probe.pid:
             probe.sites["loaders"].append(loader_site(loader, args, kwargs))
 
+    # safe: calls the original with the same arguments and returns what it returns;
+    # never undone: it lives in the script's own child process, which ends with the run
     DataLoader.__init__ = __init__  # type: ignore[method-assign,assignment]
     if torch.cuda.is_available():
         _watch_batch_copies(probe)
@@ -95,6 +99,8 @@ def _watch_batch_copies(probe: Any) -> None:
         record(tensor, moved)
         return moved
 
+    # safe: calls the original with the same arguments and returns what it returns;
+    # never undone: it lives in the script's own child process, which ends with the run
     torch.Tensor.to, torch.Tensor.cuda = to_, cuda_  # type: ignore[method-assign,assignment]
 
 

@@ -74,6 +74,9 @@ class Probe:
         self._handles += [optim_hooks.register_optimizer_step_pre_hook(self._pre_step),
                           optim_hooks.register_optimizer_step_post_hook(self._post_step)]
         self._orig["backward"] = torch.autograd.backward
+        # safe: each patch below calls the original with the same arguments and returns what it returns;
+        # Module.__call__ is restored at the first training forward (_first_call); the others live in the
+        # script's own child process, which ends with the run
         torch.autograd.backward = self._backward
         probe = self  # the patched methods are plain functions (a bound method would not bind to the object)
 
@@ -86,6 +89,7 @@ class Probe:
         def zero_grad(optimizer: Any, set_to_none: bool = True) -> None:
             probe._zero_grad(optimizer, set_to_none)
 
+        # safe: as above (the originals kept in self._orig)
         self._orig["call"] = nn.Module.__call__
         nn.Module.__call__ = __call__  # type: ignore[method-assign]
         self._orig["init"] = torch.optim.Optimizer.__init__
@@ -116,6 +120,8 @@ class Probe:
             sites.append({"site": caller_site(), "keywords": sorted(kwargs)})
             original(module, *args, **kwargs)
 
+        # safe: calls the original with the same arguments and returns what it returns;
+        # never undone: it lives in the script's own child process, which ends with the run
         DistributedDataParallel.__init__ = __init__  # type: ignore[method-assign,assignment]
         self._watch_fully_shard()
 
@@ -154,6 +160,8 @@ class Probe:
                 probe.nograd_s += time.perf_counter() - probe._nograd_since
             return leave(ctx, *exc)
 
+        # safe: calls the original with the same arguments and returns what it returns;
+        # never undone: it lives in the script's own child process, which ends with the run
         cls.__enter__, cls.__exit__ = __enter__, __exit__
 
     # -- the first training forward: pause 0 -----------------------------------------------------

@@ -66,6 +66,8 @@ class TrainerWatch(importlib.abc.MetaPathFinder):
 
         __init__.__pitstop_wrapped__ = True  # type: ignore[attr-defined]
         __init__.__wrapped__ = original  # type: ignore[attr-defined]
+        # safe: calls the original with the same arguments and returns what it returns;
+        # never undone: it lives in the script's own child process, which ends with the run
         cls.__init__ = __init__
 
 

@@ -4,7 +4,8 @@ compiled-autograd: the default compile plus compiled autograd, which captures th
 at run time through the autograd engine (``torch._dynamo.compiled_autograd._enable``, the API of
 PyTorch's compiled-autograd tutorial): it helps where the forward has graph breaks or the model
 has backward hooks, which AOTAutograd's backward graph cannot hold; elsewhere it only adds a second
-cold compile, so it is tried by name (``--variants compiled-autograd``), not probed."""
+cold compile, so it is not probed: the search measures it as a finalist beside the best default
+compile (``TrainSearch.finalists``)."""
 
 from __future__ import annotations
 
