@@ -36,7 +36,7 @@ def test_the_gpu_blocks_cover_issue_45s_three_roles_and_assemble_their_command_l
     assert "--no-cuda" not in audio["args"] and "--no-cuda" in audio["cuda"]["drop_args"] and audio["input_bound"]
     assert "workers" in audio["techniques"]
     for e in gpu.values():  # a technique list the search would refuse would waste the lease
-        TrainSettings(batch_size=8, threads=2, axes=tuple(e["techniques"].split(",")))
+        TrainSettings(batch_size=8, threads=2, techniques=tuple(e["techniques"].split(",")))
     script = (ROOT / "benchmarks" / "gpu.sh").read_text()
     assert all(f"--only {name} " in script for name in gpu), "gpu.sh runs each GPU entry"
 

@@ -37,7 +37,7 @@ def test_parse_rejects_unknown_parts():
 @pytest.mark.parametrize(("kwargs", "field", "flag"), [
     ({"trajectory_steps": 5}, "trajectory_steps", "--trajectory-steps"),
     ({"time_budget_s": 1}, "time_budget_s", "--time-budget-s"), ({"tolerance": 2.0}, "tolerance", "--tolerance"),
-    ({"batch_size": 0}, "batch_size", "--batch-size"), ({"axes": ("warp",)}, "techniques", "--techniques"),
+    ({"batch_size": 0}, "batch_size", "--batch-size"), ({"techniques": ("warp",)}, "techniques", "--techniques"),
     ({"steps": 0}, "steps", "--steps"), ({"time_budget_s": float("inf")}, "time_budget_s", "--time-budget-s"),
     ({"seed": 2**63}, "seed", "--seed")])
 def test_settings_errors_name_the_field_and_the_cli_names_the_flag(kwargs, field, flag):
@@ -119,14 +119,14 @@ def test_an_axis_narrowed_to_one_option_probes_only_that_and_round_trips():
     from pitstop.errors import SettingError
     from pitstop.train.settings import options
 
-    s = TrainSettings(batch_size=8, threads=2, axes=("precision=fp16-autocast", "optimizer"))
-    assert s.axes == ("precision", "optimizer") and s.only == (("precision", "fp16-autocast"),)
+    s = TrainSettings(batch_size=8, threads=2, techniques=("precision=fp16-autocast", "optimizer"))
+    assert s.techniques == ("precision", "optimizer") and s.only == (("precision", "fp16-autocast"),)
     assert options(s, "precision") == ("fp16-autocast",) and options(s, "optimizer") == ("foreach", "fused")
     assert s.to_dict()["techniques"] == ["optimizer", "precision=fp16-autocast"]
-    again = TrainSettings(batch_size=8, threads=2, axes=tuple(s.to_dict()["techniques"]))
-    assert (again.axes, again.only) == (("optimizer", "precision"), s.only)
+    again = TrainSettings(batch_size=8, threads=2, techniques=tuple(s.to_dict()["techniques"]))
+    assert (again.techniques, again.only) == (("optimizer", "precision"), s.only)
     with pytest.raises(SettingError, match="unknown precision=fp8; choose from precision=bf16-autocast, "
                                            "precision=fp16-autocast"):
-        TrainSettings(batch_size=8, threads=2, axes=("precision=fp8",))
+        TrainSettings(batch_size=8, threads=2, techniques=("precision=fp8",))
     with pytest.raises(SettingError, match="threads has no options to choose from: name it alone"):
-        TrainSettings(batch_size=8, threads=2, axes=("threads=4",))
+        TrainSettings(batch_size=8, threads=2, techniques=("threads=4",))

@@ -172,7 +172,7 @@ def test_a_final_the_budget_cut_short_says_so_and_names_a_budget_that_fits(searc
 
 def test_worker_counts_are_planned_with_the_threads_they_leave(search, monkeypatch):
     monkeypatch.setattr("pitstop._env.physical_cores", lambda: 2)
-    search.group.settings = search.group.settings.__class__(batch_size=8, threads=2, axes=("workers", "threads"))
+    search.group.settings = search.group.settings.__class__(batch_size=8, threads=2, techniques=("workers", "threads"))
     search.group.found = found()
     configs, first = search._loader_configs()
     assert [c.name for c in configs] == ["workers1", "workers1+threads1", "workers2", "workers2+threads1",
@@ -190,7 +190,7 @@ def test_the_loader_is_probed_where_the_discovery_saw_a_wait_that_could_pay(sear
     does not count); a search of the loader alone measures it anyway."""
     monkeypatch.setattr("pitstop._env.physical_cores", lambda: 2)
     search.group.settings = search.group.settings.__class__(batch_size=8, threads=2,
-                                                            axes=("workers", "precision", "optimizer"))
+                                                            techniques=("workers", "precision", "optimizer"))
     search.group.found = {**found(), "times": [1.0, 1.0, 1.0], "data_times": list(waits)}
     names = [c.name for c in search.singles()]
     loaders = [i for i, n in enumerate(names) if n.startswith("workers")]
@@ -201,7 +201,7 @@ def test_the_loader_is_probed_where_the_discovery_saw_a_wait_that_could_pay(sear
     assert bool(skipped) == (where == "not at all")
     if skipped:
         assert "waited at most 2% of their time" in skipped[0] and "at most 1.02x" in skipped[0]
-        search.group.settings = search.group.settings.__class__(batch_size=8, threads=2, axes=("workers",))
+        search.group.settings = search.group.settings.__class__(batch_size=8, threads=2, techniques=("workers",))
         assert [c.name for c in search.singles()] == ["workers1", "workers2", "workers4"]
 
 
@@ -282,10 +282,16 @@ def test_why_a_dataset_cannot_go_to_worker_processes(tmp_path):
 def test_the_script_mode_options_are_the_cli_options_that_are_not_the_models():
     """One list (``SCRIPT_OPTIONS``) says which options after a script's path are pitstop's: the
     parser's own valued options less those of a model spec and --device."""
-    from pitstop.cli.train import MODEL_ONLY, _TrainParser
+    import argparse
+
+    from pitstop.cli import build_parser
+    from pitstop.cli.train import MODEL_ONLY
     from pitstop.train.settings import SCRIPT_OPTIONS
 
-    assert set(SCRIPT_OPTIONS) == set(_TrainParser.VALUED) - {*MODEL_ONLY, "--device"}
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    train = sub.choices["train"]
+    assert set(SCRIPT_OPTIONS) == set(train.VALUED) - {*MODEL_ONLY, "--device"}
+    assert "--allow-emulated" in train.FLAGS and "--patch" in train.VALUED  # read from the parser, not a copy
 
 
 def test_on_cuda_the_workers_edit_pins_and_makes_the_batch_copies_non_blocking(tmp_path):

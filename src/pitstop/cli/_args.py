@@ -93,10 +93,16 @@ class ScriptParser(_Parser):
     """``pitstop COMMAND [OPTIONS] SCRIPT [ARGS]``: pitstop's own options after the script path are
     taken out of ARGS when unambiguous (the script does not define the same option), and
     everything after ``--`` goes to the script untouched. ``VALUED``: the command's options that
-    take a value; ``FLAGS``: those that do not."""
+    take a value; ``FLAGS``: those that do not (both read from the parser's own options)."""
 
-    VALUED: tuple[str, ...] = ()
-    FLAGS: tuple[str, ...] = ()
+    @property
+    def VALUED(self) -> tuple[str, ...]:
+        return tuple(o for a in self._actions if a.nargs != 0 for o in a.option_strings if o.startswith("--"))
+
+    @property
+    def FLAGS(self) -> tuple[str, ...]:
+        return tuple(o for a in self._actions if a.nargs == 0 for o in a.option_strings
+                     if o.startswith("--") and o != "--help")
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         tokens = list(args or [])

@@ -8,10 +8,6 @@ from typing import Any
 from pitstop.cli._args import ScriptParser, _positive, flag_errors
 from pitstop.codes import at_least
 
-# options taking a value
-VALUED = ("--json", "--html", "--fail-on", "--sync-every", "--select", "--ignore", "--timeout-s")
-FLAGS = ("--guard",)
-
 DOCTOR_EPILOG = """\
 examples:
   pitstop doctor train.py --epochs 3              the script's own arguments follow its path
@@ -73,8 +69,6 @@ def _add_doctor(sub: Any) -> None:
 
 class _DoctorParser(ScriptParser):
     """``pitstop doctor [OPTIONS] SCRIPT [ARGS]`` (see ``ScriptParser``)."""
-
-    VALUED, FLAGS = VALUED, FLAGS
 
 
 def _doctor(args: argparse.Namespace) -> int:

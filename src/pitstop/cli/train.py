@@ -8,9 +8,8 @@ from typing import Any
 from pitstop.cli._args import ScriptParser, _env_pairs, _fraction, _positive, _seed, flag_errors
 from pitstop.cli._output import Output, _progress
 from pitstop.errors import SettingError
+from pitstop.train.settings import MODEL_TECHNIQUES, SCRIPT_OPTIONS
 
-TRAIN_AXES = ("precision", "tf32", "cudnn_benchmark", "compile", "optimizer", "zero_grad", "layout", "threads",
-              "micro_batch", "checkpoint")
 MODEL_ONLY = ("--input", "--target", "--optimizer", "--lr", "--weight-decay", "--batch-size", "--batch-dim",
               "--memory-budget-mb", "--save")
 
@@ -53,18 +52,8 @@ class _TrainParser(ScriptParser):
     """``pitstop train [OPTIONS] SCRIPT|MODEL [ARGS]`` (see ``ScriptParser``). After a script's path,
     only the options of script mode are pitstop's: ``--device=cpu`` there is the script's own."""
 
-    VALUED: tuple[str, ...] = ("--input", "--target", "--optimizer", "--lr", "--weight-decay", "--batch-size",
-              "--batch-dim",
-              "--time-budget-s", "--steps", "--techniques", "--trajectory-steps", "--tolerance", "--memory-budget-mb",
-              "--threads", "--device", "--seed", "--replicas", "--timeout-s", "--worker-env", "--save", "--json",
-              "--html", "--patch", "--nproc-per-node")
-
     def _after(self, script: str) -> tuple[str, ...]:
-        if is_script(script):
-            from pitstop.train.settings import SCRIPT_OPTIONS
-
-            return SCRIPT_OPTIONS
-        return self.VALUED
+        return SCRIPT_OPTIONS if is_script(script) else super()._after(script)
 
 
 def _add_train(sub: Any) -> None:
@@ -102,7 +91,8 @@ def _add_train(sub: Any) -> None:
                    help="also measure (and edit) a precision this hardware only emulates (fp16 on a CPU, bf16 "
                         "without native support): for a patch meant for other hardware; the report says so")
     p.add_argument("--techniques", metavar="A,B", default=None,
-                   help=f"axes to search (default: all: {','.join(TRAIN_AXES)}; a script: all but micro_batch and "
+                   help=f"techniques to search (default: all: {','.join(MODEL_TECHNIQUES)}; a script: all but "
+                        "micro_batch and "
                         "checkpoint, and workers: its training DataLoader's num_workers, with threads); AXIS=OPTION "
                         "narrows an axis to one technique, e.g. precision=fp16-autocast")
     p.add_argument("--trajectory-steps", type=_positive(int), default=20, help="steps of the trajectory gate "
@@ -126,7 +116,7 @@ def _add_train(sub: Any) -> None:
     p.set_defaults(func=_train)
 
 
-_RENAMED = {"axes": "--techniques", "memory_budget_bytes": "--memory-budget-mb", "target": "--target",
+_RENAMED = {"techniques": "--techniques", "memory_budget_bytes": "--memory-budget-mb", "target": "--target",
             "lr": "--lr", "weight_decay": "--weight-decay", "optimizer": "--optimizer", "save": "--save"}
 
 
@@ -156,21 +146,38 @@ def _train(args: argparse.Namespace) -> int:
     return _train_script(args) if script else _train_model(args)
 
 
+def _settings(args: argparse.Namespace, script: bool) -> Any:
+    """The ``TrainSettings`` the command line asks for (script mode: only the options it has)."""
+    from pitstop.train.api import settings_from
+    from pitstop.train.settings import SCRIPT_TECHNIQUES
+
+    default = SCRIPT_TECHNIQUES if script else MODEL_TECHNIQUES
+    techniques = tuple(t.strip() for t in (args.techniques or ",".join(default)).split(",") if t.strip())
+    if not script and "workers" in techniques:
+        raise SettingError("techniques", "workers varies a training script's DataLoader; a model spec has "
+                                         "none: give the script (pitstop train train.py ARGS), or pitstop data "
+                                         "FILE.py:FACTORY for a Dataset")
+    options: dict[str, Any] = {
+        "time_budget_s": args.time_budget_s, "steps": args.steps, "techniques": techniques,
+        "trajectory_steps": args.trajectory_steps, "tolerance": args.tolerance, "seed": args.seed,
+        "replicas": args.replicas, "timeout_s": args.timeout_s, "allow_emulated": args.allow_emulated,
+        "worker_env": tuple(sorted(_env_pairs(args.worker_env).items())), "threads": args.threads}
+    if script:
+        options["nproc_per_node"] = args.nproc_per_node
+    else:
+        options.update(batch_size=args.batch_size, batch_dim=args.batch_dim, device=args.device,
+                       memory_budget_mb=args.memory_budget_mb)
+    return settings_from({k: v for k, v in options.items() if v is not None})
+
+
 def _train_script(args: argparse.Namespace) -> int:
     from pitstop.scripts.launch import check_script
-    from pitstop.train.script.api import SCRIPT_AXES, train_script
-    from pitstop.train.settings import TrainSettings
+    from pitstop.train.script.api import train_script
 
     check_script(args.model)
     output = Output(args.json, args.html)
     with flag_errors(_RENAMED):
-        techniques = tuple(t.strip() for t in (args.techniques or ",".join(SCRIPT_AXES)).split(",") if t.strip())
-        options = {k: v for k, v in {"threads": args.threads}.items() if v is not None}
-        settings = TrainSettings(time_budget_s=args.time_budget_s, steps=args.steps, axes=techniques,
-                                 nproc_per_node=args.nproc_per_node,
-                                 trajectory_steps=args.trajectory_steps, tolerance=args.tolerance, seed=args.seed,
-                                 replicas=args.replicas, timeout_s=args.timeout_s, allow_emulated=args.allow_emulated,
-                                 worker_env=tuple(sorted(_env_pairs(args.worker_env).items())), **options)
+        settings = _settings(args, script=True)
         with _progress(output.console) as on_event:
             report = train_script(args.model, list(args.args), settings, json_path=output.result, patch=args.patch,
                                   on_event=on_event)
@@ -188,22 +195,10 @@ def _train_model(args: argparse.Namespace) -> int:
         if args.optimizer or args.lr is not None or args.weight_decay is not None:
             lr = args.lr if args.lr is not None else 1e-3
             optimizer = OptimizerSpec.named(args.optimizer or "adamw", lr=lr, weight_decay=args.weight_decay)
-        options: dict[str, Any] = {k: v for k, v in {"batch_size": args.batch_size, "threads": args.threads}.items()
-                                   if v is not None}
-        techniques = tuple(t.strip() for t in (args.techniques or ",".join(TRAIN_AXES)).split(",") if t.strip())
-        if "workers" in techniques:
-            raise SettingError("techniques", "workers varies a training script's DataLoader; a model spec has "
-                                             "none: give the script (pitstop train train.py ARGS), or pitstop data "
-                                             "FILE.py:FACTORY for a Dataset")
+        settings = _settings(args, script=False)
         with _progress(output.console) as on_event:
-            report = run_train(
-                args.model, args.input, args.target, optimizer=optimizer, time_budget_s=args.time_budget_s,
-                steps=args.steps, techniques=techniques, trajectory_steps=args.trajectory_steps,
-                tolerance=args.tolerance, memory_budget_mb=args.memory_budget_mb, device=args.device,
-                seed=args.seed, replicas=args.replicas, timeout_s=args.timeout_s, batch_dim=args.batch_dim,
-                worker_env=tuple(sorted(_env_pairs(args.worker_env).items())), save=args.save,
-                allow_emulated=args.allow_emulated,
-                json_path=output.result, on_event=on_event, **options)
+            report = run_train(args.model, args.input, args.target, optimizer=optimizer, settings=settings,
+                               save=args.save, json_path=output.result, on_event=on_event)
     output.finish(report.to_dict())
     return _exit_code(report)
 

@@ -19,7 +19,7 @@ from pitstop.train.problem import LossSpec, OptimizerSpec, ProblemRequest
 from pitstop.train.recipe import full_recipe, write_recipe_files
 from pitstop.train.result import TrainReport, TrainSetup
 from pitstop.train.search import TrainOutcome, TrainSearch
-from pitstop.train.settings import AXES, TrainSettings
+from pitstop.train.settings import AXES, TECHNIQUES, TrainSettings
 
 OptimizerFactory = Callable[[Any], torch.optim.Optimizer]
 
@@ -43,8 +43,9 @@ def train(model: nn.Module | str, inputs: Any = None, target: Any = None, *, los
     applied over ``settings``: ``batch_size``, ``batch_dim`` (1 for sequence-first batches),
     ``threads``, ``device``, ``seed``, ``steps`` (the planned run length: compilation must pay for
     itself), ``trajectory_steps``, ``tolerance``, ``replicas``, ``isolate``, ``timeout_s``,
-    ``worker_env``; ``techniques`` (axes), ``memory_budget_mb``, ``save`` (a directory for
-    recipe.py, written whole), ``json_path``, ``on_event``, ``time_budget_s`` (default 300). Returns a ``TrainSetup``:
+    ``worker_env``, ``techniques`` (``TECHNIQUES``; ``AXIS=OPTION`` narrows one); ``memory_budget_mb``,
+    ``save`` (a directory for recipe.py, written whole), ``json_path``, ``on_event``, ``time_budget_s``
+    (default 300). Returns a ``TrainSetup``:
     ``model, optimizer, step = setup.apply(model)``; ``setup.report``; ``setup.recipe``. Raises
     ``ReferenceFailed`` when the fp32 reference itself fails (nothing is recommended or saved)."""
     report = run_train(model, inputs, target, loss_fn=loss_fn, optimizer=optimizer, settings=settings, save=save,
@@ -82,13 +83,18 @@ def run_train(model: nn.Module | str, inputs: Any = None, target: Any = None, *,
     return report
 
 
+def settings_from(options: dict[str, Any], settings: TrainSettings | None = None) -> TrainSettings:
+    """``TrainSettings`` from options as the API takes them (``TrainSettings`` fields, ``techniques``,
+    ``memory_budget_mb`` in MiB, ``device`` resolved), over ``settings``: what the CLI builds too."""
+    return _settings(settings, dict(options))
+
+
 def _settings(settings: TrainSettings | None, options: dict[str, Any]) -> TrainSettings:
-    """The settings: ``options`` over ``settings``, the axes (``techniques``) and the memory budget
-    (``memory_budget_mb``) folded in."""
+    """The settings: ``options`` over ``settings``, the memory budget (``memory_budget_mb``) folded in."""
     techniques, memory_budget_mb = options.pop("techniques", None), options.pop("memory_budget_mb", None)
     extra: dict[str, Any] = {}
     if techniques is not None:
-        extra["axes"] = tuple(techniques)
+        extra["techniques"] = tuple(techniques)
     if memory_budget_mb is not None:
         if not isinstance(memory_budget_mb, int | float) or not 0 < memory_budget_mb < 2**43:  # 8 EiB in bytes
             raise SettingError("memory_budget_mb", f"must be a positive number of MiB below 2**43 (8 EiB), "
@@ -158,4 +164,4 @@ def _report(search: TrainSearch, outcome: TrainOutcome, with_recipe: bool = Fals
     return TrainReport(search.source.name, s.to_dict(), search.env, outcome, recipe, problem)
 
 
-__all__ = ["AXES", "run_train", "train"]
+__all__ = ["AXES", "TECHNIQUES", "run_train", "settings_from", "train"]

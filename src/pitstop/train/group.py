@@ -97,7 +97,7 @@ class TrainGroup(WorkerGroup):
                "batch_size": s.batch_size, "batch_dim": s.batch_dim, "target_spec": req.target_spec,
                "loss": req.loss.to_dict() if req.loss else None,
                "optimizer": req.optimizer.to_dict() if req.optimizer else None,
-               "memory_budget": s.memory_budget_bytes, "axes": list(s.axes)}
+               "memory_budget": s.memory_budget_bytes, "techniques": list(s.techniques)}
         if isinstance(self.source, SpecSource):
             spec = self.source.input_spec
             job["source"] = {"kind": "spec", "spec": self.source.spec.text, "input": str(spec) if spec else None}

@@ -279,7 +279,7 @@ def _step(recipe: str, module: nn.Module, batch: Any, seed: int, workdir: Path
 def _checkpoint_blocks(job: dict[str, Any], module: nn.Module, inputs: Inputs) -> tuple[str, ...]:
     """The blocks ``pitstop.memory.checkpoint`` picks for half the activation memory, when a memory
     budget is given and the model has blocks; else none (the axis is skipped)."""
-    if not job.get("memory_budget") or "checkpoint" not in job.get("axes", ()):
+    if not job.get("memory_budget") or "checkpoint" not in job.get("techniques", ()):
         return ()
     from pitstop.memory.checkpointing import checkpoint, uncheckpoint
 

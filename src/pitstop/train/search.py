@@ -203,7 +203,7 @@ class TrainSearch(StagedSearch):
 
     def singles(self) -> list[TrainConfig]:
         """Each technique alone (gated ones become ``skipped`` rows)."""
-        axes, b = self.settings.axes, self.settings.batch
+        axes, b = self.settings.techniques, self.settings.batch
         configs = [NAIVE.with_(**{axis: option}) for axis in axes for option in axis_options(self.settings, axis)
                    if axis != "ddp" or fits(option, self.group.target)]
         if "threads" in axes and not self.group.one_thread:
@@ -331,7 +331,7 @@ class TrainSearch(StagedSearch):
         fused 2.53x)."""
         probe = {r.variant: r for r in self.outcome.stages[0].rows}
         fused = probe.get(NAIVE.with_(optimizer="fused").name)
-        if "optimizer" not in self.settings.axes or "optimizer" in self._survivors() \
+        if "optimizer" not in self.settings.techniques or "optimizer" in self._survivors() \
                 or fused is None or fused.status != "ok":
             return None
         base = next((c for c in finalists if len(c.parts) > 1), finalists[0] if finalists else None)

@@ -15,8 +15,16 @@ from pitstop.errors import SettingError
 SCRIPT_OPTIONS = ("--time-budget-s", "--steps", "--techniques", "--trajectory-steps", "--tolerance", "--threads",
                   "--seed", "--replicas", "--timeout-s", "--worker-env", "--json", "--html", "--patch",
                   "--nproc-per-node")
-AXES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint", "ddp",
-        "workers", "tf32", "cudnn_benchmark")
+# the techniques (axes of a training variant), listed once: what a search may vary, and what each kind
+# of run varies unless told (``--techniques``, the API's ``techniques=``). A script's micro-batches and
+# checkpointing are not edited into it; a model spec has no DataLoader and no DDP job
+TECHNIQUES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint", "ddp",
+              "workers", "tf32", "cudnn_benchmark")
+MODEL_TECHNIQUES = ("precision", "tf32", "cudnn_benchmark", "compile", "optimizer", "zero_grad", "layout", "threads",
+                    "micro_batch", "checkpoint")
+SCRIPT_TECHNIQUES = ("workers", "precision", "tf32", "cudnn_benchmark", "compile", "optimizer", "zero_grad", "layout",
+                     "threads", "ddp")
+AXES = TECHNIQUES  # the name of earlier releases
 # what the probe tries on each axis of fixed options (threads, workers, micro_batch, checkpoint are sized to the
 # machine and the model); ``--techniques AXIS=OPTION`` narrows an axis to one of these
 AXIS_OPTIONS: dict[str, tuple[Any, ...]] = {
@@ -44,15 +52,15 @@ class TrainSettings:
     replicas: int = 2  # worker processes per finalist
     isolate: bool = True
     timeout_s: float = 300.0  # one worker request (compile, a trajectory) longer than this fails the variant
-    axes: tuple[str, ...] = AXES
+    techniques: tuple[str, ...] = TECHNIQUES  # AXIS or AXIS=OPTION (narrowed to that option: ``only``)
     memory_budget_bytes: int | None = None  # checkpointing and micro-batches are tried to fit it
     batch_dim: int = 0  # the batch dimension of the inputs and the target (1 for sequence-first batches)
     nproc_per_node: int = 1  # a script: each variant a torchrun job of this many ranks
     policy: TimingPolicy = field(default_factory=TimingPolicy)
     worker_env: tuple[tuple[str, str], ...] = ()
     allow_emulated: bool = False  # measure (and edit) a precision this hardware only emulates, saying so
-    only: tuple[tuple[str, str], ...] = ()  # axes narrowed to some options: ("precision", "fp16-autocast") from
-    # an ``axes`` entry "precision=fp16-autocast" (the GPU benchmark's fp16 path where bf16 would win)
+    only: tuple[tuple[str, str], ...] = ()  # techniques narrowed to some options: ("precision", "fp16-autocast")
+    # from a ``techniques`` entry "precision=fp16-autocast" (the GPU benchmark's fp16 path where bf16 would win)
 
     def __post_init__(self) -> None:
         check_numbers(self)
@@ -74,8 +82,8 @@ class TrainSettings:
             raise SettingError("tolerance", f"must be a share of the loss decrease in [0, 1], got {self.tolerance!r}")
         if not isinstance(self.timeout_s, int | float) or self.timeout_s <= 0:
             raise SettingError("timeout_s", f"must be positive, got {self.timeout_s!r}")
-        axes, only = _narrowed(self.axes)
-        object.__setattr__(self, "axes", axes)
+        techniques, only = _narrowed(self.techniques)
+        object.__setattr__(self, "techniques", techniques)
         object.__setattr__(self, "only", tuple(self.only) + only)
         if not isinstance(self.device, str) or (self.device != "cpu" and not self.device.startswith("cuda")):
             raise SettingError("device", f"expected cpu, cuda or auto, got {self.device!r}")
@@ -91,7 +99,7 @@ class TrainSettings:
                 "time_budget_s": self.time_budget_s, "steps": self.steps,
                 "trajectory_steps": self.trajectory_steps, "seeds": self.seeds, "tolerance": self.tolerance,
                 "replicas": self.replicas, "isolate": self.isolate, "timeout_s": self.timeout_s,
-                "techniques": [a for a in self.axes if a not in dict(self.only)]
+                "techniques": [a for a in self.techniques if a not in dict(self.only)]
                 + [f"{a}={o}" for a, o in self.only], "memory_budget_bytes": self.memory_budget_bytes,
                 "batch_dim": self.batch_dim, "nproc_per_node": self.nproc_per_node, "worker_env": dict(self.worker_env),
                 "allow_emulated": self.allow_emulated,
@@ -104,8 +112,8 @@ def _narrowed(entries: Any) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...
     only: list[tuple[str, str]] = []
     for entry in entries:
         axis, sep, option = str(entry).partition("=")
-        if axis not in AXES:
-            raise SettingError("techniques", f"unknown {axis}; choose from {', '.join(AXES)}")
+        if axis not in TECHNIQUES:
+            raise SettingError("techniques", f"unknown {axis}; choose from {', '.join(TECHNIQUES)}")
         if sep:
             named = [o for o in AXIS_OPTIONS.get(axis, ()) if isinstance(o, str)]
             if option not in named:

@@ -11,10 +11,9 @@ from pitstop.train.config import NAIVE
 from pitstop.train.result import TrainReport
 from pitstop.train.script.group import ScriptGroup, ScriptSource
 from pitstop.train.search import TrainOutcome, TrainSearch
-from pitstop.train.settings import TrainSettings
+from pitstop.train.settings import SCRIPT_TECHNIQUES, TrainSettings
 
-SCRIPT_AXES = ("workers", "precision", "tf32", "cudnn_benchmark", "compile", "optimizer", "zero_grad", "layout",
-               "threads", "ddp")
+SCRIPT_AXES = SCRIPT_TECHNIQUES  # the name of earlier releases
 
 
 def train_script(script: str, args: list[str], settings: TrainSettings, *, json_path: Any = None,

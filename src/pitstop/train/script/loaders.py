@@ -209,7 +209,7 @@ def loader_configs(found: dict[str, Any], settings: Any, one_thread: bool,
                          "from elsewhere)")
         return [], False
     share = input_share(found)
-    if share is not None and share < WORTH_WAIT and not set(settings.axes) <= {"workers", "threads"}:
+    if share is not None and share < WORTH_WAIT and not set(settings.techniques) <= {"workers", "threads"}:
         notes.append(f"loader workers: not tried: the training steps of the discovery run waited at most {share:.0%} "
                      f"of their time for the DataLoader (removing all of it: at most {1 / (1 - share):.2f}x); "
                      "`--techniques workers` measures them anyway")
@@ -224,6 +224,6 @@ def loader_configs(found: dict[str, Any], settings: Any, one_thread: bool,
             continue  # the script's own loader
         configs.append(NAIVE.with_(workers=n))
         left = max(1, cores - n)
-        if "threads" in settings.axes and not one_thread and left != settings.threads:
+        if "threads" in settings.techniques and not one_thread and left != settings.threads:
             configs.append(NAIVE.with_(workers=n, threads=left))
     return configs, share is None or share >= FIRST_WAIT
