@@ -203,3 +203,42 @@ def test_a_load_that_starts_during_the_search_does_not_choose_a_thread_count(tmp
         assert any("not chosen: measured while other processes used" in n for n in doc["notes"]), doc["notes"]
     else:  # the start already looked busy: thread counts were not searched at all
         assert any("measured on one thread" in n for n in doc["notes"]), doc["notes"]
+
+
+_ORPHAN_MAKER = """
+import multiprocessing as mp, os, sys, time
+def burn():
+    t = time.process_time()
+    while time.process_time() - t < 0.6:
+        pass
+    time.sleep(120)
+if __name__ == "__main__":
+    os.setsid()  # a worker leads its own process group, as pitstop's do
+    mp.get_context("fork").Process(target=burn, daemon=True).start()
+    print("ready", flush=True)
+    time.sleep(120)
+"""
+
+
+def test_a_killed_workers_loader_processes_stay_ours(tmp_path):
+    # SIGKILL to a worker's process group orphans its DataLoader workers: init reaps them, and their CPU
+    # time would leave this process tree, which the load monitor would then count as another
+    # process's (a quiet machine called busy, and the loader workers it measured never chosen)
+    from pitstop.bench import load
+
+    proc = subprocess.Popen([sys.executable, "-c", _ORPHAN_MAKER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 30
+        while sum(load._proc_cpu_s(p) for p in load._descendants(proc.pid)) < 0.55 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        before = load._our_cpu_s()
+        assert sum(load._proc_cpu_s(p) for p in load._descendants(proc.pid)) >= 0.55  # the grandchild burned
+        load.killed_group(proc.pid)
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        time.sleep(0.2)  # init reaps the orphan
+        assert load._our_cpu_s() >= before - 0.1  # its 0.6 s are still counted as ours
+    finally:
+        if proc.poll() is None:
+            proc.kill()

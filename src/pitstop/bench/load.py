@@ -72,14 +72,32 @@ def _cpu_stat() -> dict[str, int] | None:
             "total": user + nice + system + idle + iowait + irq + softirq + steal}
 
 
+_ORPHANED = [0.0]  # CPU seconds of our processes a kill left to init to reap (see ``killed_group``)
+
+
 def _our_cpu_s() -> float:
-    """CPU seconds of this process and every live descendant (their finished children included)."""
+    """CPU seconds of this process and every live descendant (their finished children included),
+    and of the descendants a kill orphaned."""
     import resource
 
     mine = resource.getrusage(resource.RUSAGE_SELF)
     waited = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = mine.ru_utime + mine.ru_stime + waited.ru_utime + waited.ru_stime
+    total = mine.ru_utime + mine.ru_stime + waited.ru_utime + waited.ru_stime + _ORPHANED[0]
     return total + sum(_proc_cpu_s(pid) for pid in _descendants(os.getpid()))
+
+
+def killed_group(leader: int) -> None:
+    """Count now the CPU of the processes in ``leader``'s process group other than the leader (a
+    worker's DataLoader workers), which SIGKILL to the group is about to orphan: init reaps them, so
+    their time would leave our tree and count as other processes' (a busy machine, wrongly). Call
+    it just before the kill; the leader itself is reaped by its parent, in our tree."""
+    for pid in _descendants(leader):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and fields[2] == str(leader):  # the group's, not a process that left it
+            _ORPHANED[0] += _proc_cpu_s(pid)
 
 
 def _descendants(root: int) -> list[int]:
