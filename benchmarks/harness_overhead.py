@@ -25,9 +25,9 @@ import numpy as np
 
 from pitstop._env import physical_cores
 from pitstop.bench.launch import ProcessWorker
-from pitstop.bench.source import SpecSource, write_payload
-from pitstop.bench.timer import TimingPolicy, chunk_size
 from pitstop.bench.variants.config import VariantConfig
+from pitstop.engine.source import SpecSource, write_payload
+from pitstop.engine.timer import TimingPolicy, chunk_size
 from pitstop.models.spec import parse_model_spec
 from pitstop.stats import speedup
 

@@ -31,7 +31,7 @@ import time
 import torch
 
 from pitstop.bench.result import BenchResult
-from pitstop.bench.timer import TimingPolicy
+from pitstop.engine.timer import TimingPolicy
 from pitstop.models.inputs import parse_input_spec
 from pitstop.models.zoo import ZOO
 from pitstop.train.api import resolve_problem, run_train

@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from pitstop.bench.settings import BenchSettings
-from pitstop.bench.source import ModuleSource
 from pitstop.bench.variants.config import GRAD_MODES, parse_variant
 from pitstop.cli._args import flag_errors
 from pitstop.data import LoaderSettings
+from pitstop.engine.source import ModuleSource
 from pitstop.errors import SettingError, UsageError
 from pitstop.models.inputs import Inputs
 from pitstop.optimize.settings import OptimizeSettings

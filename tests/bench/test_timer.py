@@ -2,7 +2,7 @@
 
 import pytest
 
-from pitstop.bench.timer import CallTimer, TimingPolicy, chunk_size, precise_enough, settled
+from pitstop.engine.timer import CallTimer, TimingPolicy, chunk_size, precise_enough, settled
 from pitstop.errors import UsageError
 
 

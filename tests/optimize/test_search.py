@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from pitstop.bench.result import BenchResult, Measurement
-from pitstop.bench.source import SpecSource
 from pitstop.bench.variants.config import parse_variant
+from pitstop.engine.source import SpecSource
 from pitstop.models.spec import parse_model_spec
 from pitstop.optimize.search import START, Search, Stage
 from pitstop.optimize.settings import OptimizeSettings

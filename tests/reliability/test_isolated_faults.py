@@ -9,9 +9,9 @@ import torch
 from faulty import ThreadRecorder
 from reliability_helpers import QUICK, F, cli, one_line_error
 
-from pitstop.bench.source import write_payload
 from pitstop.bench.variants.config import REFERENCE
 from pitstop.bench.worker import VariantSession
+from pitstop.engine.source import write_payload
 from pitstop.models.inputs import Inputs
 
 

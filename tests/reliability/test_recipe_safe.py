@@ -12,9 +12,9 @@ import torch
 from reliability_helpers import F
 
 from pitstop.bench.result import BenchResult, Measurement
-from pitstop.bench.source import make_source
 from pitstop.bench.variants.config import parse_variant
 from pitstop.bench.variants.handlers import Target, build
+from pitstop.engine.source import make_source
 from pitstop.optimize.recipe import full_recipe
 from pitstop.optimize.search import START, Search, Stage
 from pitstop.optimize.settings import OptimizeSettings

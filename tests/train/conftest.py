@@ -16,7 +16,7 @@ def search():
     import torch
     from torch import nn
 
-    from pitstop.bench.source import make_source
+    from pitstop.engine.source import make_source
     from pitstop.train.problem import ProblemRequest
     from pitstop.train.search import TrainSearch
     from pitstop.train.settings import TrainSettings

@@ -82,8 +82,8 @@ def test_variants_not_started_before_the_deadline_are_skipped_with_the_reason():
     naive reference is skipped (and says why) instead of being profiled past the budget."""
     import time
 
-    from pitstop.bench.source import make_source
-    from pitstop.bench.timer import TimingPolicy
+    from pitstop.engine.source import make_source
+    from pitstop.engine.timer import TimingPolicy
     from pitstop.train.config import NAIVE
     from pitstop.train.group import TrainGroup
     from pitstop.train.problem import LossSpec, OptimizerSpec, ProblemRequest
@@ -110,8 +110,8 @@ def test_a_probe_variant_whose_first_step_outlasts_the_probe_is_skipped_with_the
     stopped, so that the final keeps its time; the reference is never cut."""
     import time
 
-    from pitstop.bench.source import make_source
-    from pitstop.bench.timer import TimingPolicy
+    from pitstop.engine.source import make_source
+    from pitstop.engine.timer import TimingPolicy
     from pitstop.train.config import NAIVE
     from pitstop.train.group import TrainGroup
     from pitstop.train.problem import LossSpec, OptimizerSpec, ProblemRequest

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pitstop.bench.load import LoadMonitor, drift
+from pitstop.engine.load import LoadMonitor, drift
 from tests.fixtures.procs import torch_loaded, workers_of
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -224,7 +224,7 @@ def test_a_killed_workers_loader_processes_stay_ours(tmp_path):
     # SIGKILL to a worker's process group orphans its DataLoader workers: init reaps them, and their CPU
     # time would leave this process tree, which the load monitor would then count as another
     # process's (a quiet machine called busy, and the loader workers it measured never chosen)
-    from pitstop.bench import load
+    from pitstop.engine import load
 
     proc = subprocess.Popen([sys.executable, "-c", _ORPHAN_MAKER], stdout=subprocess.PIPE, text=True)
     try:

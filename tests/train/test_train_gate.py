@@ -5,9 +5,9 @@ bend, is admitted because its trajectory stays inside the fp32 seeds' band."""
 import pytest
 import torch
 
-from pitstop.bench.source import SpecSource
-from pitstop.bench.timer import TimingPolicy
 from pitstop.bench.variants.handlers import Target
+from pitstop.engine.source import SpecSource
+from pitstop.engine.timer import TimingPolicy
 from pitstop.models.inputs import parse_input_spec
 from pitstop.models.spec import parse_model_spec
 from pitstop.train import fidelity

@@ -6,8 +6,8 @@ import torch
 from torch import nn
 from train_helpers import namespace
 
-from pitstop.bench.source import make_source
-from pitstop.bench.timer import TimingPolicy
+from pitstop.engine.source import make_source
+from pitstop.engine.timer import TimingPolicy
 from pitstop.train.config import NAIVE, TrainConfig
 from pitstop.train.group import TrainGroup
 from pitstop.train.problem import LossSpec, OptimizerSpec, ProblemRequest

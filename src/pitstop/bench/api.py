@@ -11,7 +11,7 @@ from pitstop._settings import with_options
 from pitstop.bench.result import BenchResult
 from pitstop.bench.runner import BenchRunner
 from pitstop.bench.settings import BenchSettings
-from pitstop.bench.source import make_source
+from pitstop.engine.source import make_source
 
 
 def bench(

@@ -20,10 +20,10 @@ from pitstop.bench.fidelity import FIDELITY_FILE, admitted_by_metric, batches, l
 from pitstop.bench.launch import InlineWorker, ProcessWorker
 from pitstop.bench.result import Measurement
 from pitstop.bench.rounds import LiveVariant, OnEvent, WorkerGroup
-from pitstop.bench.source import Source, SpecSource, first_forward, write_payload
-from pitstop.bench.timer import TimingPolicy
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.bench.variants.handlers import Target, gate
+from pitstop.engine.source import Source, SpecSource, first_forward, write_payload
+from pitstop.engine.timer import TimingPolicy
 from pitstop.errors import ModelRunError, PitstopError, SettingError
 from pitstop.models.inputs import Inputs
 

@@ -125,7 +125,7 @@ class ProcessWorker:
         """Kill the worker now, and the processes it started (a script's DataLoader workers): it
         leads its own process group."""
         if self.proc.poll() is None:
-            from pitstop.bench.load import killed_group
+            from pitstop.engine.load import killed_group
 
             killed_group(self.proc.pid)  # their CPU stays ours: the load monitor must not call it another's
             try:

@@ -15,7 +15,7 @@ from typing import Any
 
 from pitstop.bench.launch import WorkerFailed
 from pitstop.bench.result import Measurement
-from pitstop.bench.timer import TimingPolicy, chunk_size, precise_enough
+from pitstop.engine.timer import TimingPolicy, chunk_size, precise_enough
 
 __all__ = ["LiveVariant", "WorkerGroup", "interleave", "switched_in", "turn_calls"]
 OnEvent = Callable[[str, dict[str, Any]], None]

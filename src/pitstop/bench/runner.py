@@ -14,7 +14,7 @@ from pitstop._env import environment
 from pitstop.bench.group import GroupRunner, OnEvent, Source
 from pitstop.bench.result import BenchResult
 from pitstop.bench.settings import BenchSettings
-from pitstop.bench.source import SpecSource
+from pitstop.engine.source import SpecSource
 
 __all__ = ["BenchRunner", "BenchSettings"]
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from pitstop._env import physical_cores
 from pitstop._settings import check_numbers, normalise
-from pitstop.bench.source import Source, check_device, resolve_device
-from pitstop.bench.timer import TimingPolicy
 from pitstop.bench.variants.config import BASELINE, GRAD_MODES, VariantConfig, parse_variant
+from pitstop.engine.source import Source, check_device, resolve_device
+from pitstop.engine.timer import TimingPolicy
 from pitstop.errors import SettingError
 
 __all__ = ["BenchSettings", "RunSettings"]

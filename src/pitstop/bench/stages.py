@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from pitstop.bench.result import BenchResult, Measurement
-from pitstop.bench.timer import TimingPolicy
+from pitstop.engine.timer import TimingPolicy
 from pitstop.stats import Ratio
 
 __all__ = ["Outcome", "Stage", "StagedReport", "StagedSearch"]
@@ -27,7 +27,7 @@ class Stage:
     name: str  # probe | combine | final | sweep
     result: BenchResult
     elapsed_s: float = 0.0  # wall time of the stage: start-up, compilation, profiling and timing
-    load: dict[str, Any] = field(default_factory=dict)  # the machine's load meanwhile (bench/load.py)
+    load: dict[str, Any] = field(default_factory=dict)  # the machine's load meanwhile (engine/load.py)
 
     @property
     def rows(self) -> list[Measurement]:

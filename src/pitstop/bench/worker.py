@@ -22,9 +22,9 @@ from typing import Any
 import torch
 
 from pitstop.bench.fidelity import FIDELITY_FILE, compare, concat, detached, is_logits, load_metric, score
-from pitstop.bench.timer import CallTimer, TimingPolicy
 from pitstop.bench.variants.config import REFERENCE, VariantConfig, prepare
 from pitstop.bench.variants.handlers import Target, apply
+from pitstop.engine.timer import CallTimer, TimingPolicy
 from pitstop.errors import last_line
 from pitstop.memory.peak import activation_bytes, peak_bytes
 from pitstop.models.inputs import Inputs

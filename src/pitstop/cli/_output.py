@@ -165,7 +165,7 @@ class _progress:
 
 def _round_progress(batch: int, round_no: int, live: list[Any], policy: Any) -> dict[str, Any]:
     """Bar position: each variant is done when precise enough or out of budget; the slowest counts."""
-    from pitstop.bench.timer import precision
+    from pitstop.engine.timer import precision
 
     widths = [precision(v.row.replica_samples_s) for v in live]
     done = min(max(v.spent_s / policy.budget_s, min(1.0, policy.target / max(w, 1e-9)))

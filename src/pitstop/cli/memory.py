@@ -82,7 +82,7 @@ def _memory(args: argparse.Namespace) -> int:
     import torch
 
     from pitstop._env import environment
-    from pitstop.bench.source import first_forward
+    from pitstop.engine.source import first_forward
     from pitstop.memory import activation_report, checkpoint
     from pitstop.models.inputs import parse_input_spec
     from pitstop.models.spec import parse_model_spec

@@ -16,8 +16,8 @@ import torch
 from pitstop.bench.launch import ProcessWorker
 from pitstop.bench.result import Measurement
 from pitstop.bench.rounds import LiveVariant, OnEvent, WorkerGroup
-from pitstop.bench.timer import TimingPolicy
 from pitstop.engine import forkserver
+from pitstop.engine.timer import TimingPolicy
 from pitstop.generate.settings import GenerateSettings
 from pitstop.generate.techniques import GenConfig, gate
 from pitstop.generate.tokens import judge

@@ -64,8 +64,8 @@ def generate_recipe(report: GenerateReport, spec: Any, settings: GenerateSetting
 def _build(spec: Any, seed: int) -> str | None:
     if spec is None:
         return None
-    from pitstop.bench.fingerprint import spec_fingerprint
-    from pitstop.bench.source import SpecSource
+    from pitstop.engine.fingerprint import spec_fingerprint
+    from pitstop.engine.source import SpecSource
     from pitstop.optimize.recipe import build_code
 
     return build_code(SpecSource(spec, None, seed), spec_fingerprint(spec))

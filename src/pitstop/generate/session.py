@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from pitstop.bench.timer import CallTimer, TimingPolicy
+from pitstop.engine.timer import CallTimer, TimingPolicy
 from pitstop.generate.techniques import REFERENCE, GenConfig, apply
 from pitstop.generate.tokens import compare_tokens
 from pitstop.memory.peak import peak_bytes

@@ -9,7 +9,7 @@ from typing import Any
 
 from pitstop._settings import normalise
 from pitstop.bench.settings import RunSettings
-from pitstop.bench.source import resolve_device
+from pitstop.engine.source import resolve_device
 from pitstop.errors import SettingError
 from pitstop.generate.techniques import AXES
 

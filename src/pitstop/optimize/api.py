@@ -13,8 +13,8 @@ from torch import nn
 from pitstop._env import environment
 from pitstop._settings import with_options
 from pitstop.bench.fidelity import load_metric
-from pitstop.bench.source import Source, SpecSource, make_source
 from pitstop.bench.variants.handlers import Target, recipe_source
+from pitstop.engine.source import Source, SpecSource, make_source
 from pitstop.errors import ModelRunError
 from pitstop.optimize.recipe import full_recipe, run_recipe, write_recipe_files
 from pitstop.optimize.result import OptimizedModel, OptimizeReport
@@ -84,7 +84,7 @@ def run_search(model: nn.Module | str, example_inputs: Any, settings: OptimizeSe
 def _reporter(source: Source, settings: OptimizeSettings, env: dict[str, Any]
               ) -> Callable[[SearchOutcome, Target | None], OptimizeReport]:
     threads, batch = settings.resolved_threads, settings.search_batch
-    from pitstop.bench.fingerprint import spec_fingerprint
+    from pitstop.engine.fingerprint import spec_fingerprint
 
     measured_on = spec_fingerprint(source.spec) if isinstance(source, SpecSource) else None  # before the run
     if measured_on:

@@ -10,10 +10,10 @@ from typing import Any, Protocol
 
 import torch
 
-from pitstop.bench.fingerprint import CHECK_SOURCE, check_call
-from pitstop.bench.source import ModuleSource, SpecSource
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.bench.variants.handlers import Target, build, recipe_source
+from pitstop.engine.fingerprint import CHECK_SOURCE, check_call
+from pitstop.engine.source import ModuleSource, SpecSource
 from pitstop.models.inputs import DEFAULT_INT_RANGE, DTYPES, InputSpec
 from pitstop.models.zoo import ZOO
 

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pitstop._settings import normalise
 from pitstop.bench.settings import BenchSettings, RunSettings
-from pitstop.bench.source import Source, resolve_device
 from pitstop.bench.variants.config import VariantConfig
+from pitstop.engine.source import Source, resolve_device
 from pitstop.errors import SettingError
 
 Objective = Literal["latency", "throughput"]

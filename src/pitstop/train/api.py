@@ -12,7 +12,7 @@ from torch import nn
 
 from pitstop._env import environment
 from pitstop._settings import with_options
-from pitstop.bench.source import ModuleSource, SpecSource, make_source, resolve_device
+from pitstop.engine.source import ModuleSource, SpecSource, make_source, resolve_device
 from pitstop.errors import ReferenceFailed, SettingError
 from pitstop.models.inputs import parse_input_spec
 from pitstop.train.problem import LossSpec, OptimizerSpec, ProblemRequest

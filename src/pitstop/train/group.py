@@ -18,8 +18,8 @@ import torch
 
 from pitstop.bench.result import Measurement
 from pitstop.bench.rounds import LiveVariant, OnEvent, WorkerGroup
-from pitstop.bench.source import ModuleSource, SpecSource
-from pitstop.bench.timer import TimingPolicy
+from pitstop.engine.source import ModuleSource, SpecSource
+from pitstop.engine.timer import TimingPolicy
 from pitstop.errors import ModelRunError, ReferenceFailed, SettingError, UsageError
 from pitstop.train import fidelity
 from pitstop.train.config import NAIVE, TrainConfig
@@ -320,7 +320,7 @@ class TrainGroup(WorkerGroup):
     def _took(self, v: _Live, i: int, chunk: dict[str, Any]) -> None:
         """CPU seconds per step, the turn's length, the script's end, the fp16 loss scaler's skipped steps."""
         turns = v.row.details.setdefault("turns", [[] for _ in v.row.replica_samples_s])  # samples per turn,
-        turns[i].append(len(chunk["times"]))  # in order: the rounds a drift is judged on (``bench.load.drift``)
+        turns[i].append(len(chunk["times"]))  # in order: the rounds a drift is judged on (``engine.load.drift``)
         if chunk["times"]:  # the next turn's length from this turn's steps, not from the warm-up's (which
             v.per_call_s[i] = statistics.median(chunk["times"])  # read a 1 ms step at 2 ms: turns halved to the end)
         for key, name in (("cpu_times", "cpu_samples_s"), ("optimizer_times", "optimizer_samples_s"),

@@ -83,7 +83,7 @@ def _load(job: dict[str, Any], info: dict[str, Any]) -> tuple[nn.Module, Inputs,
         saved = torch.load(source["inputs"], weights_only=False)  # noqa: PIT501 (written by pitstop's parent)
         module = torch.load(source["path"], weights_only=False)  # noqa: PIT501 (likewise)
         return module, Inputs(tuple(saved["args"]), dict(saved["kwargs"])), saved.get("target"), {}
-    from pitstop.bench.source import SpecSource
+    from pitstop.engine.source import SpecSource
     from pitstop.models.inputs import parse_input_spec
     from pitstop.models.spec import parse_model_spec, seed_everything
 
@@ -92,7 +92,7 @@ def _load(job: dict[str, Any], info: dict[str, Any]) -> tuple[nn.Module, Inputs,
                              int(job["seed"]))
     info["takes_batch_size"] = spec.kind != "zoo" and spec.takes_batch_size()
     if spec.kind in ("file", "module"):
-        from pitstop.bench.fingerprint import spec_fingerprint
+        from pitstop.engine.fingerprint import spec_fingerprint
 
         info["fingerprint"] = spec_fingerprint(spec)
     extras = {} if spec.kind == "zoo" else _extras(spec, int(job["seed"]))

@@ -17,9 +17,9 @@ import textwrap
 from pathlib import Path
 from typing import Any, Protocol
 
-from pitstop.bench.fingerprint import CHECK_SOURCE, check_call
-from pitstop.bench.source import ModuleSource, SpecSource
 from pitstop.bench.variants.code import docstring_literal as _docstring
+from pitstop.engine.fingerprint import CHECK_SOURCE, check_call
+from pitstop.engine.source import ModuleSource, SpecSource
 from pitstop.models.inputs import DEFAULT_INT_RANGE, DTYPES, InputSpec, parse_input_spec
 from pitstop.models.zoo import ZOO
 from pitstop.train.config import TrainConfig

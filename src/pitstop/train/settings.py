@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pitstop._settings import check_numbers
-from pitstop.bench.timer import TimingPolicy
+from pitstop.engine.timer import TimingPolicy
 from pitstop.errors import SettingError
 
 # pitstop's own options of script mode: after a script's path they are pitstop's (a script's option of

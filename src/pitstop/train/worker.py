@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 
-from pitstop.bench.timer import CallTimer, TimingPolicy
 from pitstop.bench.variants.handlers import build
 from pitstop.bench.worker import CudaEventTimer, load_module
 from pitstop.bench.worker import serve as serve_session
+from pitstop.engine.timer import CallTimer, TimingPolicy
 from pitstop.memory.peak import peak_bytes
 from pitstop.train.clock import InStep
 from pitstop.train.fidelity import gradient_report

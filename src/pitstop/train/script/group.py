@@ -13,7 +13,7 @@ from typing import Any
 
 from pitstop.bench.launch import ProcessWorker, WorkerFailed
 from pitstop.bench.result import Measurement
-from pitstop.bench.timer import TimingPolicy
+from pitstop.engine.timer import TimingPolicy
 from pitstop.errors import ModelRunError, ReferenceFailed, UsageError
 from pitstop.train import fidelity
 from pitstop.train.config import NAIVE, TrainConfig
