@@ -170,7 +170,7 @@ versus = os.environ.get("VERSUS", "cli")  # what the second side is (--versus): 
 if side == "profiled" and versus in ("api", "api-nosync", "session"):  # attached here, before the job is built
     import pitstop
     if versus == "session":
-        from pitstop.doctor.session import Session
+        from pitstop.hooks.session import Session
         held = Session().attach()  # the session's hooks alone, no profiler consumer
     else:
         held = pitstop.profile(drill_down=False, syncs=versus == "api").attach()

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from pitstop._env import physical_cores
-from pitstop.bench.launch import ProcessWorker
+from pitstop.bench.launch import BenchProcessWorker as ProcessWorker
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.engine.source import SpecSource, write_payload
 from pitstop.engine.timer import TimingPolicy, chunk_size

@@ -3,8 +3,8 @@
 cycle in the design, and ``importlib.import_module("pitstop...")`` strings, literal or an
 f-string's leading text), and the tests fail on any import cycle between modules (no whitelist),
 on ``pitstop.report`` importing a capability (it renders documents, it imports no result class),
-on a module outside ``cli/`` importing ``pitstop.report`` at module level, on ``engine/`` importing a
-capability, on rich outside ``report/`` and ``cli/_output.py``, and on an import of another
+on a module outside ``cli/`` importing ``pitstop.report`` at module level, on ``engine/`` or ``hooks/``
+importing a capability, on rich outside ``report/`` and ``cli/_output.py``, and on an import of another
 package's ``_private`` name."""
 
 from __future__ import annotations
@@ -174,13 +174,14 @@ def test_report_renders_documents_and_imports_no_capability(module: str) -> None
     assert bad == [], f"{module} imports {bad}: report/ takes documents (to_dict()), not result classes"
 
 
-@pytest.mark.parametrize("module", sorted(m for m in MODULES if _capability(m) == "engine"))
-def test_the_engine_imports_no_capability(module: str) -> None:
-    # engine/ is what the capabilities share (timing, load, model sources, worker start-up): it may use
-    # the shared bottom modules and models/, never a capability above it
-    bad = [(m, line) for m, _, line, _ in imports(module)
-           if _capability(m) not in ("engine", "models") and not (_target(m) and _is_bottom(_target(m) or ""))]
-    assert bad == [], f"{module} imports {bad}: the engine is under the capabilities, not beside them"
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _capability(m) in ("engine", "hooks")))
+def test_the_engine_and_the_hooks_import_no_capability(module: str) -> None:
+    # engine/ is what the capabilities share (timing, load, model sources, worker start-up) and hooks/
+    # the run-time session the doctor and the profiler consume: they may use the shared bottom modules,
+    # models/ and each other, never a capability above them
+    bad = [(m, line) for m, _, line, _ in imports(module) if _capability(m) not in ("engine", "hooks", "models")
+           and not (_target(m) and _is_bottom(_target(m) or ""))]
+    assert bad == [], f"{module} imports {bad}: the engine and the hooks are under the capabilities"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

@@ -8,7 +8,7 @@ from torch.optim import optimizer as torch_optimizer
 from torch.utils.data import DataLoader
 from torch.utils.data import dataloader as torch_dataloader
 
-from pitstop.doctor.session import Consumer, Session
+from pitstop.hooks.session import Consumer, Session
 
 
 class Recorder(Consumer):

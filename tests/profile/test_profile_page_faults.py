@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pitstop.doctor.session import Session
+from pitstop.hooks.session import Session
 from pitstop.profile.faults import HOLD, fault_cost_us, minor_faults, summary
 from pitstop.profile.observe import Observations
 from pitstop.profile.verdict import Facts, verdict

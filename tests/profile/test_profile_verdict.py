@@ -4,7 +4,7 @@ the ranking by expected saving."""
 import torch
 from torch import nn
 
-from pitstop.doctor.session import Session
+from pitstop.hooks.session import Session
 from pitstop.profile.observe import Observations, describe_optimizer
 from pitstop.profile.verdict import CAUSES, Facts, verdict
 

@@ -304,7 +304,7 @@ def test_the_waiting_parent_never_imports_torch(tmp_path):
     TorchVersion) imported torch in the waiting parent, two seconds of a core taken from the
     script's first steps on every rank of a torchrun job."""
     script(tmp_path)
-    probe = ("import sys; from pitstop.scripts.launch import run_child; "
+    probe = ("import sys; from pitstop.engine.scripts import run_child; "
              "o = run_child({'command': 'profile', 'script': 'train.py', 'args': [], "
              "'settings': {'drill_down': False}, 'snapshot_s': 0.0}); "
              "print(o.final, o.document['environment']['torch'], 'torch' in sys.modules)")

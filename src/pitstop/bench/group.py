@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from pitstop.bench.fidelity import FIDELITY_FILE, admitted_by_metric, batches, load_metric, score, within
-from pitstop.bench.launch import InlineWorker, ProcessWorker
+from pitstop.bench.launch import BenchInlineWorker, BenchProcessWorker
 from pitstop.bench.result import Measurement
 from pitstop.bench.rounds import LiveVariant, OnEvent, WorkerGroup
 from pitstop.bench.variants.config import VariantConfig
@@ -30,7 +30,7 @@ from pitstop.models.inputs import Inputs
 if TYPE_CHECKING:
     from pitstop.bench.settings import BenchSettings
 
-Worker = ProcessWorker | InlineWorker
+Worker = BenchProcessWorker | BenchInlineWorker
 
 
 @dataclass(frozen=True)
@@ -164,11 +164,12 @@ class GroupRunner(WorkerGroup):
         threads = config.threads or self.settings.resolved_threads
         row = self._row(config, batch_size)
         if inline is not None:
-            return LiveVariant(config, row, [InlineWorker(inline)])
+            return LiveVariant(config, row, [BenchInlineWorker(inline)])
         env = {"TORCHINDUCTOR_CACHE_DIR": str(self.workdir / "inductor"),  # cold compile once per run
                **dict(self.settings.worker_env)}
         first = len(list(workdir.iterdir()))
-        workers: list[Worker] = [ProcessWorker(workdir / f"{first + i}.log", threads, env) for i in range(replicas)]
+        workers: list[Worker] = [BenchProcessWorker(workdir / f"{first + i}.log", threads, env)
+                                 for i in range(replicas)]
         return LiveVariant(config, row, workers)
 
     def _profile(self, v: LiveVariant, memory: bool = True) -> None:

@@ -12,7 +12,7 @@ def finish_script_run(output: Any, job: dict[str, Any], timeout_s: float | None 
     """Run ``job`` in the script's child process, then write and print what came back: the final
     report, else the last snapshot marked as such (``seen(doc)`` looks at it first); the exit code is
     the script's own."""
-    from pitstop.scripts.launch import run_child
+    from pitstop.engine.scripts import run_child
 
     outcome = run_child(job, stdout_to_stderr=output.to_stdout, timeout_s=timeout_s)
     doc = outcome.document

@@ -75,7 +75,7 @@ def _doctor(args: argparse.Namespace) -> int:
     from pitstop.cli._output import Output
     from pitstop.cli._script import finish_script_run
     from pitstop.doctor.findings import run_time_codes
-    from pitstop.scripts.launch import check_script
+    from pitstop.engine.scripts import check_script
 
     check_script(args.script)
     output = Output(args.json, args.html)  # before the run: a bad path must not cost the script's exit code

@@ -53,9 +53,9 @@ def _add_profile(sub: Any) -> None:
 def _profile(args: argparse.Namespace) -> int:
     from pitstop.cli._output import Output, check_trace_dir
     from pitstop.cli._script import finish_script_run
+    from pitstop.engine.scripts import check_script
     from pitstop.errors import UsageError
     from pitstop.profile.settings import ProfileSettings
-    from pitstop.scripts.launch import check_script
 
     check_script(args.script)
     output = Output(args.json, args.html)  # checked and made absolute before the script runs

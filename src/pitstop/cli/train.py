@@ -171,7 +171,7 @@ def _settings(args: argparse.Namespace, script: bool) -> Any:
 
 
 def _train_script(args: argparse.Namespace) -> int:
-    from pitstop.scripts.launch import check_script
+    from pitstop.engine.scripts import check_script
     from pitstop.train.script.api import train_script
 
     check_script(args.model)

@@ -19,8 +19,8 @@ from pitstop.doctor.checks import InputStall, default_checks
 from pitstop.doctor.crash import explain
 from pitstop.doctor.findings import Findings
 from pitstop.doctor.result import DoctorReport, merge_ranks, ordered, timeline_summary
-from pitstop.doctor.session import Session
 from pitstop.doctor.timeline import Readings, Timeline
+from pitstop.hooks.session import Session
 
 
 class Doctor:

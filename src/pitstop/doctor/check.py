@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from pitstop.doctor.findings import Findings
-from pitstop.doctor.session import Consumer, Session, noop
+from pitstop.hooks.session import Consumer, Session, noop
 
 _BOUND = ("session", "findings", "doctor")  # set by the doctor, not the check's own state
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pitstop.doctor.findings import Findings
-from pitstop.doctor.sites import crash_site, format_exception_line
+from pitstop.hooks.sites import crash_site, format_exception_line
 
 KNOWN: list[tuple[str, str, str]] = [
     ("does not require grad and does not have a grad_fn", "PIT104",

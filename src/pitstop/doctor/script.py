@@ -19,8 +19,8 @@ from typing import Any
 from pitstop._optional import quiet_torchao
 from pitstop.doctor.api import Doctor
 from pitstop.doctor.result import DoctorReport
-from pitstop.doctor.sites import crash_site
-from pitstop.scripts.launch import check_script
+from pitstop.engine.scripts import check_script
+from pitstop.hooks.sites import crash_site
 
 
 def run_script(path: str, args: list[str], doctor: Doctor) -> tuple[DoctorReport, int]:

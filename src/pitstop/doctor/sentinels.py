@@ -8,7 +8,7 @@ from typing import Any
 
 import torch
 
-from pitstop.doctor.steps import CURRENT
+from pitstop.hooks.steps import CURRENT
 
 
 class Sentinel:

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from pitstop.doctor.session import Consumer, Session
+from pitstop.hooks.session import Consumer, Session
 
 LAYERS = 256  # per-parameter series kept (the first seen)
 

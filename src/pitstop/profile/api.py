@@ -13,8 +13,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from pitstop.doctor.session import Consumer, Session
-from pitstop.doctor.sites import crash_site, format_exception_line
+from pitstop.hooks.session import Consumer, Session
+from pitstop.hooks.sites import crash_site, format_exception_line
 from pitstop.profile.comm import CommWatch
 from pitstop.profile.drill import DrillDown
 from pitstop.profile.observe import FirstSteps, Observations

@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from pitstop.doctor.session import Consumer
+from pitstop.hooks.session import Consumer
 
 
 class CommWatch(Consumer):

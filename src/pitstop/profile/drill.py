@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from pitstop.doctor.session import Consumer, Session
+from pitstop.hooks.session import Consumer, Session
 from pitstop.profile.phases import PhaseTimer
 from pitstop.profile.settings import ProfileSettings
 

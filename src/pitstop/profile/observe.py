@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from pitstop.doctor.session import Consumer, Session
+from pitstop.hooks.session import Consumer, Session
 
 _CONV = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)

@@ -29,7 +29,7 @@ from typing import Any
 
 import torch
 
-from pitstop.doctor.session import Consumer
+from pitstop.hooks.session import Consumer
 from pitstop.profile.clock import CudaClock, WallClock, clock_for
 from pitstop.profile.faults import minor_faults
 

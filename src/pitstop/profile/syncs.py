@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from pitstop._frames import kind_of, site
-from pitstop.doctor.session import Consumer
+from pitstop.hooks.session import Consumer
 from pitstop.profile.phases import PhaseTimer
 
 _TORCH = os.path.dirname(torch.__file__)

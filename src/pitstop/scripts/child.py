@@ -16,7 +16,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, NoReturn
 
-from pitstop.doctor.consumer import Consumer
+from pitstop.hooks.consumer import Consumer
 
 SNAPSHOT_SHARE = 0.01  # snapshots take at most 1% of the script's time: their interval grows with their cost
 

@@ -1,11 +1,11 @@
 """Where a training variant runs: ``python -m pitstop.train.worker`` in its own process (the
-bench launcher's protocol and failure handling, another entry point) or inline."""
+engine's launcher: its protocol and failure handling, train's entry point) or inline."""
 
 from __future__ import annotations
 
 from torch.nn import Module
 
-from pitstop.bench.launch import InlineWorker, ProcessWorker, WorkerFailed
+from pitstop.engine.launch import InlineWorker, ProcessWorker, WorkerFailed
 
 __all__ = ["InlineTrainWorker", "TrainProcessWorker", "WorkerFailed"]
 
@@ -22,12 +22,10 @@ class InlineTrainWorker(InlineWorker):
     def __init__(self, module: Module | None) -> None:
         from pitstop.train.worker import TrainSession
 
-        self.session = TrainSession()  # type: ignore[assignment]
-        self.module = module  # type: ignore[assignment]  # None: an inspection, given its objects
-        self.pending = ("", {})
+        super().__init__(TrainSession(), module)  # module None: an inspection, given its objects
 
     def close(self) -> None:
         """Restore the thread count the session changed."""
-        self.session.restore()  # type: ignore[attr-defined]
+        self.session.restore()
 
     kill = close

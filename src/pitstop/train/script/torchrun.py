@@ -25,9 +25,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from pitstop.bench.launch import START_LIMIT_S, WorkerFailed, last_line_of
 from pitstop.engine import forkserver
-from pitstop.scripts.launch import import_path
+from pitstop.engine.launch import START_LIMIT_S, WorkerFailed, last_line_of
+from pitstop.engine.scripts import import_path
 
 
 class TorchrunWorker:

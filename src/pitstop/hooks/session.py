@@ -51,10 +51,10 @@ from torch import nn
 from torch.optim import optimizer as _optim
 from torch.utils.data import dataloader as _dataloader
 
-from pitstop.doctor.consumer import Consumer, noop
-from pitstop.doctor.sites import user_site
-from pitstop.doctor.steps import StepCounter
-from pitstop.doctor.watch import ManualSteps, Workers
+from pitstop.hooks.consumer import Consumer, noop
+from pitstop.hooks.sites import user_site
+from pitstop.hooks.steps import StepCounter
+from pitstop.hooks.watch import ManualSteps, Workers
 
 __all__ = ["Consumer", "Session", "noop"]  # Consumer lives in consumer.py; importable from here as before
 

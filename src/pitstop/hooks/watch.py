@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import torch
 
-from pitstop.doctor.consumer import Consumer
+from pitstop.hooks.consumer import Consumer
 
 
 class Steps(Protocol):
