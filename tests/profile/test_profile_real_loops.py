@@ -129,3 +129,16 @@ def test_an_in_memory_dataset_read_a_sample_at_a_time_gets_the_batched_fix():
     found = next(v for v in prof.report.verdict if v["cause"] == "input-bound")
     assert "BatchSampler(RandomSampler(dataset), batch_size=256" in found["action"]
     assert "fix saves" in str(prof.report) and "an estimate" in str(prof.report)
+
+
+def test_the_longest_stalls_are_the_ones_printed():
+    # a loaded machine names more stalls than the five a report prints (cold cores after a sleep):
+    # the printed ones are the longest, in step order, not the first five
+    from pitstop.report.profile import _apart_lines
+
+    small = [{"step": k, "wall_ms": 9.0, "median_ms": 2.0, "phase_ms": 6.0, "phase": "other"} for k in range(2, 8)]
+    big = [{"step": k, "wall_ms": 402.0, "median_ms": 2.0, "phase_ms": 400.0, "phase": "optimizer"} for k in (20, 40)]
+    lines = _apart_lines({"stalls": small + big})
+    assert [ln.split(":")[0] for ln in lines[:5]] == ["stall at step 2", "stall at step 3", "stall at step 4",
+                                                      "stall at step 20", "stall at step 40"]  # ties: the first
+    assert lines[5] == "... and 3 shorter stalls"

@@ -83,11 +83,13 @@ def _apart_lines(doc: dict[str, Any]) -> list[str]:
         lines.append(f"eval (the trained model without autograd between steps: validation): {ev['count']} time(s), "
                      f"{ev['median_ms']:.3g} ms each (median), {ev['share_of_wall']:.0%} of the run's wall time; "
                      "not in the steps above")
-    for s in (doc.get("stalls") or [])[:5]:
+    stalls = doc.get("stalls") or []
+    worst = sorted(sorted(stalls, key=lambda s: -s["wall_ms"])[:5], key=lambda s: s["step"])  # the 5 longest
+    for s in worst:
         lines.append(f"stall at step {s['step']}: {s['wall_ms']:.3g} ms (median step {s['median_ms']:.3g} ms), "
                      f"{s['phase_ms']:.3g} ms of it in {s['phase']}; left out of the phases above")
-    if len(doc.get("stalls") or []) > 5:
-        lines.append(f"... and {len(doc['stalls']) - 5} more stalls")
+    if len(stalls) > 5:
+        lines.append(f"... and {len(stalls) - 5} shorter stalls")
     faults = _faults_line(doc)
     return lines + ([faults] if faults else [])
 
