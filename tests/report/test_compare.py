@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from pitstop.cli import main
+from pitstop.compare.api import compare
 from pitstop.errors import UsageError
-from pitstop.report.compare import compare
 
 
 def result(tmp_path, name, rows, env=None):

@@ -106,7 +106,7 @@ def memory_doc():
 
 
 def compare_doc(tmp_path):
-    from pitstop.report.compare import compare
+    from pitstop.compare.api import compare
 
     a, b = bench_doc("m"), bench_doc("m")
     for r in b["results"]:

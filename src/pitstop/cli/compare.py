@@ -34,7 +34,7 @@ def _add_compare(sub: Any) -> None:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from pitstop.report.compare import compare
+    from pitstop.compare.api import compare
 
     output = Output(args.json, args.html)
     with flag_errors(), _malformed(f"{args.before!r} or {args.after!r}"):
