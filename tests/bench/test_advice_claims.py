@@ -3,8 +3,9 @@
 import numpy as np
 
 from pitstop.bench.claims import check_claims
-from pitstop.bench.result import BenchResult, Measurement
+from pitstop.bench.result import BenchResult
 from pitstop.bench.variants.config import GRAD_MODES
+from pitstop.engine.measurement import Measurement
 
 
 def make_result(medians_ms, batch_size=256, claims_key="zoo:mlp", note=None, spread=0.01, n=200):

@@ -81,7 +81,7 @@ def test_policy_validates(kwargs):
 
 
 def test_a_turns_first_call_after_a_switch_is_not_a_sample():
-    from pitstop.bench.rounds import switched_in
+    from pitstop.engine.rounds import switched_in
 
     chunk = {"times": [0.031, 0.022, 0.023], "cpu_times": [0.05, 0.04, 0.04], "optimizer_times": [0.003, 0.002, 0.002],
              "steps": 40, "skipped": 0}
@@ -110,8 +110,8 @@ def test_precision_ends_a_stage_only_after_min_rounds():
     """One long turn of identical samples is "precise" at once; with ``min_rounds`` it is one round of three."""
     from types import SimpleNamespace
 
-    from pitstop.bench.result import Measurement
-    from pitstop.bench.rounds import interleave
+    from pitstop.engine.measurement import Measurement
+    from pitstop.engine.rounds import interleave
 
     def variant() -> SimpleNamespace:
         row = Measurement("v", {}, 1, "ok")

@@ -5,8 +5,9 @@ import time
 import numpy as np
 import pytest
 
-from pitstop.bench.result import BenchResult, Measurement
+from pitstop.bench.result import BenchResult
 from pitstop.bench.variants.config import parse_variant
+from pitstop.engine.measurement import Measurement
 from pitstop.engine.source import SpecSource
 from pitstop.models.spec import parse_model_spec
 from pitstop.optimize.search import START, Search, Stage

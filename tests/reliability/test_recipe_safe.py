@@ -11,9 +11,10 @@ import pytest
 import torch
 from reliability_helpers import F
 
-from pitstop.bench.result import BenchResult, Measurement
+from pitstop.bench.result import BenchResult
 from pitstop.bench.variants.config import parse_variant
 from pitstop.bench.variants.handlers import Target, build
+from pitstop.engine.measurement import Measurement
 from pitstop.engine.source import make_source
 from pitstop.optimize.recipe import full_recipe
 from pitstop.optimize.search import START, Search, Stage

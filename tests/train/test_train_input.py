@@ -105,7 +105,7 @@ def test_a_workers_variant_of_a_random_dataset_is_gated_by_its_trajectory_not_st
     """The dataset draws random numbers while it makes a batch (the augmentation): in workers those
     come from the workers' seeds, so step 1 trains on another batch; its step-1 gradients are
     recorded, not gated (the trajectory decides); any other variant is still held to the floor."""
-    from pitstop.bench.result import Measurement
+    from pitstop.engine.measurement import Measurement
     from pitstop.train.group import _Live
 
     script = repo(tmp_path, "slow_loader_loop.py")

@@ -317,7 +317,7 @@ def test_a_compiled_variant_of_a_model_with_dropout_is_not_held_to_the_gradient_
     are another draw of the masks (cosine under the floor) is then left to the trajectory, with the
     reason in its row; an eager variant, or a compiled one without dropout, is still rejected, and the
     reason says the floor is script mode's fixed one (no seed-to-seed cosine is measured in a script)."""
-    from pitstop.bench.result import Measurement
+    from pitstop.engine.measurement import Measurement
     from pitstop.train.config import TrainConfig
     from pitstop.train.group import _Live
 

@@ -5,7 +5,8 @@ import re
 
 import numpy as np
 
-from pitstop.bench.result import BenchResult, Measurement
+from pitstop.bench.result import BenchResult
+from pitstop.engine.measurement import Measurement
 from pitstop.train.config import NAIVE_NAME
 from pitstop.train.search import Stage
 from tests.fixtures.train_names import parse_train_variant

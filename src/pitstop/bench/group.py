@@ -18,10 +18,10 @@ import torch
 
 from pitstop.bench.fidelity import FIDELITY_FILE, admitted_by_metric, batches, load_metric, score, within
 from pitstop.bench.launch import BenchInlineWorker, BenchProcessWorker
-from pitstop.bench.result import Measurement
-from pitstop.bench.rounds import LiveVariant, OnEvent, WorkerGroup
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.bench.variants.handlers import Target, gate
+from pitstop.engine.measurement import Measurement
+from pitstop.engine.rounds import LiveVariant, OnEvent, WorkerGroup
 from pitstop.engine.source import Source, SpecSource, first_forward, write_payload
 from pitstop.engine.timer import TimingPolicy
 from pitstop.errors import ModelRunError, PitstopError, SettingError

@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from pitstop.bench.result import BenchResult, Measurement
+from pitstop.bench.result import BenchResult
+from pitstop.engine.measurement import Measurement
 from pitstop.engine.timer import TimingPolicy
 from pitstop.stats import Ratio
 

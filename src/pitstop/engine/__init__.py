@@ -1,4 +1,6 @@
-"""What every measuring capability shares and no capability owns: ``launch`` (a worker process
+"""What every measuring capability shares and no capability owns: ``measurement`` (a row: one
+variant's raw samples and what derives from them), ``rounds`` (the interleaved timing loop under
+every group of variants), ``launch`` (a worker process
 serving a capability's session, or the same session inline), ``scripts`` (a user script run as a
 child: its job sent, its documents kept), ``forkserver`` (how worker processes start: torch
 imported once per run, each worker a fork of that process), ``timer`` (timing policies and the

@@ -13,10 +13,10 @@ from typing import Any
 
 import torch
 
-from pitstop.bench.result import Measurement
-from pitstop.bench.rounds import LiveVariant, OnEvent, WorkerGroup
 from pitstop.engine import forkserver
 from pitstop.engine.launch import ProcessWorker
+from pitstop.engine.measurement import Measurement
+from pitstop.engine.rounds import LiveVariant, OnEvent, WorkerGroup
 from pitstop.engine.timer import TimingPolicy
 from pitstop.generate.settings import GenerateSettings
 from pitstop.generate.techniques import GenConfig, gate

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pitstop.bench.rounds import OnEvent
 from pitstop.engine.load import LoadMonitor, merge
+from pitstop.engine.rounds import OnEvent
 from pitstop.generate.group import GenerateGroup, GenMeasurement, Prompts, policy_for
 from pitstop.generate.settings import GenerateSettings
 from pitstop.generate.techniques import REFERENCE, GenConfig, singles

@@ -12,9 +12,10 @@ from typing import Any, ClassVar
 from torch import nn
 
 from pitstop._document import envelope
-from pitstop.bench.result import BenchResult, Measurement, row_document
+from pitstop.bench.result import BenchResult, row_document
 from pitstop.bench.stages import StagedReport
 from pitstop.bench.variants.config import VariantConfig
+from pitstop.engine.measurement import Measurement
 from pitstop.optimize.search import START, SearchOutcome, Stage
 
 

@@ -17,10 +17,11 @@ from typing import Any
 
 from pitstop._env import physical_cores
 from pitstop.bench.group import GroupPlan, GroupRunner, OnEvent, Source
-from pitstop.bench.result import BenchResult, Measurement
+from pitstop.bench.result import BenchResult
 from pitstop.bench.stages import StagedSearch
 from pitstop.bench.variants.config import BASELINE, VariantConfig
 from pitstop.bench.variants.handlers import gate
+from pitstop.engine.measurement import Measurement
 from pitstop.engine.timer import TimingPolicy
 from pitstop.optimize.outcome import SearchOutcome, Stage, complexity, config_of
 from pitstop.optimize.settings import AXES, START, Objective, OptimizeSettings

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from pitstop.bench.result import Measurement
-from pitstop.bench.rounds import LiveVariant, OnEvent, WorkerGroup
+from pitstop.engine.measurement import Measurement
+from pitstop.engine.rounds import LiveVariant, OnEvent, WorkerGroup
 from pitstop.engine.source import ModuleSource, SpecSource
 from pitstop.engine.timer import TimingPolicy
 from pitstop.errors import ModelRunError, ReferenceFailed, SettingError, UsageError

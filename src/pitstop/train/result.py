@@ -14,8 +14,9 @@ import torch
 from torch import nn
 
 from pitstop._document import envelope
-from pitstop.bench.result import BenchResult, Measurement, row_document
+from pitstop.bench.result import BenchResult, row_document
 from pitstop.bench.stages import StagedReport
+from pitstop.engine.measurement import Measurement
 from pitstop.train.config import NAIVE_NAME, TrainConfig
 from pitstop.train.search import Stage, TrainOutcome
 

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pitstop.bench.result import BenchResult, Measurement
+from pitstop.bench.result import BenchResult
 from pitstop.bench.stages import Outcome, Stage, StagedSearch
 from pitstop.engine.load import LoadMonitor, merge, stage_drift
+from pitstop.engine.measurement import Measurement
 from pitstop.engine.timer import TimingPolicy
 from pitstop.stats import Ratio, speedup_groups
 from pitstop.train.config import NAIVE, NAIVE_NAME, TrainConfig

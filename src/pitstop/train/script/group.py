@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pitstop.bench.result import Measurement
 from pitstop.engine.launch import ProcessWorker, WorkerFailed
+from pitstop.engine.measurement import Measurement
 from pitstop.engine.timer import TimingPolicy
 from pitstop.errors import ModelRunError, ReferenceFailed, UsageError
 from pitstop.train import fidelity

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pitstop.bench.result import Measurement
 from pitstop.engine.launch import WorkerFailed
+from pitstop.engine.measurement import Measurement
 from pitstop.engine.timer import TimingPolicy, chunk_size, precise_enough
 
 __all__ = ["LiveVariant", "WorkerGroup", "interleave", "switched_in", "turn_calls"]
