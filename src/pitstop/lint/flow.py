@@ -120,10 +120,10 @@ class Flow:
         if isinstance(f, ast.Attribute) and f.attr in ("append", "extend", "insert", "add", "put", "appendleft") \
                 and isinstance(f.value, ast.Name) and n.args:
             self.sources.setdefault(f.value.id, set()).update(carried(n.args[-1]))
-        elif self.sink(n):  # what it differentiates: its arguments and its receiver (``loss.backward()``)
-            given = {x for a in [f, *args] for x in carried(a)}
+        elif (strict := self.sink(n, strict=True)) or self.sink(n):  # what it differentiates: its arguments
+            given = {x for a in [f, *args] for x in carried(a)}  # and its receiver (``loss.backward()``)
             live.update(given)
-            if self.sink(n, strict=True):
+            if strict:
                 sunk.update(given)
         elif self.stores(n):  # what it keeps: its arguments (``ax.set_title(...)`` keeps nothing of ``ax``)
             live.update(x for a in args for x in carried(a))

@@ -11,9 +11,7 @@ from pitstop.train.config import NAIVE
 from pitstop.train.result import TrainReport
 from pitstop.train.script.group import ScriptGroup, ScriptSource
 from pitstop.train.search import TrainOutcome, TrainSearch
-from pitstop.train.settings import SCRIPT_TECHNIQUES, TrainSettings
-
-SCRIPT_AXES = SCRIPT_TECHNIQUES  # the name of earlier releases
+from pitstop.train.settings import TrainSettings
 
 
 def train_script(script: str, args: list[str], settings: TrainSettings, *, json_path: Any = None,
