@@ -3,7 +3,6 @@ load_state_dict into a fresh model, torch.compile and DDP (issue 17, point 7).""
 
 import copy
 import datetime
-import os
 import pickle
 import socket
 
@@ -114,9 +113,9 @@ def test_ddp_wrapping_a_checkpointed_model_trains_the_same():
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_port()))
-    # a bounded wait: one clean-clone run (e9eb701) hung here in gloo's rendezvous, which passed alone
-    dist.init_process_group("gloo", rank=0, world_size=1, timeout=datetime.timedelta(seconds=60))
+    # an in-process store, no TCP rendezvous (one clean-clone run, e9eb701, hung in it; a bounded wait too)
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1,
+                            timeout=datetime.timedelta(seconds=60))
     try:
         model = DDP(checkpointed_model())
         got = grads(model)
