@@ -22,9 +22,10 @@ import json
 import os
 import time
 
+from pitstop._env import native_bf16
 from pitstop.generate.api import measure_configs, optimize_generation
 from pitstop.generate.settings import GenerateSettings
-from pitstop.generate.techniques import AXES, REFERENCE, GenConfig, native_bf16
+from pitstop.generate.techniques import AXES, REFERENCE, GenConfig
 from pitstop.stats import speedup_groups
 
 MODELS = ["zoo:gpt2-tiny", "zoo:llama-tiny", "zoo:qwen2-tiny"]

@@ -65,6 +65,17 @@ if TYPE_CHECKING:
     from pitstop.train.api import train
 
 
+def _register_renderer() -> None:
+    """Values render through ``pitstop.report`` without importing it: registered here, at the top
+    (imported on a value's first ``str()`` or notebook display)."""
+    from pitstop._document import use_renderer
+
+    use_renderer("pitstop.report")
+
+
+_register_renderer()
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib

@@ -100,3 +100,46 @@ def _results_problem(results: Any) -> str | None:
 def _latency(lat: Any) -> bool:
     return isinstance(lat, dict) and all(_number(lat.get(k)) for k in ("median", "p10", "p90")) \
         and isinstance(lat.get("ci95"), list) and len(lat["ci95"]) == 2 and all(_number(x) for x in lat["ci95"])
+
+
+# -- rendering: a document's value never imports the renderer; the renderer registers itself ---------
+
+_RENDERER: list[str] = []  # the module that renders documents (text, fragment), named by pitstop/__init__.py
+
+
+def use_renderer(module: str) -> None:
+    """Name the module whose ``text(doc)`` and ``fragment(doc)`` render every document (pitstop's
+    own ``__init__`` names ``pitstop.report``; imported on the first rendering)."""
+    _RENDERER[:] = [module]
+
+
+def _renderer() -> Any:
+    import importlib
+
+    if not _RENDERER:
+        raise RuntimeError("no document renderer registered (pitstop/__init__.py registers pitstop.report)")
+    return importlib.import_module(_RENDERER[0])
+
+
+class Rendered:
+    """A value with a JSON document (``to_dict()``): its text, JSON, ``str()`` and notebook HTML,
+    all from that document through the registered renderer (values compute, the renderer renders)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The JSON document as text."""
+        import json
+
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    def table(self) -> str:
+        """The plain-text report."""
+        return str(_renderer().text(self.to_dict()))
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def _repr_html_(self) -> str:
+        return str(_renderer().fragment(self.to_dict()))

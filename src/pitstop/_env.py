@@ -48,6 +48,24 @@ def cpu_flags() -> list[str]:
     return [f for f in _FLAGS_OF_INTEREST if f in flags]
 
 
+def native_bf16(device: str = "cpu", flags: list[str] | None = None) -> bool:
+    """bf16 arithmetic in hardware: a CUDA GPU of compute capability 8.0 or later (Ampere on), or
+    a CPU with AVX512-BF16 or AMX (``flags``: the CPU's, read here when not given). The one
+    answer every capability uses: bf16 elsewhere is emulated, slower than fp32."""
+    if device.startswith("cuda"):
+        import torch
+
+        return torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
+    return bool({"avx512_bf16", "amx_bf16"} & set(cpu_flags() if flags is None else flags))
+
+
+def has_compiler() -> bool:
+    """A C++ compiler for inductor's CPU kernels is on the PATH."""
+    import shutil
+
+    return any(shutil.which(c) for c in ("g++", "c++", "clang++"))
+
+
 def physical_cores() -> int:
     """Physical cores usable by this process (hyper-threads not counted)."""
     usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None

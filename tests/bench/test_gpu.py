@@ -4,8 +4,8 @@ import pytest
 import torch
 
 import pitstop
-from pitstop.bench.worker import CudaEventTimer
-from pitstop.memory.peak import peak_bytes
+from pitstop.engine.peak import peak_bytes
+from pitstop.engine.worker import CudaEventTimer
 
 pytestmark = pytest.mark.gpu
 

@@ -1,7 +1,7 @@
 import torch
 from torch import nn
 
-from pitstop.memory.peak import activation_bytes, peak_bytes
+from pitstop.engine.peak import activation_bytes, peak_bytes
 from pitstop.models.spec import parse_model_spec
 
 

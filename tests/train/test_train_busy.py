@@ -143,8 +143,8 @@ def test_drift_is_judged_on_the_clock_the_variants_are_compared_by():
     from types import SimpleNamespace
 
     from pitstop.bench.result import BenchResult
-    from pitstop.bench.stages import Stage
     from pitstop.engine.measurement import Measurement
+    from pitstop.engine.stages import Stage
     from pitstop.train.search import TrainSearch
 
     steady = [[0.1 + 0.001 * (i % 3) for i in range(30)]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Protocol
 
-Comparison = Any  # pitstop.bench.result.Comparison: variant, baseline, batch_size, ratio
+Comparison = Any  # pitstop.engine.result.Comparison: variant, baseline, batch_size, ratio
 
 
 class Compared(Protocol):

@@ -11,9 +11,8 @@ from typing import Any, Literal, Protocol
 
 
 class Measured(Protocol):
-    """What the checks read of a ``BenchResult`` (which calls them: a protocol, not an import)."""
-
-    claims_key: str | None
+    """What the checks read of a group's rows (a ``BenchResult``, an optimize stage): a protocol,
+    not an import."""
 
     @property
     def batch_sizes(self) -> list[int]: ...
@@ -77,10 +76,11 @@ def claims_for(key: str | None) -> tuple[Claim, ...]:
     return CLAIMS.get(key or "", ()) + _GENERIC
 
 
-def check_claims(result: Measured) -> list[ClaimCheck]:
-    """Every applicable claim at every measured batch size (the claim's own batch if stated)."""
+def check_claims(result: Measured, key: str | None = None) -> list[ClaimCheck]:
+    """Every applicable claim (the model ``key``'s own, by default the result's ``claims_key``,
+    then the generic ones) at every measured batch size (the claim's own batch if stated)."""
     checks = []
-    for claim in claims_for(result.claims_key):
+    for claim in claims_for(key if key is not None else getattr(result, "claims_key", None)):
         sizes = [claim.batch_size] if claim.batch_size in result.batch_sizes else result.batch_sizes
         for bs in sizes:
             checks.append(_check(result, claim, bs))

@@ -10,13 +10,7 @@ import copy
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
-
-try:
-    import resource
-except ImportError:  # not POSIX: page faults are not counted
-    resource = None  # type: ignore[assignment]
 from typing import Any
 
 import torch
@@ -24,39 +18,10 @@ import torch
 from pitstop.bench.fidelity import FIDELITY_FILE, compare, concat, detached, is_logits, load_metric, score
 from pitstop.bench.variants.config import REFERENCE, VariantConfig, prepare
 from pitstop.bench.variants.handlers import Target, apply
+from pitstop.engine.peak import activation_bytes, peak_bytes
 from pitstop.engine.timer import CallTimer, TimingPolicy
-from pitstop.errors import last_line
-from pitstop.memory.peak import activation_bytes, peak_bytes
+from pitstop.engine.worker import CudaEventTimer, faults, load_module, serve, sync
 from pitstop.models.inputs import Inputs
-
-
-class CudaEventTimer(CallTimer):
-    """Times calls with CUDA events (GPU time, no host sync between calls)."""
-
-    def times(self, n: int) -> list[float]:
-        """Seconds of GPU time for each of ``n`` calls."""
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(n)]
-        torch.cuda.synchronize()
-        for start, end in events:
-            start.record()
-            out = self.fn()
-            del out
-            end.record()
-        torch.cuda.synchronize()
-        return [s.elapsed_time(e) / 1000.0 for s, e in events]
-
-
-def load_module(source: dict[str, Any], state_dict: dict[str, Any] | None, batch_size: int) -> torch.nn.Module:
-    """Rebuild the parent's module: from its spec (then its exact weights) or from a pickle."""
-    if source["kind"] == "pickle":
-        return torch.load(source["path"], weights_only=False)  # noqa: PIT501 (our own file, written by the parent)
-    from pitstop.models.spec import parse_model_spec
-
-    module, _ = parse_model_spec(source["spec"]).build(batch_size, seed=source["seed"])
-    if state_dict is not None:
-        module.load_state_dict(state_dict)
-    return module
 
 
 class VariantSession:
@@ -108,7 +73,7 @@ class VariantSession:
         self.fn = lambda: fast(*args, **kwargs)
         del module
         self.first_output: Any = detached(self.fn())  # compared by fidelity(): no extra call
-        _sync(self.device)
+        sync(self.device)
         cuda = self.device.type == "cuda"
         self.timer = CudaEventTimer(self.fn, sync=torch.cuda.synchronize) if cuda else CallTimer(self.fn)
         return {"first_call_s": time.perf_counter() - start, "details": details}
@@ -146,9 +111,9 @@ class VariantSession:
 
     def run(self, n: int) -> dict[str, Any]:
         """Seconds for each of ``n`` timed calls, and the page faults the process took meanwhile."""
-        before = _faults()
+        before = faults()
         times = self.timer.times(n)
-        return {"times": times, "page_faults": _faults() - before}
+        return {"times": times, "page_faults": faults() - before}
 
 
     def bare_timer(self, seconds: float) -> list[float]:
@@ -160,47 +125,13 @@ class VariantSession:
         return list(timer.blocked_autorange(min_run_time=seconds).times)
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-
-
-def _faults() -> int:
-    """Page faults of this process so far (minor + major), all threads (0 where not POSIX)."""
-    if resource is None:
-        return 0
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_minflt + usage.ru_majflt
-
-
-def serve(conn: Any, session: Any = None) -> None:
-    """Answer requests to ``session`` (a ``VariantSession`` by default; train passes its own) until
-    ``exit`` or the parent goes away. The first message says the worker is up (imports done) and
-    when, by the machine-wide monotonic clock: start-up under load does not count against a
-    request's time-out."""
-    session = VariantSession() if session is None else session
-    conn.send(("ready", time.monotonic()))
-    while True:
-        try:
-            method, kwargs = conn.recv()
-        except (EOFError, OSError):
-            return
-        if method == "exit":
-            return
-        try:
-            reply: tuple[Any, ...] = ("ok", getattr(session, method)(**kwargs))
-        except BaseException as exc:  # report everything, including SystemExit from user code
-            reply = ("error", last_line(exc), traceback.format_exc())
-        conn.send(reply)
-
-
 def main(argv: list[str]) -> None:
     """Entry point of a worker process: ``python -m pitstop.bench.worker FD``."""
     from multiprocessing.connection import Connection
 
     from pitstop._exit import collect_and_freeze
 
-    serve(Connection(int(argv[1])))
+    serve(Connection(int(argv[1])), VariantSession())
     collect_and_freeze()
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pitstop._document import envelope, read_document
+from pitstop._document import Rendered, envelope, read_document
 from pitstop.errors import SettingError, UsageError
 from pitstop.stats import speedup_groups
 
@@ -42,7 +42,7 @@ class Change:
 
 
 @dataclass
-class Comparison:
+class Comparison(Rendered):
     before: str
     after: str
     changes: list[Change]
@@ -66,9 +66,8 @@ class Comparison:
                         nothing_compared=self.nothing)
 
     def lines(self) -> list[str]:
-        from pitstop.report.compare import compare_lines  # rendering is report's: from the document
-
-        return compare_lines(self.to_dict())
+        """The comparison as text, line by line (rendered from the document by the renderer)."""
+        return self.table().rstrip("\n").split("\n")
 
     def __str__(self) -> str:
         return "\n".join(self.lines())

@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pitstop._document import envelope
+from pitstop._document import Rendered, envelope
 from pitstop.codes import SEVERITIES, at_least
 from pitstop.doctor.findings import Finding
 
 
 @dataclass
-class DoctorReport:
+class DoctorReport(Rendered):
     """Findings (most severe first), the steps watched, how the script ended, and what the doctor
     measured on the way (data-wait share, steps skipped by guard, internal warnings)."""
 
@@ -61,18 +61,6 @@ class DoctorReport:
                    list(d.get("guard", {}).get("skipped_steps", [])), d.get("data_wait_share"),
                    list(d.get("internal", [])), d.get("ranks", 1), d.get("script"), d.get("environment", {}),
                    d.get("timeline", {}), d.get("watched", {}))
-
-    def _repr_html_(self) -> str:
-        from pitstop import report
-
-        return report.fragment(self.to_dict())
-
-    def __str__(self) -> str:
-        """The terminal report: the findings table (or the summary line), then the notes."""
-        from pitstop import report
-
-        return report.text(self.to_dict())
-
 
 def timeline_summary(raw: dict[str, Any], top: int = 8) -> dict[str, Any]:
     """The loss and total-norm series, and the ``top`` layers by largest gradient norm."""

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pitstop.engine.recipe import checked
 from pitstop.generate.techniques import recipe_source
-from pitstop.optimize.recipe import checked
 
 if TYPE_CHECKING:
     from pitstop.generate.result import GenerateReport
@@ -65,10 +65,10 @@ def _build(spec: Any, seed: int) -> str | None:
     if spec is None:
         return None
     from pitstop.engine.fingerprint import spec_fingerprint
+    from pitstop.engine.recipe import factory_code
     from pitstop.engine.source import SpecSource
-    from pitstop.optimize.recipe import build_code
 
-    return build_code(SpecSource(spec, None, seed), spec_fingerprint(spec))
+    return factory_code(SpecSource(spec, None, seed), spec_fingerprint(spec))
 
 
 def write_recipe(report: GenerateReport, folder: Path) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pitstop._document import envelope
+from pitstop._document import Rendered, envelope
 from pitstop.generate.group import GenMeasurement, percentile
 from pitstop.generate.search import GenerateOutcome, ratio
 from pitstop.generate.techniques import REFERENCE
@@ -66,7 +66,7 @@ def row_document(row: GenMeasurement, ref: GenMeasurement | None, new_tokens: in
 
 
 @dataclass
-class GenerateReport:
+class GenerateReport(Rendered):
     """A whole generation run: settings, environment, the outcome, the recipe."""
 
     model: str
@@ -99,12 +99,3 @@ class GenerateReport:
                         complete=self.outcome.complete, interrupted=self.outcome.interrupted,
                         search={"stages": self.outcome.stages}, results=rows, winner=winner,
                         notes=self.outcome.notes, recipe=self.recipe, saved=self.saved)
-
-    def table(self) -> str:
-        """The plain-text report."""
-        from pitstop import report
-
-        return report.text(self.to_dict())
-
-    def __str__(self) -> str:
-        return self.table()

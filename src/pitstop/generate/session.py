@@ -1,7 +1,7 @@
 """The generation session: one variant of a causal LM in its own worker process.
 
 ``python -m pitstop.generate.session FD`` serves a ``GenerateSession`` with bench's protocol
-(``bench.worker.serve``): set up (model, prompts, the reference's greedy tokens and logits),
+(``engine.worker.serve``): set up (model, prompts, the reference's greedy tokens and logits),
 prepare (apply the variant; the first call carries compile), fidelity, memory, warm-up, then
 timed calls. A timed call is one whole ``generate`` of ``new_tokens`` tokens for the batch; a
 logits processor stamps each new token, which splits it into the prefill (time to the first
@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 
+from pitstop.engine.peak import peak_bytes
 from pitstop.engine.timer import CallTimer, TimingPolicy
 from pitstop.generate.techniques import REFERENCE, GenConfig, apply
 from pitstop.generate.tokens import compare_tokens
-from pitstop.memory.peak import peak_bytes
 
 
 def load_model(payload: dict[str, Any]) -> torch.nn.Module:
@@ -186,7 +186,7 @@ def main(argv: list[str]) -> None:
     from multiprocessing.connection import Connection
 
     from pitstop._exit import collect_and_freeze
-    from pitstop.bench.worker import serve
+    from pitstop.engine.worker import serve
 
     serve(Connection(int(argv[1])), GenerateSession())
     collect_and_freeze()

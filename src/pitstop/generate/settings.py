@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pitstop._settings import normalise
-from pitstop.bench.settings import RunSettings
+from pitstop.engine.settings import RunSettings
 from pitstop.engine.source import resolve_device
 from pitstop.errors import SettingError
 from pitstop.generate.techniques import AXES

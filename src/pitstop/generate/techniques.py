@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from pitstop._env import native_bf16
+
 AXES = ("cache", "compile", "precision", "attention", "quant", "threads", "lookup")
 COMPILE_MODES = ("default", "max-autotune-no-cudagraphs", "reduce-overhead")
 QUANTS = ("int8-weight-only", "int4-weight-only", "int8-dynamic")
@@ -120,17 +122,6 @@ def singles(axes: tuple[str, ...], device: str, cores: int) -> list[GenConfig]:
     if "threads" in axes:
         found += [GenConfig(threads=n) for n in sorted({1, max(1, cores // 2)}) if n < cores]
     return found
-
-
-def native_bf16(device: str) -> bool:
-    """bf16 arithmetic in hardware: CUDA that supports it, or a CPU with avx512_bf16 / AMX."""
-    if device == "cuda":
-        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    try:
-        flags = set(open("/proc/cpuinfo").read().split())
-    except OSError:
-        return False
-    return bool({"avx512_bf16", "amx_bf16"} & flags)
 
 
 def gate(config: GenConfig, device: str, batch_size: int, allow_emulated: bool = False, hf: bool = True

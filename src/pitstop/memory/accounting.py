@@ -18,9 +18,9 @@ from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from pitstop._document import envelope
+from pitstop._document import Rendered, envelope
+from pitstop.engine.peak import storage_key
 from pitstop.errors import UsageError
-from pitstop.memory.peak import _storage_key
 
 LossFn = Callable[[Any], torch.Tensor]
 
@@ -65,7 +65,7 @@ class ModuleRow:
 
 
 @dataclass
-class ActivationReport:
+class ActivationReport(Rendered):
     """Per-module activation bytes and forward time for one forward + backward."""
 
     rows: list[ModuleRow]
@@ -78,11 +78,6 @@ class ActivationReport:
     repeats: int = 0
     environment: dict[str, Any] = field(default_factory=dict)
 
-    def _repr_html_(self) -> str:
-        from pitstop import report
-
-        return report.fragment(self.to_dict())
-
     def row(self, name: str) -> ModuleRow:
         return next(r for r in self.rows if r.name == name)
 
@@ -92,13 +87,6 @@ class ActivationReport:
                         input_saved_bytes=self.input_saved_bytes, step_ms=self.step_ms,
                         peak_step_bytes=self.peak_bytes, peak_how=self.peak_how, repeats=self.repeats,
                         modules=[r.to_dict() for r in self.rows])
-
-    def __str__(self) -> str:
-        """The terminal report: every module's activation bytes and forward time."""
-        from pitstop import report
-
-        return report.text(self.to_dict())
-
 
 def activation_report(model: nn.Module, example_inputs: Any, *, loss_fn: LossFn | None = None,
                       repeats: int = 5, peak: bool = True) -> ActivationReport:
@@ -111,16 +99,16 @@ def activation_report(model: nn.Module, example_inputs: Any, *, loss_fn: LossFn 
     rows = {id(m): ModuleRow(names[id(m)], type(m).__name__, depth[id(m)],
                              param_bytes=sum(p.numel() * p.element_size() for p in m.parameters(recurse=False)))
             for m in model.modules()}
-    excluded_params = {k[0] for t in [*model.parameters(), *model.buffers()] if (k := _storage_key(t))}
+    excluded_params = {k[0] for t in [*model.parameters(), *model.buffers()] if (k := storage_key(t))}
     excluded_inputs = {k[0] for t in tree_leaves((args, kwargs))
-                       if isinstance(t, torch.Tensor) and (k := _storage_key(t))}
+                       if isinstance(t, torch.Tensor) and (k := storage_key(t))}
     stack: list[int] = []
     saved: dict[int, tuple[int, int]] = {}  # storage -> (bytes, module id)
     apart = {"param": 0, "input": 0}
     seen_apart: set[int] = set()
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        key = _storage_key(t)
+        key = storage_key(t)
         owner = stack[-1] if stack else id(model)
         if key is None:
             saved[id(t)] = (t.numel() * t.element_size(), owner)

@@ -9,6 +9,8 @@ from typing import Any
 
 import torch
 
+from pitstop._document import Rendered
+
 
 @dataclass
 class InputCheck:
@@ -30,7 +32,7 @@ class InputCheck:
 
 
 @dataclass
-class GradientCheck:
+class GradientCheck(Rendered):
     """``gradcheck`` and ``gradgradcheck`` in float64, per input."""
 
     ok: bool
@@ -44,9 +46,7 @@ class GradientCheck:
         return [str(i) for i in self.inputs] + self.messages
 
     def __str__(self) -> str:
-        from pitstop import report
-
-        return report.text(self.to_dict()).rstrip("\n")
+        return self.table().rstrip("\n")
 
     def to_dict(self, environment: dict[str, Any] | None = None, **about: Any) -> dict[str, Any]:
         """The JSON document (``kind: gradcheck``); ``about`` adds fields such as ``function``."""

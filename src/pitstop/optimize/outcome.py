@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pitstop.bench.stages import Outcome, Stage
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.engine.measurement import Measurement
+from pitstop.engine.stages import Outcome, Stage
 from pitstop.optimize.settings import START
 
 __all__ = ["SearchOutcome", "Stage", "complexity", "config_of"]

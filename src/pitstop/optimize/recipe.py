@@ -3,7 +3,6 @@ files ``--save`` writes: recipe.py, recipe.json and, for ONNX Runtime, model.onn
 
 from __future__ import annotations
 
-import ast
 import json
 from pathlib import Path
 from typing import Any, Protocol
@@ -11,11 +10,10 @@ from typing import Any, Protocol
 import torch
 
 from pitstop.bench.variants.config import VariantConfig
-from pitstop.bench.variants.handlers import Target, build, recipe_source
-from pitstop.engine.fingerprint import CHECK_SOURCE, check_call
+from pitstop.bench.variants.handlers import Target, recipe_source
+from pitstop.engine.recipe import build, checked, factory_code
 from pitstop.engine.source import ModuleSource, SpecSource
 from pitstop.models.inputs import DEFAULT_INT_RANGE, DTYPES, InputSpec
-from pitstop.models.zoo import ZOO
 
 
 class Reported(Protocol):
@@ -35,7 +33,7 @@ def full_recipe(config: VariantConfig, target: Target, threads: int, source: Spe
     text = checked(recipe_source(config, target, threads, header))
     if not isinstance(source, SpecSource):
         return text
-    built = build_code(source, measured_on)
+    built = factory_code(source, measured_on)
     spec = source.input_spec or source.spec.default_input_spec()
     if built is None:
         return text
@@ -49,42 +47,6 @@ def full_recipe(config: VariantConfig, target: Target, threads: int, source: Spe
             f"    fast = apply(model, example)\n"
             f"    out = fast(*example)\n"
             f"    print(type(out).__name__, getattr(out, 'shape', ''))\n")
-
-
-def checked(source: str) -> str:
-    """Generated code is parsed before it is executed or written: a string that escaped its
-    quotes would surface here as a bug, not as code run in the user's process."""
-    try:
-        ast.parse(source)
-    except SyntaxError as exc:
-        raise RuntimeError(f"pitstop generated a recipe that does not parse (line {exc.lineno}): "
-                           f"{exc.msg}; please report it") from None
-    return source
-
-
-def build_code(source: SpecSource, measured_on: dict[str, str] | None = None) -> str | None:
-    spec = source.spec
-    if spec.kind == "zoo":
-        recipe_build = ZOO[spec.target].recipe_build
-        return recipe_build() if recipe_build else None
-    args = "batch_size=BATCH_SIZE" if spec.takes_batch_size() else ""
-    call = f"getattr(module, {spec.factory!r})({args})"  # every user string quoted with repr
-    check = check_call(measured_on)
-    if spec.kind == "file":
-        load = (f"    import importlib.util\n\n{check}"
-                f"    path = {str(Path(spec.target).resolve())!r}\n"
-                f"    module_spec = importlib.util.spec_from_file_location('user_model', path)\n"
-                f"    module = importlib.util.module_from_spec(module_spec)\n"
-                f"    module_spec.loader.exec_module(module)\n"
-                f"    return {call}\n")
-    else:
-        load = (f"    import importlib\n\n{check}    module = importlib.import_module({spec.target!r})\n"
-                f"    return {call}\n")
-    checker = CHECK_SOURCE.lstrip("\n") + "\n\n" if measured_on else ""
-    return (f"{checker}def factory():\n    \"\"\"The user's factory: a module, or (module, example_inputs).\"\"\"\n"
-            f"{load}\n\n"
-            "def build():\n    value = factory()\n"
-            "    return value[0] if isinstance(value, (tuple, list)) else value\n")
 
 
 def _factory_example_code(batch_size: int) -> str:

@@ -12,10 +12,10 @@ from typing import Any, ClassVar
 from torch import nn
 
 from pitstop._document import envelope
-from pitstop.bench.result import BenchResult, row_document
-from pitstop.bench.stages import StagedReport
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.engine.measurement import Measurement
+from pitstop.engine.result import Rows, row_document
+from pitstop.engine.stages import StagedReport
 from pitstop.optimize.search import START, SearchOutcome, Stage
 
 
@@ -47,7 +47,7 @@ class OptimizeReport(StagedReport):
         """The chosen config (the start point when nothing beat it)."""
         return self.outcome.winner_config
 
-    def reference_stage(self) -> BenchResult | None:
+    def reference_stage(self) -> Rows | None:
         """The stage that measured the grad-mode references (where published claims are checked)."""
         return next((s.result for s in self.stages if s.result.row("eval+grad", self.settings["batch_size"])),
                     None)
@@ -158,12 +158,11 @@ def optimize_document(report: OptimizeReport) -> dict[str, Any]:
     probe = report.reference_stage()
     claims = []
     if probe is not None and report.claims_key:
-        probe.claims_key = report.claims_key
         claims = [{"claim": c.claim.text, "source": c.claim.source, "variant": c.claim.variant,
                    "baseline": c.claim.baseline, "batch_size": c.batch_size,
                    "claimed_time_cut": [c.claim.low, c.claim.high], "measured_time_cut": c.measured,
                    "measured_ci95": list(c.ci95) if c.ci95 else None, "verdict": c.verdict}
-                  for c in check_claims(probe)]
+                  for c in check_claims(probe, report.claims_key)]
     return envelope(
         "optimize", report.environment, model=report.model, settings=report.settings,
         baseline=START.name, complete=report.outcome.complete, interrupted=report.outcome.interrupted,

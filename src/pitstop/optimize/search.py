@@ -17,11 +17,11 @@ from typing import Any
 
 from pitstop._env import physical_cores
 from pitstop.bench.group import GroupPlan, GroupRunner, OnEvent, Source
-from pitstop.bench.result import BenchResult
-from pitstop.bench.stages import StagedSearch
 from pitstop.bench.variants.config import BASELINE, VariantConfig
 from pitstop.bench.variants.handlers import gate
 from pitstop.engine.measurement import Measurement
+from pitstop.engine.result import Rows
+from pitstop.engine.stages import StagedSearch
 from pitstop.engine.timer import TimingPolicy
 from pitstop.optimize.outcome import SearchOutcome, Stage, complexity, config_of
 from pitstop.optimize.settings import AXES, START, Objective, OptimizeSettings
@@ -190,7 +190,7 @@ class Search(StagedSearch):
                first: bool = False, plan: GroupPlan | None = None) -> Stage:
         """One group under ``policy``; ``plan`` (default: one replica each, no memory) says the rest."""
         plan = replace(plan or GroupPlan(replicas=1, memory=False), policy=policy, deadline=self.t0 + self.limit_s)
-        result = BenchResult(model=self.source.name, inputs={}, settings={}, environment=self.env,
+        result = Rows(model=self.source.name, inputs={}, settings={}, environment=self.env,
                              baseline=START.name)
         stage = Stage(name, result)
         self.outcome.stages.append(stage)

@@ -12,8 +12,9 @@ from functools import cached_property
 from typing import Any, Literal
 
 from pitstop._settings import normalise
-from pitstop.bench.settings import BenchSettings, RunSettings
+from pitstop.bench.settings import BenchSettings
 from pitstop.bench.variants.config import VariantConfig
+from pitstop.engine.settings import RunSettings
 from pitstop.engine.source import Source, resolve_device
 from pitstop.errors import SettingError
 

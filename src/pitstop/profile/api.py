@@ -156,7 +156,7 @@ class Profiler:
         return "pitstop train " + shlex.join(self.command)
 
     def _make_report(self, distributed: bool = True, calibrate: bool = True) -> ProfileReport:
-        from pitstop._env import cpu_flags, physical_cores
+        from pitstop._env import native_bf16, physical_cores
 
         summary = summarize_steps(self.timer.steps, self.timer.seen, self.timer.tail_eval_s, calibrate)
         step_ms, phases = summary.step_ms, summary.phases
@@ -164,7 +164,7 @@ class Profiler:
         syncs = self.syncs.rows()
         native = self.settings.native_bf16
         if native is None:
-            native = _native_bf16(self.observed.device, cpu_flags())
+            native = native_bf16(self.observed.device)
         facts = Facts(shares, syncs, self.observed, native, self.settings.physical_cores or physical_cores(),
                       bool(torch.backends.cudnn.benchmark), step_ms["median"] or 0.0, self.train_command(),
                       summary.page_faults)
@@ -188,13 +188,6 @@ class Profiler:
             "CUDA events" if self.timer.clock.device == "cuda" else "wall clock", self.script, exit_,
             list(self.session.internal), evaluation=summary.evaluation, stalls=summary.stalls, distributed=job,
             comm_wait_ms=self.comm.median_ms(), comm=self.comm.comm(), page_faults=summary.page_faults)
-
-
-def _native_bf16(device: str, flags: list[str]) -> bool:
-    """Whether this hardware computes in bfloat16 natively (Ampere+ GPUs; CPUs with AVX512-BF16 or AMX)."""
-    if device == "cuda":
-        return torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
-    return any(f in flags for f in ("avx512_bf16", "amx_bf16"))
 
 
 def profile(model: nn.Module | None = None, optimizer: torch.optim.Optimizer | None = None,

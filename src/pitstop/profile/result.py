@@ -18,14 +18,14 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from pitstop._document import envelope
+from pitstop._document import Rendered, envelope
 from pitstop.profile import faults as _faults
 from pitstop.profile.phases import PHASES, StepTimes
 from pitstop.stats import median_ci
 
 
 @dataclass
-class ProfileReport:
+class ProfileReport(Rendered):
     """Step time, phases, syncs, top ops and the verdict of one profiled run (``to_dict``: the JSON)."""
 
     step_ms: dict[str, Any]  # {"median", "ci95": [lo, hi], "n"}; median None when no step was measured
@@ -73,21 +73,6 @@ class ProfileReport:
                 "script", "exit", "internal", "environment", "evaluation", "stalls", "distributed", "comm_wait_ms",
                 "comm", "page_faults")
         return cls(**{k: d[k] for k in keys if k in d and d[k] is not None})
-
-    def table(self) -> str:
-        """The terminal report (``pitstop.report`` renders the JSON document)."""
-        from pitstop import report
-
-        return report.text(self.to_dict())
-
-    def __str__(self) -> str:
-        return self.table()
-
-    def _repr_html_(self) -> str:
-        from pitstop import report
-
-        return report.fragment(self.to_dict())
-
 
 STALL_RATIO, STALL_MADS = 3.0, 10.0  # a stall: over 3x the median step and 10 MADs above it
 

@@ -193,13 +193,13 @@ def _reference(job: dict[str, Any], info: dict[str, Any], module: nn.Module, inp
                workdir: Path, device: torch.device) -> dict[str, Any]:
     """The fp32 reference: one naive step per seed (0 and 1), its loss finite, its gradients; the
     target of the variants; the payload."""
-    from pitstop.bench.variants.handlers import Target
+    from pitstop._env import has_compiler, native_bf16, physical_cores
     from pitstop.train.recipe import recipe_source
 
     loss, optimizer = LossSpec.from_dict(info["loss"]), OptimizerSpec.from_dict(info["optimizer"])
-    found = Target.detect(job["device"], module, [t.dim() for t in inputs.tensors()])
-    target_ = TrainTarget(device=found.device, native_bf16=found.native_bf16, compiler=found.compiler,
-                          physical_cores=found.physical_cores, has_4d_input=found.has_4d_input,
+    device = "cuda" if job["device"].startswith("cuda") else "cpu"
+    target_ = TrainTarget(device=device, native_bf16=native_bf16(device), compiler=has_compiler(),
+                          physical_cores=physical_cores(), has_4d_input=any(t.dim() == 4 for t in inputs.tensors()),
                           batch_size=info["batch_size"], optimizer_flags=optimizer.flags)
     batch = (_batch_inputs(inputs), target)
     recipe = recipe_source(NAIVE, target_, int(job["threads"]), optimizer, loss, batch_dim=int(job.get("batch_dim", 0)))
@@ -258,7 +258,7 @@ def _batch_inputs(inputs: Inputs) -> Any:
 def _step(recipe: str, module: nn.Module, batch: Any, seed: int, workdir: Path
           ) -> tuple[dict[str, torch.Tensor], float]:
     """One naive training step from ``module``'s weights: the gradients by name and the loss."""
-    from pitstop.bench.variants.handlers import build
+    from pitstop.engine.recipe import build
 
     threads = torch.get_num_threads()
     ns = build(recipe, workdir / "reference.py", name="pitstop_train_reference")

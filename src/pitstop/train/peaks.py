@@ -9,7 +9,6 @@ own float32 matmul precision (TF32 where the script allows it)."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from typing import Any
 
@@ -74,17 +73,14 @@ def _cuda_peak(dtype: torch.dtype, device: str, sizes: tuple[int, ...] = CUDA_SI
 
 def machine(device: str = "cpu") -> dict[str, Any]:
     """The matmul peaks (fp32 and, where native, bf16) and the facts the gates need."""
-    from pitstop._env import cpu_flags, physical_cores
+    from pitstop._env import has_compiler, native_bf16, physical_cores
 
-    if device.startswith("cuda"):
-        native = torch.cuda.is_available() and torch.cuda.get_device_capability() >= (8, 0)
-    else:
-        native = any(f in cpu_flags() for f in ("avx512_bf16", "amx_bf16"))
+    native = native_bf16(device)
     peaks = {"fp32": matmul_peak(torch.float32, device)}
     if native:
         peaks["bf16"] = matmul_peak(torch.bfloat16, device)
     return {"peak_flops": peaks, "native_bf16": native, "threads": torch.get_num_threads(),
-            "compiler": any(shutil.which(c) for c in ("g++", "c++", "clang++")), "physical_cores": physical_cores()}
+            "compiler": has_compiler(), "physical_cores": physical_cores()}
 
 
 def mfu(flops_per_step: float | None, step_s: float | None, precision: str, peaks: dict[str, float]

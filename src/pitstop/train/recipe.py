@@ -11,17 +11,15 @@ file changed since it was measured."""
 
 from __future__ import annotations
 
-import ast
 import json
 import textwrap
 from pathlib import Path
 from typing import Any, Protocol
 
-from pitstop.bench.variants.code import docstring_literal as _docstring
-from pitstop.engine.fingerprint import CHECK_SOURCE, check_call
+from pitstop.engine.recipe import checked, factory_code
+from pitstop.engine.recipe import docstring_literal as _docstring
 from pitstop.engine.source import ModuleSource, SpecSource
 from pitstop.models.inputs import DEFAULT_INT_RANGE, DTYPES, InputSpec, parse_input_spec
-from pitstop.models.zoo import ZOO
 from pitstop.train.config import TrainConfig
 from pitstop.train.problem import LossSpec, OptimizerSpec
 from pitstop.train.variants import TrainTarget, codes
@@ -159,17 +157,6 @@ def recipe_source(config: TrainConfig, target: TrainTarget, threads: int, optimi
     return checked(f"{doc}\n\n" + "\n".join(imports) + "\n\n" + "\n".join(constants) + "\n\n" + body)
 
 
-def checked(source: str) -> str:
-    """Generated code is parsed before it is executed or written: a string that escaped its quotes
-    would surface here as a bug, not as code run in the user's process."""
-    try:
-        ast.parse(source)
-    except SyntaxError as exc:
-        raise RuntimeError(f"pitstop generated a training recipe that does not parse (line {exc.lineno}): "
-                           f"{exc.msg}; please report it") from None
-    return source
-
-
 def details(config: TrainConfig, target: TrainTarget) -> dict[str, Any]:
     """What the config's handlers record about how they ran."""
     found: dict[str, Any] = {}
@@ -186,7 +173,7 @@ def full_recipe(recipe: str, source: SpecSource | ModuleSource, batch_size: int,
     ``target_kind`` and ``fingerprint`` ({path, sha256} of the model's file)."""
     if not isinstance(source, SpecSource):
         return recipe
-    build = _build_code(source, info.get("fingerprint"), bool(info.get("takes_batch_size")))
+    build = factory_code(source, info.get("fingerprint"), bool(info.get("takes_batch_size")))
     if build is None:
         return recipe
     example = _example_code(source, batch_size, info)
@@ -198,31 +185,6 @@ def full_recipe(recipe: str, source: SpecSource | ModuleSource, batch_size: int,
                    f"    batch = example_batch()\n"
                    f"    losses = [float(train_step(model, optimizer, batch)) for _ in range(30)]\n"
                    f'    print(f"loss {{losses[0]:.4f}} -> {{losses[-1]:.4f}} after {{len(losses)}} steps")\n')
-
-
-def _build_code(source: SpecSource, print_: dict[str, str] | None, takes_batch_size: bool) -> str | None:
-    """``factory()`` and ``build()`` (the model alone) as code; every user string through repr."""
-    spec = source.spec
-    if spec.kind == "zoo":
-        recipe_build = ZOO[spec.target].recipe_build
-        return recipe_build() if recipe_build else None
-    args = "batch_size=BATCH_SIZE" if takes_batch_size else ""
-    check = check_call(print_)
-    if spec.kind == "file":
-        path = print_["path"] if print_ else str(Path(spec.target).resolve())
-        load = (f"    import importlib.util\n\n{check}"
-                f"    module_spec = importlib.util.spec_from_file_location('user_model', {path!r})\n"
-                f"    module = importlib.util.module_from_spec(module_spec)\n"
-                f"    module_spec.loader.exec_module(module)\n")
-    else:
-        load = f"    import importlib\n\n{check}    module = importlib.import_module({spec.target!r})\n"
-    return ((CHECK_SOURCE.lstrip("\n") + "\n\n" if print_ else "") +
-            f'def factory():\n    """The factory pitstop measured: a model, or (model, inputs, ...)."""\n{load}'
-            f"    return getattr(module, {spec.factory!r})({args})\n\n\n"
-            "def build():\n"
-            '    """The model alone."""\n'
-            "    value = factory()\n"
-            "    return value[0] if isinstance(value, (tuple, list)) else value\n")
 
 
 def _example_code(source: SpecSource, batch_size: int, info: dict[str, Any]) -> str:

@@ -14,9 +14,9 @@ import torch
 from torch import nn
 
 from pitstop._document import envelope
-from pitstop.bench.result import BenchResult, row_document
-from pitstop.bench.stages import StagedReport
 from pitstop.engine.measurement import Measurement
+from pitstop.engine.result import Rows, row_document
+from pitstop.engine.stages import StagedReport
 from pitstop.train.config import NAIVE_NAME, TrainConfig
 from pitstop.train.search import Stage, TrainOutcome
 
@@ -73,7 +73,7 @@ class TrainReport(StagedReport):
                                run_length=doc["search"].get("run_length") or {})
         for name in dict.fromkeys(r["stage"] for r in doc["results"]):
             rows = [r for r in doc["results"] if r["stage"] == name]
-            result = BenchResult.from_dict({"model": doc["model"], "settings": {}, "environment": doc["environment"],
+            result = Rows.from_dict({"model": doc["model"], "settings": {}, "environment": doc["environment"],
                                             "baseline": NAIVE_NAME, "complete": True, "interrupted": False,
                                             "results": rows})
             meta: dict[str, Any] = next((s for s in doc["search"]["stages"] if s["name"] == name), {})
@@ -106,7 +106,7 @@ class TrainSetup:
         """Set ``model`` up the chosen way (its parameters are trained in place)."""
         import tempfile
 
-        from pitstop.bench.variants.handlers import build
+        from pitstop.engine.recipe import build
 
         with tempfile.TemporaryDirectory(prefix="pitstop-train-recipe-") as tmp:
             ns = build(self.recipe, Path(tmp) / "recipe.py", name="pitstop_train_applied")

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pitstop.bench.result import BenchResult
-from pitstop.bench.stages import Outcome, Stage, StagedSearch
 from pitstop.engine.load import LoadMonitor, merge, stage_drift
 from pitstop.engine.measurement import Measurement
+from pitstop.engine.result import Rows
+from pitstop.engine.stages import Outcome, Stage, StagedSearch
 from pitstop.engine.timer import TimingPolicy
 from pitstop.stats import Ratio, speedup_groups
 from pitstop.train.config import NAIVE, NAIVE_NAME, TrainConfig
@@ -159,7 +159,7 @@ class TrainSearch(StagedSearch):
         probe's ``PROBE_SHARE``, the final's all of it) are skipped."""
         until = PROBE_SHARE if name == "probe" else 1.0
         policy = self._policy(len(configs), share, target, min_samples)
-        result = BenchResult(model=self.source.name, inputs={}, settings={}, environment=self.env,
+        result = Rows(model=self.source.name, inputs={}, settings={}, environment=self.env,
                              baseline=NAIVE_NAME)
         stage = Stage(name, result)
         self.outcome.stages.append(stage)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pitstop._settings import check_numbers
+from pitstop.engine.settings import WorkerSettings
 from pitstop.engine.timer import TimingPolicy
 from pitstop.errors import SettingError
 
@@ -37,33 +37,30 @@ AXIS_OPTIONS: dict[str, tuple[Any, ...]] = {
 
 
 @dataclass(frozen=True)
-class TrainSettings:
-    """Every knob of a train search. Errors name the field (``SettingError``; the CLI says the flag)."""
+class TrainSettings(WorkerSettings):
+    """Every knob of a train search: ``WorkerSettings`` (threads, device, seed, isolate, replicas,
+    timeout_s, worker_env, shared with every measuring run) and train's own. Errors name the field
+    (``SettingError``; the CLI says the flag)."""
 
+    threads: int = field(default_factory=lambda: _cores())  # type: ignore[assignment]  # never None here
+    replicas: int = 2  # worker processes per finalist
     batch_size: int | None = None  # None: the factory's own batch, else the zoo's largest (settled by inspection)
-    threads: int = field(default_factory=lambda: _cores())
-    device: str = "cpu"
-    seed: int = 0
     time_budget_s: float = 300.0
     steps: int | None = None  # the planned run length: compile must pay for itself within it
     trajectory_steps: int = 20  # the loss after this many steps is judged (at least 20)
     seeds: int = 3  # fp32 reference runs whose spread makes the band
     tolerance: float = 0.05  # the band is widened by this share of the reference's loss decrease
-    replicas: int = 2  # worker processes per finalist
-    isolate: bool = True
-    timeout_s: float = 300.0  # one worker request (compile, a trajectory) longer than this fails the variant
     techniques: tuple[str, ...] = TECHNIQUES  # AXIS or AXIS=OPTION (narrowed to that option: ``only``)
     memory_budget_bytes: int | None = None  # checkpointing and micro-batches are tried to fit it
     batch_dim: int = 0  # the batch dimension of the inputs and the target (1 for sequence-first batches)
     nproc_per_node: int = 1  # a script: each variant a torchrun job of this many ranks
     policy: TimingPolicy = field(default_factory=TimingPolicy)
-    worker_env: tuple[tuple[str, str], ...] = ()
     allow_emulated: bool = False  # measure (and edit) a precision this hardware only emulates, saying so
     only: tuple[tuple[str, str], ...] = ()  # techniques narrowed to some options: ("precision", "fp16-autocast")
     # from a ``techniques`` entry "precision=fp16-autocast" (the GPU benchmark's fp16 path where bf16 would win)
 
     def __post_init__(self) -> None:
-        check_numbers(self)
+        super().__post_init__()
         for name in ("threads", "replicas", "seeds", "trajectory_steps", "nproc_per_node"):
             _positive_int(name, getattr(self, name))
         for name in ("batch_size", "steps", "memory_budget_bytes"):
@@ -80,8 +77,6 @@ class TrainSettings:
             raise SettingError("seeds", f"must be at least 2 (the reference's spread needs two runs), got {self.seeds}")
         if not isinstance(self.tolerance, int | float) or not 0 <= self.tolerance <= 1:
             raise SettingError("tolerance", f"must be a share of the loss decrease in [0, 1], got {self.tolerance!r}")
-        if not isinstance(self.timeout_s, int | float) or self.timeout_s <= 0:
-            raise SettingError("timeout_s", f"must be positive, got {self.timeout_s!r}")
         techniques, only = _narrowed(self.techniques)
         object.__setattr__(self, "techniques", techniques)
         object.__setattr__(self, "only", tuple(self.only) + only)

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pitstop.bench.stages import Stage
 from pitstop.engine.measurement import Measurement
+from pitstop.engine.stages import Stage
 from pitstop.stats import Ratio, speedup_groups
 from pitstop.train.config import NAIVE_NAME, TrainConfig
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import torch
 
-from pitstop.bench.variants.handlers import build
-from pitstop.bench.worker import CudaEventTimer, load_module
-from pitstop.bench.worker import serve as serve_session
+from pitstop.engine.peak import peak_bytes
+from pitstop.engine.recipe import build
 from pitstop.engine.timer import CallTimer, TimingPolicy
-from pitstop.memory.peak import peak_bytes
+from pitstop.engine.worker import CudaEventTimer, load_module
+from pitstop.engine.worker import serve as serve_session
 from pitstop.train.clock import InStep
 from pitstop.train.fidelity import gradient_report
 

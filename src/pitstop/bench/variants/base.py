@@ -4,7 +4,6 @@ to the recipe, and the ``Technique`` base class (one subclass per axis, one file
 from __future__ import annotations
 
 import importlib.util
-import shutil
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -68,7 +67,7 @@ class Target:
         """The target as found here, for this model and its inputs."""
         import torch
 
-        from pitstop._env import cpu_flags, physical_cores
+        from pitstop._env import cpu_flags, has_compiler, physical_cores
 
         providers: tuple[str, ...] = ()
         if importlib.util.find_spec("onnxruntime") is not None:
@@ -86,7 +85,7 @@ class Target:
             quant_api="torchao" if importlib.util.find_spec("torchao") is not None else "torch.ao",
             bf16_cuda=device.startswith("cuda") and torch.cuda.is_bf16_supported(),
             ort_providers=providers, onnx_installed=importlib.util.find_spec("onnx") is not None,
-            compiler=any(shutil.which(c) for c in ("g++", "c++", "clang++")),
+            compiler=has_compiler(),
         )
 
     @property

@@ -8,6 +8,8 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING
 
+from pitstop.engine.recipe import docstring_literal
+
 if TYPE_CHECKING:
     from pitstop.bench.variants.base import Code
     from pitstop.bench.variants.config import VariantConfig
@@ -166,11 +168,3 @@ def apply(model, example_args=(), example_kwargs=None):
 
 def _indent(lines: list[str]) -> str:
     return textwrap.indent("\n".join(lines), "    ")
-
-
-def docstring_literal(text: str) -> str:
-    """A docstring literal for ``text``: triple-quoted where that is safe, else ``repr`` (a model
-    spec with quotes, backslashes or control characters must not end the string or inject code)."""
-    plain = '"""' not in text and "\\" not in text and not text.endswith('"') \
-        and text.replace("\n", "").isprintable()
-    return f'"""{text}"""' if plain else repr(text)

@@ -10,13 +10,11 @@ source, so the paste-able recipe is, byte for byte, what was measured."""
 
 from __future__ import annotations
 
-import linecache
 from pathlib import Path
 from typing import Any
 
 from torch import nn
 
-from pitstop._optional import quiet_torchao
 from pitstop.bench.variants.base import Code, Target, Technique
 from pitstop.bench.variants.code import render
 from pitstop.bench.variants.compile import Compile
@@ -27,6 +25,7 @@ from pitstop.bench.variants.precision import Precision
 from pitstop.bench.variants.quant import Quant
 from pitstop.bench.variants.runtime import Runtime
 from pitstop.bench.variants.threads import Threads
+from pitstop.engine.recipe import build
 from pitstop.models.inputs import Inputs
 
 __all__ = ["TECHNIQUES", "Code", "Target", "Technique", "apply", "build", "details", "gate", "recipe_source"]
@@ -52,16 +51,6 @@ def recipe_source(config: VariantConfig, target: Target, threads: int, header: s
     """A self-contained Python module that applies ``config`` to a model without pitstop."""
     codes = [t.code(config, target) for t in TECHNIQUES]
     return render(config, target.device, threads, codes, header, ort=config.runtime == "onnxruntime")
-
-
-def build(source: str, path: Path, name: str = "pitstop_recipe") -> dict[str, Any]:
-    """Execute recipe source as if it were the file ``path`` (tracebacks show its lines)."""
-    filename = str(path)
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict[str, Any] = {"__name__": name, "__file__": filename}
-    quiet_torchao()  # an int8 recipe imports torchao
-    exec(compile(source, filename, "exec"), namespace)
-    return namespace
 
 
 def apply(config: VariantConfig, target: Target, threads: int, module: nn.Module, example: Inputs,

@@ -6,14 +6,14 @@ variant's break-even, JSON text and rendering). Each search keeps its own candid
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from pitstop.bench.result import BenchResult
+from pitstop._document import Rendered
 from pitstop.engine.measurement import Measurement
+from pitstop.engine.result import Rows
 from pitstop.engine.timer import TimingPolicy
 from pitstop.stats import Ratio
 
@@ -26,7 +26,7 @@ class Stage:
     """One interleaved group of a search: its rows compare with the baseline measured alongside."""
 
     name: str  # probe | combine | final | sweep
-    result: BenchResult
+    result: Rows
     elapsed_s: float = 0.0  # wall time of the stage: start-up, compilation, profiling and timing
     load: dict[str, Any] = field(default_factory=dict)  # the machine's load meanwhile (engine/load.py)
 
@@ -109,7 +109,7 @@ class StagedSearch:
         return kept, replicas
 
 
-class StagedReport:
+class StagedReport(Rendered):
     """A report dataclass over an ``outcome`` of stages; ``BASELINE`` names the row every stage
     measures alongside (speed-ups and break-evens are against it)."""
 
@@ -155,21 +155,3 @@ class StagedReport:
 
     def to_dict(self) -> dict[str, Any]:
         raise NotImplementedError
-
-    def to_json(self, indent: int | None = 2) -> str:
-        """The JSON document as text."""
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
-
-    def table(self) -> str:
-        """The plain-text report (``pitstop.report`` renders the JSON document)."""
-        from pitstop import report
-
-        return report.text(self.to_dict())
-
-    def __str__(self) -> str:
-        return self.table()
-
-    def _repr_html_(self) -> str:
-        from pitstop import report
-
-        return report.fragment(self.to_dict())

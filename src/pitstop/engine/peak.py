@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 
-def _storage_key(t: torch.Tensor) -> tuple[int, int] | None:
+def storage_key(t: torch.Tensor) -> tuple[int, int] | None:
     try:
         storage = t.untyped_storage()
         return storage.data_ptr(), storage.nbytes()
@@ -26,11 +26,11 @@ def activation_bytes(fn: Callable[[], Any], exclude: Iterable[torch.Tensor] = ()
     """Bytes of tensors autograd saves for backward during ``fn()``, deduplicated by storage.
 
     Tensors whose storage is in ``exclude`` (parameters, buffers, inputs) are not activations."""
-    excluded = {k[0] for k in map(_storage_key, exclude) if k is not None}
+    excluded = {k[0] for k in map(storage_key, exclude) if k is not None}
     saved: dict[int, int] = {}
 
     def pack(t: torch.Tensor) -> torch.Tensor:
-        key = _storage_key(t)
+        key = storage_key(t)
         if key is None:
             saved[id(t)] = t.numel() * t.element_size()
         elif key[0] not in excluded:
