@@ -3,9 +3,11 @@
 cycle in the design, and ``importlib.import_module("pitstop...")`` strings, literal or an
 f-string's leading text), and the tests fail on any import cycle between modules (no whitelist),
 on ``pitstop.report`` importing a capability (it renders documents, it imports no result class),
-on a module outside ``cli/`` importing ``pitstop.report`` at module level, on ``engine/`` or ``hooks/``
-importing a capability, on rich outside ``report/`` and ``cli/_output.py``, and on an import of another
-package's ``_private`` name."""
+on a module outside ``cli/`` importing ``pitstop.report`` at all (values render through the renderer
+``pitstop/__init__`` registers), on ``engine/`` or ``hooks/`` importing a capability, on a capability
+importing another's modules (peers use each other's public package only; optimize over bench is the
+one stated exception), on rich outside ``report/`` and ``cli/_output.py``, and on an import of
+another package's ``_private`` name."""
 
 from __future__ import annotations
 
@@ -184,14 +186,46 @@ def test_the_engine_and_the_hooks_import_no_capability(module: str) -> None:
     assert bad == [], f"{module} imports {bad}: the engine and the hooks are under the capabilities"
 
 
+# the layers: cli on top; the capabilities, peers; under them engine (measuring, launching), hooks (the
+# run-time session and its adapters), report (rendering) and models; the shared bottom modules
+LAYERS = {"cli", "engine", "hooks", "report", "models"}
+CAPABILITIES = {"bench", "optimize", "generate", "train", "profile", "doctor", "data", "memory", "numerics", "lint",
+                "compare"}
+# the one stated exception: optimize is bench's search (it measures bench's variants with bench's group,
+# fidelity check and settings); generate, train and the rest stand on the engine alone
+PEER_EXCEPTIONS = {("optimize", "bench")}
+
+
+def test_every_package_is_a_layer_or_a_capability() -> None:
+    packages = {_capability(m) for m, p in MODULES.items() if m.count(".") == 1 and p.name == "__init__.py"}
+    assert packages - LAYERS - CAPABILITIES == set(), "a new package: add it to LAYERS or CAPABILITIES"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _capability(m) in CAPABILITIES))
+def test_capabilities_are_peers(module: str) -> None:
+    # a capability may use another's public API (its package: ``from pitstop.memory import checkpoint``),
+    # as a user would, never its modules; what two capabilities share belongs in engine/ or hooks/
+    mine = _capability(module)
+    bad = [(m, line) for m, _, line, _ in imports(module)
+           if (other := _capability(m)) in CAPABILITIES and other != mine and (mine, other) not in PEER_EXCEPTIONS
+           and _target(m) != f"pitstop.{other}"]
+    assert bad == [], f"{module} imports another capability's modules {bad}: move what they share to engine/ or hooks/"
+
+
+def test_the_peer_rule_finds_a_capability_reaching_into_another() -> None:
+    found = read_imports("from pitstop.doctor.script import run_script\nfrom pitstop.memory import checkpoint\n",
+                         "pitstop.profile.script", False)
+    reached = [m for m, _, _, _ in found if _target(m) != f"pitstop.{_capability(m)}"]
+    assert reached == ["pitstop.doctor.script"]
+
+
 @pytest.mark.parametrize("module", sorted(MODULES))
-def test_only_cli_imports_renderers_at_module_level(module: str) -> None:
+def test_only_cli_imports_renderers(module: str) -> None:
     if _capability(module) in ("cli", "report"):
         return
-    bad = [(m, line) for m, _, line, top in imports(module)
-           if top and (m == "pitstop.report" or m.startswith("pitstop.report."))]
-    assert bad == [], f"{module} imports a renderer at module level: {bad}; call report.text(self.to_dict()) " \
-                      "inside the method"
+    bad = [(m, line) for m, _, line, _ in imports(module) if m == "pitstop.report" or m.startswith("pitstop.report.")]
+    assert bad == [], f"{module} imports a renderer: {bad}; a value's document renders through " \
+                      "pitstop._document.Rendered (the renderer registers itself)"
 
 
 def test_no_rich_outside_report_and_the_cli_output() -> None:

@@ -73,7 +73,7 @@ def test_outputs_land_where_asked_when_the_script_changes_directory(tmp_path):
     assert f"JSON written to {tmp_path / 'jp.json'}" in proc.stdout
 
 
-# the doctor and the profile share one child launcher (pitstop.scripts): where a case costs a wait of
+# the doctor and the profile share one child launcher (pitstop.hooks.child): where a case costs a wait of
 # its own (a timeout, a kill mid-run) the doctor's side runs under -m slow
 DOCTOR_SLOW = pytest.param("doctor", marks=pytest.mark.slow)
 
@@ -259,7 +259,7 @@ def test_snapshots_back_off_to_one_percent_of_the_run_and_the_report_says_what_t
     import time
     from multiprocessing import Pipe
 
-    from pitstop.scripts.child import Channel
+    from pitstop.hooks.child import Channel
 
     mine, theirs = Pipe()
     channel = Channel(mine, 0.0)
@@ -285,7 +285,7 @@ def test_under_torchrun_only_rank_0_sends_snapshots(monkeypatch):
     still sent (the exit code and the gathered summary travel with it)."""
     from multiprocessing import Pipe
 
-    from pitstop.scripts.child import Channel
+    from pitstop.hooks.child import Channel
 
     for rank, sent in (("1", 0), ("0", 1)):
         monkeypatch.setenv("RANK", rank)

@@ -81,7 +81,8 @@ def _doctor(args: argparse.Namespace) -> int:
     output = Output(args.json, args.html)  # before the run: a bad path must not cost the script's exit code
     with flag_errors():
         select, ignore = run_time_codes([args.select], "select"), run_time_codes([args.ignore], "ignore")
-    job = {"command": "doctor", "script": args.script, "args": list(args.args), "guard": args.guard,
+    job = {"command": "doctor", "runner": "pitstop.doctor.child",
+           "script": args.script, "args": list(args.args), "guard": args.guard,
            "sync_every": args.sync_every, "select": select, "ignore": ignore}
     found: list[dict[str, Any]] = []
 

@@ -64,5 +64,6 @@ def _profile(args: argparse.Namespace) -> int:
     trace = check_trace_dir(args.trace) if args.trace else None
     with flag_errors():
         settings = ProfileSettings(wait=args.wait, active=args.active, drill_down=not args.no_drill_down, trace=trace)
-    job = {"command": "profile", "script": args.script, "args": list(args.args), "settings": vars(settings)}
+    job = {"command": "profile", "runner": "pitstop.profile.child", "script": args.script, "args": list(args.args),
+           "settings": vars(settings)}
     return finish_script_run(output, job, args.timeout_s)

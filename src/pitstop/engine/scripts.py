@@ -19,7 +19,12 @@ from pitstop.errors import UsageError
 
 WAKE_S = 1.0  # the waiting parent wakes at most once a second (a DDP rank's core is shared with it: its
 # wake-ups delay that rank, and every other rank waits for it in the all-reduce)
-CHILD = "pitstop.scripts.child"
+# `pitstop train SCRIPT`'s own options: after a script's path they are pitstop's (a script's option of the
+# same name goes after `--`); train's parser and `pitstop profile`'s next command read them here
+TRAIN_SCRIPT_OPTIONS = ("--time-budget-s", "--steps", "--techniques", "--trajectory-steps", "--tolerance", "--threads",
+                        "--seed", "--replicas", "--timeout-s", "--worker-env", "--json", "--html", "--patch",
+                        "--nproc-per-node")
+CHILD = "pitstop.hooks.child"
 
 
 def check_script(path: str) -> Path:
@@ -49,7 +54,7 @@ class ChildOutcome:
 
 def run_child(job: dict[str, Any], *, stdout_to_stderr: bool = False, timeout_s: float | None = None,
               env: dict[str, str] | None = None) -> ChildOutcome:
-    """Run ``job`` (``{"command": "doctor" | "profile", "script", "args", ...}``) in a child
+    """Run ``job`` (``{"command": "doctor" | "profile", "runner": its module, "script", "args", ...}``) in a child
     process and wait for it. The child shares the terminal's process group: Ctrl-C reaches the
     script, which ends the run and sends its report; a second Ctrl-C stops the child."""
     parent, child = socket.socketpair()

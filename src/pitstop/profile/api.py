@@ -148,7 +148,7 @@ class Profiler:
 
         if not self.command:
             return "pitstop train YOUR_TRAINING_SCRIPT.py"
-        from pitstop.train.settings import SCRIPT_OPTIONS as ours
+        from pitstop.engine.scripts import TRAIN_SCRIPT_OPTIONS as ours
 
         script, *args = self.command
         if any(a.split("=", 1)[0] in ours for a in args):  # the script's own --steps: after `--`, not pitstop's

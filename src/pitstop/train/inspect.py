@@ -197,8 +197,8 @@ def _reference(job: dict[str, Any], info: dict[str, Any], module: nn.Module, inp
     from pitstop.train.recipe import recipe_source
 
     loss, optimizer = LossSpec.from_dict(info["loss"]), OptimizerSpec.from_dict(info["optimizer"])
-    device = "cuda" if job["device"].startswith("cuda") else "cpu"
-    target_ = TrainTarget(device=device, native_bf16=native_bf16(device), compiler=has_compiler(),
+    kind = "cuda" if job["device"].startswith("cuda") else "cpu"
+    target_ = TrainTarget(device=kind, native_bf16=native_bf16(kind), compiler=has_compiler(),
                           physical_cores=physical_cores(), has_4d_input=any(t.dim() == 4 for t in inputs.tensors()),
                           batch_size=info["batch_size"], optimizer_flags=optimizer.flags)
     batch = (_batch_inputs(inputs), target)
@@ -281,7 +281,7 @@ def _checkpoint_blocks(job: dict[str, Any], module: nn.Module, inputs: Inputs) -
     budget is given and the model has blocks; else none (the axis is skipped)."""
     if not job.get("memory_budget") or "checkpoint" not in job.get("techniques", ()):
         return ()
-    from pitstop.memory.checkpointing import checkpoint, uncheckpoint
+    from pitstop.memory import checkpoint, uncheckpoint  # the memory capability's public API
 
     model = copy.deepcopy(module).train()
     try:

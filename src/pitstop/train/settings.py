@@ -6,15 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pitstop.engine.scripts import TRAIN_SCRIPT_OPTIONS as SCRIPT_OPTIONS  # pitstop train SCRIPT's own options
 from pitstop.engine.settings import WorkerSettings
 from pitstop.engine.timer import TimingPolicy
 from pitstop.errors import SettingError
 
-# pitstop's own options of script mode: after a script's path they are pitstop's (a script's option of
-# the same name goes after `--`); the CLI's parser and `pitstop profile`'s next command read them
-SCRIPT_OPTIONS = ("--time-budget-s", "--steps", "--techniques", "--trajectory-steps", "--tolerance", "--threads",
-                  "--seed", "--replicas", "--timeout-s", "--worker-env", "--json", "--html", "--patch",
-                  "--nproc-per-node")
 # the techniques (axes of a training variant), listed once: what a search may vary, and what each kind
 # of run varies unless told (``--techniques``, the API's ``techniques=``). A script's micro-batches and
 # checkpointing are not edited into it; a model spec has no DataLoader and no DDP job
@@ -42,7 +38,7 @@ class TrainSettings(WorkerSettings):
     timeout_s, worker_env, shared with every measuring run) and train's own. Errors name the field
     (``SettingError``; the CLI says the flag)."""
 
-    threads: int = field(default_factory=lambda: _cores())  # type: ignore[assignment]  # never None here
+    threads: int = field(default_factory=lambda: _cores())  # never None here
     replicas: int = 2  # worker processes per finalist
     batch_size: int | None = None  # None: the factory's own batch, else the zoo's largest (settled by inspection)
     time_budget_s: float = 300.0

@@ -10,20 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from pitstop._optional import require
-from pitstop.doctor.adapters.base import Watching
 
-_transformers = require("transformers", "pitstop.doctor.adapters.hf")
+require("transformers", "pitstop.doctor.adapters.hf")  # the error names what the user imported
 
-
-class WatchingCallback(Watching, _transformers.TrainerCallback):  # type: ignore[name-defined,misc,unused-ignore]
-    """A watcher over ``trainer.train()``: attached when training begins, published when it ends."""
-
-    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None,
-                       **kwargs: Any) -> None:
-        self.start(model, optimizer)
-
-    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        self.finish()
+from pitstop.hooks.adapters.hf import WatchingCallback  # noqa: E402
 
 
 class DoctorCallback(WatchingCallback):

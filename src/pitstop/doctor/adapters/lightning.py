@@ -11,23 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from pitstop._optional import require
-from pitstop.doctor.adapters.base import Watching
 
-_L = require("lightning", "pitstop.doctor.adapters.lightning")
+require("lightning", "pitstop.doctor.adapters.lightning")  # the error names what the user imported
 
-
-class WatchingCallback(Watching, _L.pytorch.Callback):  # type: ignore[name-defined,misc,unused-ignore]
-    """A watcher over ``trainer.fit``: attached at fit start, detached and published at its end
-    or on an exception."""
-
-    def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
-        self.start(pl_module, more=trainer.optimizers)
-
-    def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
-        self.finish()
-
-    def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
-        self.fail(exception)
+from pitstop.hooks.adapters.lightning import WatchingCallback  # noqa: E402
 
 
 class DoctorCallback(WatchingCallback):

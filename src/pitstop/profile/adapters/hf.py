@@ -2,13 +2,17 @@
 
 Attaches on ``on_train_begin`` (the model and the Trainer's optimizer registered) and prints the
 report on ``on_train_end``; the report stays on ``callback.report``. The callback is the
-doctor's (``pitstop.doctor.adapters.hf.WatchingCallback``) watching a ``Profiler``."""
+shared one (``pitstop.hooks.adapters.hf.WatchingCallback``) watching a ``Profiler``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pitstop.doctor.adapters.hf import WatchingCallback
+from pitstop._optional import require
+
+require("transformers", "pitstop.profile.adapters.hf")  # the error names what the user imported
+
+from pitstop.hooks.adapters.hf import WatchingCallback  # noqa: E402
 
 
 class ProfileCallback(WatchingCallback):

@@ -4,14 +4,18 @@ Attaches when fitting starts (the LightningModule and the trainer's optimizers r
 prints the report when fitting ends or fails and keeps it on ``callback.report``. Lightning's
 loop steps its optimizers with a closure: forward and backward run inside ``optimizer.step`` and
 the session counts them as the doctor does, so the phases are the same as in a plain loop. The
-callback is the doctor's (``pitstop.doctor.adapters.lightning.WatchingCallback``) watching a
+callback is the doctor's (``pitstop.hooks.adapters.lightning.WatchingCallback``) watching a
 ``Profiler``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pitstop.doctor.adapters.lightning import WatchingCallback
+from pitstop._optional import require
+
+require("lightning", "pitstop.profile.adapters.lightning")  # the error names what the user imported
+
+from pitstop.hooks.adapters.lightning import WatchingCallback  # noqa: E402
 
 
 class ProfileCallback(WatchingCallback):

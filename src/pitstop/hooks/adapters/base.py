@@ -48,7 +48,7 @@ class Watching:
         """Training ended: detach, keep the report, publish it."""
         if self.watcher is None:
             return
-        from pitstop.doctor.script import publish
+        from pitstop.hooks.script import publish
 
         self.watcher.detach()
         report = self.watcher.report

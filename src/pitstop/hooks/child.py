@@ -1,7 +1,11 @@
-"""The child side of a script run: ``python -m pitstop.scripts.child FD``.
+"""The child side of a script run: ``python -m pitstop.hooks.child FD``.
 
-It receives one job from pitstop over the connection ``FD``, runs the script under the doctor
-or the profiler, sends a snapshot of the report every ``snapshot_s`` seconds (at step
+pitstop's own process (``pitstop.engine.scripts``) never runs the user's code: it checks the
+arguments and the output paths, starts this child, sends it the job, collects the documents the
+child sends and writes the outputs itself. The child receives one job over the connection ``FD``
+and hands it to the capability's runner the job names (``"runner": "pitstop.doctor.child"`` or
+``"pitstop.profile.child"``: a module with ``run(job, channel) -> exit code``), which runs the
+script under its watcher, sends a snapshot of the report every ``snapshot_s`` seconds (at step
 boundaries; under torchrun from rank 0 only, the rank whose parent writes the report) and the
 final document, then exits with the script's own exit code. A script that
 calls ``os._exit`` still gets its final report (the call is wrapped: report first, then exit)."""
@@ -77,7 +81,7 @@ class Snapshots(Consumer):
         self.channel.snapshot(self.make)
 
 
-def _with_environment(doc: dict[str, Any], snapshot: bool = False) -> dict[str, Any]:
+def with_environment(doc: dict[str, Any], snapshot: bool = False) -> dict[str, Any]:
     """``doc`` with the machine's record (a snapshot reuses the first one: it reads package metadata)."""
     from pitstop._env import environment
 
@@ -93,58 +97,7 @@ def _with_environment(doc: dict[str, Any], snapshot: bool = False) -> dict[str, 
 _ENVIRONMENT: list[dict[str, Any] | None] = [None]
 
 
-def run_doctor(job: dict[str, Any], channel: Channel) -> int:
-    """The doctor on the script; rank 0's report is the merged one (``Doctor.report``)."""
-    from pitstop.doctor import Doctor
-    from pitstop.doctor.script import run_script
-
-    doctor = Doctor(guard=job.get("guard", False), sync_every=job.get("sync_every"),
-                    select=job.get("select", ()), ignore=job.get("ignore", ()))
-    doctor.session.subscribe(Snapshots(channel, lambda: _with_environment(doctor.local_report().to_dict(),
-                                                                         snapshot=True)))
-    _final_on_hard_exit(lambda code: _doctor_final(doctor, job, code), channel)
-    report, code = run_script(job["script"], list(job["args"]), doctor)
-    channel.final(_with_environment(report.to_dict()), code)
-    return code
-
-
-def _doctor_final(doctor: Any, job: dict[str, Any], code: int) -> dict[str, Any]:
-    doctor.detach()
-    report = doctor.local_report()
-    report.script = " ".join([job["script"], *job["args"]])
-    report.exit = {"status": "ok"} if code == 0 else {"status": "exited", "code": code, "error": "os._exit"}
-    return _with_environment(report.to_dict())
-
-
-def run_profile(job: dict[str, Any], channel: Channel) -> int:
-    """The profiler on the script."""
-    from pitstop.profile.script import run_profile as profile_script
-    from pitstop.profile.settings import ProfileSettings
-
-    settings = ProfileSettings(**job["settings"])
-    holder: dict[str, Any] = {}
-
-    def attached(profiler: Any) -> None:
-        holder["profiler"] = profiler
-        profiler.session.subscribe(Snapshots(channel, lambda: _with_environment(profiler.report.to_dict(),
-                                                                               snapshot=True)))
-
-    _final_on_hard_exit(lambda code: _profile_final(holder, job, code), channel)
-    report, code = profile_script(job["script"], list(job["args"]), settings, on_attach=attached)
-    channel.final(_with_environment(report.to_dict()), code)
-    return code
-
-
-def _profile_final(holder: dict[str, Any], job: dict[str, Any], code: int) -> dict[str, Any]:
-    profiler = holder["profiler"]
-    profiler.detach()
-    report = profiler.report
-    report.script = " ".join([job["script"], *job["args"]])
-    report.exit = {"status": "ok"} if code == 0 else {"status": "exited", "code": code}
-    return _with_environment(report.to_dict())
-
-
-def _final_on_hard_exit(final: Callable[[int], dict[str, Any]], channel: Channel) -> None:
+def final_on_hard_exit(final: Callable[[int], dict[str, Any]], channel: Channel) -> None:
     """``os._exit(code)`` in the script: the final report first, then the exit."""
     real = os._exit
 
@@ -157,9 +110,6 @@ def _final_on_hard_exit(final: Callable[[int], dict[str, Any]], channel: Channel
         real(code)
 
     os._exit = _exit  # type: ignore[assignment]
-
-
-JOBS: dict[str, Callable[[dict[str, Any], Channel], int]] = {"doctor": run_doctor, "profile": run_profile}
 
 
 def _stop_on_sigterm() -> None:
@@ -179,7 +129,9 @@ def main(argv: list[str]) -> None:
     conn = Connection(int(argv[1]))
     _, job = conn.recv()
     channel = Channel(conn, float(job.get("snapshot_s", 2.0)))
-    code = JOBS[job["command"]](job, channel)
+    import importlib
+
+    code = importlib.import_module(job["runner"]).run(job, channel)  # the capability's runner, named by the job
     sys.stdout.flush()
     from pitstop._exit import collect_and_freeze
 
