@@ -305,8 +305,8 @@ def test_the_waiting_parent_never_imports_torch(tmp_path):
     script's first steps on every rank of a torchrun job."""
     script(tmp_path)
     probe = ("import sys; from pitstop.engine.scripts import run_child; "
-             "o = run_child({'command': 'profile', 'script': 'train.py', 'args': [], "
-             "'settings': {'drill_down': False}, 'snapshot_s': 0.0}); "
+             "o = run_child({'command': 'profile', 'runner': 'pitstop.profile.child', 'script': 'train.py', "
+             "'args': [], 'settings': {'drill_down': False}, 'snapshot_s': 0.0}); "
              "print(o.final, o.document['environment']['torch'], 'torch' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": SRC})

@@ -131,6 +131,8 @@ def main(argv: list[str]) -> None:
     channel = Channel(conn, float(job.get("snapshot_s", 2.0)))
     import importlib
 
+    if not job.get("runner"):
+        raise SystemExit(f"pitstop: the job names no runner (command {job.get('command')!r}); this is a bug")
     code = importlib.import_module(job["runner"]).run(job, channel)  # the capability's runner, named by the job
     sys.stdout.flush()
     from pitstop._exit import collect_and_freeze
