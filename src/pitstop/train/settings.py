@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pitstop.engine.scripts import TRAIN_SCRIPT_OPTIONS as SCRIPT_OPTIONS  # pitstop train SCRIPT's own options
 from pitstop.engine.settings import WorkerSettings
 from pitstop.engine.timer import TimingPolicy
 from pitstop.errors import SettingError
