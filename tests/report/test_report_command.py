@@ -141,6 +141,21 @@ def test_every_kind_has_a_run() -> None:
     assert set(RUNS) == set(KINDS) == set(BY_KIND)
 
 
+def test_a_kind_is_registered_in_its_own_module_with_its_schema() -> None:
+    """Each kind's text, HTML and schema come from the ``KINDS`` of one module under report/ (the
+    registry gathers them; nothing else lists the kinds)."""
+    import importlib
+
+    from pitstop import schemas
+    from pitstop.report import registry
+
+    for name, kind in registry().items():
+        assert getattr(schemas, kind.schema) is BY_KIND[name], name
+        owners = [m for m in ("bench", "compare", "doctor", "generate", "lint", "memory", "optimize", "profile",
+                              "train") if name in getattr(importlib.import_module(f"pitstop.report.{m}"), "KINDS", {})]
+        assert len(owners) == 1, (name, owners)
+
+
 @pytest.mark.parametrize("kind", list(RUNS))
 def test_the_report_command_shows_what_the_live_run_showed(kind: str, tmp_path: Path, capsys: pytest.CaptureFixture,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:

@@ -98,14 +98,17 @@ def _lint(args: argparse.Namespace) -> int:
     elif fmt == "github":
         for line in out.github(result.findings):
             print(line)
-    else:
-        lines = out.full(result.findings, result.sources, colour, args.unsafe_fixes) if fmt == "full" \
-            else out.concise(result.findings, colour, args.unsafe_fixes)
+    else:  # the text formats render the document's findings, as `pitstop report` does
+        from pitstop.report.lint import concise_lines, full_lines, summary_line
+
+        found = [out.finding_dict(d) for d in result.findings]
+        lines = full_lines(found, result.sources, colour, args.unsafe_fixes) if fmt == "full" \
+            else concise_lines(found, colour, args.unsafe_fixes)
         for line in lines:
             print(line)
         if result.fixed:
             print(f"Fixed {sum(result.fixed.values())} finding(s) in {len(result.fixed)} file(s).")
-        print(out.summary(result.findings, result.files, args.unsafe_fixes))
+        print(summary_line(found, result.files, args.unsafe_fixes))
     if args.fail_on == "never":
         return 0
     return 1 if any(at_least(d.level, args.fail_on) for d in result.findings) else 0

@@ -1,5 +1,6 @@
-"""Lint output formats: concise (default), full (with the source line), json (docs/json.md),
-sarif (2.1.0) and github (workflow annotations)."""
+"""Lint's machine formats: the JSON document (docs/json.md), SARIF 2.1.0 and GitHub workflow
+annotations. The text formats (concise, the default, and full, with the source line) render the
+document's findings in ``pitstop.report.lint``, as ``pitstop report`` does."""
 
 from __future__ import annotations
 
@@ -14,55 +15,6 @@ from pitstop.lint.rules import Diagnostic
 FORMATS = ("concise", "full", "json", "sarif", "github")
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 _GITHUB = {"error": "error", "warning": "warning", "info": "notice"}
-_COLOUR = {"error": "\033[31m", "warning": "\033[33m", "info": "\033[36m"}
-_RESET, _BOLD, _DIM = "\033[0m", "\033[1m", "\033[2m"
-
-
-def marker(d: Diagnostic, unsafe: bool) -> str:
-    """``[*]`` when ``--fix`` would fix it, ``[-]`` when only ``--unsafe-fixes`` would."""
-    if d.fix is None:
-        return ""
-    return " [*]" if d.fix.safe or unsafe else " [-]"
-
-
-def concise(findings: list[Diagnostic], colour: bool, unsafe: bool = False) -> list[str]:
-    out = []
-    for d in findings:
-        sev = d.level
-        code = f"{_COLOUR[sev]}{_BOLD}{d.code}{_RESET}" if colour else d.code
-        where = f"{_BOLD}{d.path}{_RESET}:{d.line}:{d.col}:" if colour else f"{d.path}:{d.line}:{d.col}:"
-        out.append(f"{where} {code}{marker(d, unsafe)} {d.message}")
-    return out
-
-
-def full(findings: list[Diagnostic], sources: dict[str, str], colour: bool, unsafe: bool = False) -> list[str]:
-    out = []
-    for d in findings:
-        c = CODES[d.code]
-        out += concise([d], colour, unsafe)
-        lines = (sources.get(d.path) or "").splitlines()
-        if 0 < d.line <= len(lines):
-            text = lines[d.line - 1].rstrip()
-            width = max(1, (d.end_col - d.col) if d.end_line == d.line else len(text) - d.col + 1)
-            out += [f"   {d.line:>4} | {text}", f"        | {' ' * (d.col - 1)}{'^' * width}"]
-        fix = f"{d.fix.description} ({'safe' if d.fix.safe else 'unsafe'} fix)" if d.fix else c.fix
-        out += [f"        = {c.name} ({d.level}): {fix}", ""]
-    return out
-
-
-def summary(findings: list[Diagnostic], files: int, unsafe: bool = False) -> str:
-    if not findings:
-        return f"All checks passed ({files} file{'s' if files != 1 else ''})."
-    safe = sum(1 for d in findings if d.fix and d.fix.safe)
-    risky = sum(1 for d in findings if d.fix and not d.fix.safe)
-    plural = "s" if files != 1 else ""
-    text = f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} in {files} file{plural}."
-    if safe or risky:
-        text += f" {safe} fixable with --fix"
-        if risky:
-            text += f" ({risky} more with --unsafe-fixes)" if not unsafe else f", {risky} with --unsafe-fixes"
-        text += "."
-    return text
 
 
 def finding_dict(d: Diagnostic) -> dict[str, Any]:

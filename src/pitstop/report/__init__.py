@@ -9,9 +9,27 @@ from __future__ import annotations
 import io
 from typing import Any
 
-KINDS = ("bench", "optimize", "generate", "train", "profile", "doctor", "lint", "memory", "gradcheck", "data",
-         "compare")
 WIDTH = 200  # pipes and CI: wide, so the tables stay readable (the CLI's console does the same)
+_REGISTRY: dict[str, Any] = {}
+
+
+def registry() -> dict[str, Any]:
+    """Every document kind -> its ``Kind`` (``report.kind``): gathered from the ``KINDS`` of each
+    module under ``report/`` (a new kind is one module; nothing here changes)."""
+    if not _REGISTRY:
+        import importlib
+        import pkgutil
+
+        for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            _REGISTRY.update(getattr(module, "KINDS", {}))
+    return _REGISTRY
+
+
+def __getattr__(name: str) -> Any:
+    if name == "KINDS":  # the kinds there are, in a stable order (the registry's)
+        return tuple(registry())
+    raise AttributeError(f"module 'pitstop.report' has no attribute {name!r}")
 
 
 def kind_of(doc: dict[str, Any]) -> str:
@@ -19,61 +37,14 @@ def kind_of(doc: dict[str, Any]) -> str:
     from pitstop.errors import UsageError
 
     kind = doc.get("kind")
-    if kind not in KINDS:
-        raise UsageError(f"no report for kind {kind!r}; reports exist for {', '.join(KINDS)}")
+    if kind not in registry():
+        raise UsageError(f"no report for kind {kind!r}; reports exist for {', '.join(registry())}")
     return str(kind)
 
 
 def renderables(doc: dict[str, Any]) -> list[Any]:
     """What the terminal shows for ``doc``: rich tables and text (plain strings print as they are)."""
-    kind = kind_of(doc)
-    if kind == "bench":
-        from pitstop.report.bench import renderables as bench
-
-        return bench(doc)
-    if kind == "optimize":
-        from pitstop.report.optimize import renderables as optimize
-
-        return optimize(doc)
-    if kind == "generate":
-        from pitstop.report.generate import renderables as generate
-
-        return generate(doc)
-    if kind == "train":
-        from pitstop.report.train import renderables as train
-
-        return train(doc)
-    if kind == "doctor":
-        from pitstop.report.doctor import renderables as doctor
-
-        return doctor(doc)
-    return _plain(kind, doc)
-
-
-def _plain(kind: str, doc: dict[str, Any]) -> list[Any]:
-    if kind == "profile":
-        from pitstop.report.profile import render_text
-
-        return [render_text(doc)]
-    if kind == "memory":
-        from pitstop.report.memory import memory_renderables
-
-        return memory_renderables(doc)
-    if kind == "data":
-        from pitstop.report.memory import data_renderables
-
-        return data_renderables(doc)
-    if kind == "gradcheck":
-        from pitstop.report.memory import gradcheck_lines
-
-        return ["\n".join(gradcheck_lines(doc))]
-    if kind == "lint":
-        from pitstop.report.lint import lint_lines
-
-        return ["\n".join(lint_lines(doc))]
-    from pitstop.report.compare import compare_lines
-
-    return ["\n".join(compare_lines(doc))]
+    return list(registry()[kind_of(doc)].text(doc))
 
 
 def print_to(console: Any, items: list[Any]) -> None:

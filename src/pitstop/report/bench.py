@@ -6,6 +6,7 @@ Rich renders colour on a TTY and plain text in pipes and CI."""
 from __future__ import annotations
 
 import statistics
+from html import escape
 from typing import Any
 
 from rich.console import RenderableType
@@ -13,6 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from pitstop._format import fmt_bytes, fmt_ms, num
+from pitstop.report.kind import Kind
+from pitstop.report.svg import Bar, bar_chart, line_chart, ms, run_page
+from pitstop.report.svg import html_table as _table
 
 Doc = dict[str, Any]
 VERDICT_STYLE = {"faster": "green", "slower": "red", "within noise": "yellow"}
@@ -175,3 +179,84 @@ def renderables(doc: Doc) -> list[RenderableType]:
     if doc.get("results") and doc.get("advice"):
         items.append(Text(doc["advice"], style="bold"))
     return items
+
+
+def _rows_by_batch(doc: dict[str, Any]) -> dict[int, list[dict[str, Any]]]:
+    by: dict[int, dict[str, dict[str, Any]]] = {}
+    for r in doc.get("results", []):
+        by.setdefault(int(r["batch_size"]), {})[r["variant"]] = r  # a later stage's row replaces an earlier one
+    return {b: list(rows.values()) for b, rows in sorted(by.items())}
+
+
+def _latency_charts(doc: dict[str, Any], baseline: str) -> list[str]:
+    out = []
+    for batch, rows in _rows_by_batch(doc).items():
+        ok = [r for r in rows if r.get("status") == "ok" and r.get("latency_ms")]
+        if not ok:
+            continue
+        ok.sort(key=lambda r: r["latency_ms"]["median"])
+        best = ok[0]["variant"]
+        bars = [Bar(r["variant"], r["latency_ms"]["median"], r["latency_ms"]["ci95"][0], r["latency_ms"]["ci95"][1],
+                    kind="baseline" if r["variant"] == baseline else "best" if r["variant"] == best else "")
+                for r in ok]
+        out.append(bar_chart(f"Latency per call at batch {batch} (median, 95% interval; grey = {baseline})", bars,
+                             "milliseconds per call"))
+        sp = [r for r in ok if r.get("speedup")]
+        if sp:
+            bars = [Bar(r["variant"], r["speedup"]["median"], r["speedup"]["ci95"][0], r["speedup"]["ci95"][1],
+                        kind="best" if r["speedup"]["ci95"][0] > 1 else "bad" if r["speedup"]["ci95"][1] < 1 else "")
+                    for r in sorted(sp, key=lambda r: -r["speedup"]["median"])]
+            vs = sp[0]["speedup"].get("vs", baseline)
+            out.append(bar_chart(f"Speed-up over {vs} at batch {batch} (green: faster beyond noise, red: slower)",
+                                 bars, f"speed-up over {vs} (x)", reference=1.0, reference_label=f"1x = {vs}"))
+    out += _pareto(doc)
+    return out
+
+
+def _pareto(doc: dict[str, Any]) -> list[str]:
+    by_variant: dict[str, list[tuple[float, float]]] = {}
+    for batch, rows in _rows_by_batch(doc).items():
+        for r in rows:
+            if r.get("status") == "ok" and r.get("latency_ms") and r.get("throughput_per_s"):
+                by_variant.setdefault(r["variant"], []).append((r["latency_ms"]["median"],
+                                                                r["throughput_per_s"] * batch))
+    if sum(len(v) for v in by_variant.values()) < 2 or all(len(v) < 2 for v in by_variant.values()):
+        return []
+    points = [p for v in by_variant.values() for p in v]
+    front = [p for p in points if not any(q[0] <= p[0] and q[1] >= p[1] and q != p for q in points)]
+    series = {k: sorted(v) for k, v in by_variant.items()}
+    return [line_chart("Latency vs throughput across batch sizes (circled: the Pareto front)", series,
+                       "latency per call (ms)", "throughput (samples/s)", highlight=front)]
+
+
+def _results_table(doc: dict[str, Any]) -> str:
+    rows = []
+    for r in doc.get("results", []):
+        lat = r.get("latency_ms") or {}
+        sp = r.get("speedup") or {}
+        fid = r.get("fidelity") or {}
+        rows.append([r.get("stage", ""), r["batch_size"], r["variant"], r["status"] + (f": {r['reason']}" if
+                                                                                       r.get("reason") else ""),
+                     ms(lat.get("median")), f"{sp['median']:.2f}x [{sp['ci95'][0]:.2f}-{sp['ci95'][1]:.2f}] "
+                     f"{sp.get('verdict', '')}" if sp else "-", f"{fid['rel_err']:.1e}" if "rel_err" in fid else "-"])
+    return _table(["stage", "batch", "variant", "status", "ms/call", "speed-up [95% CI]", "rel err"], rows)
+
+
+def bench_html(doc: dict[str, Any], fragment: bool = False) -> str:
+    """``pitstop bench`` / ``pitstop optimize`` as a page (or a fragment for Jupyter)."""
+    kind = doc.get("kind", "bench")
+    baseline = doc.get("baseline", "train+grad")
+    sections = [f"<p>Model <b>{escape(str(doc.get('model', '')))}</b>; speed-ups are measured side by side, "
+                f"interleaved in one run.</p>"]
+    win = doc.get("winner")
+    if kind == "optimize" and win:
+        sp = win.get("speedup") or {}
+        sections.append(f"<h2>Winner</h2><p><b>{escape(str(win.get('variant')))}</b> at batch "
+                        f"{escape(str(win.get('batch_size')))}" + (f": {sp['median']:.2f}x "
+                        f"[{sp['ci95'][0]:.2f}-{sp['ci95'][1]:.2f}] vs {escape(baseline)}" if sp else "") + "</p>")
+    sections += _latency_charts(doc, baseline)
+    sections.append("<h2>Every measurement</h2>" + _results_table(doc))
+    return run_page(sections, doc, f"pitstop {kind}: {doc.get('model', '')}", fragment)
+
+
+KINDS = {"bench": Kind(renderables, bench_html, "BENCH_SCHEMA")}

@@ -4,6 +4,7 @@ internal warnings)."""
 
 from __future__ import annotations
 
+from html import escape
 from typing import Any
 
 from rich.console import RenderableType
@@ -11,6 +12,11 @@ from rich.table import Table
 from rich.text import Text
 
 from pitstop.codes import CODES, SEVERITIES
+from pitstop.report.kind import Kind
+from pitstop.report.svg import environment_table as _environment
+from pitstop.report.svg import fragment as _fragment
+from pitstop.report.svg import html_table as _table
+from pitstop.report.svg import line_chart, page
 
 _COLOUR = {"error": "red", "warning": "yellow", "info": "cyan"}
 
@@ -82,3 +88,33 @@ def renderables(doc: dict[str, Any]) -> list[RenderableType]:
     """The findings table (or the summary when there is none), then the notes."""
     head: RenderableType = table(doc) if doc.get("findings") else Text(summary(doc))
     return [head, *(Text(line) for line in notes(doc))]
+
+
+def doctor_html(doc: dict[str, Any], fragment: bool = False) -> str:
+    t = doc.get("timeline") or {}
+    findings = doc.get("findings", [])
+    markers = [(f["step"], f["code"]) for f in findings if f.get("step")]
+    sections = [f"<p>{escape(str(doc.get('script') or ''))}: {len(findings)} finding(s) in {doc.get('steps', 0)} "
+                f"optimizer step(s); the script {escape(str(doc.get('exit', {}).get('status', 'ok')))}.</p>"]
+    if t.get("loss"):
+        sections.append(line_chart("Loss per backward (red lines: steps where findings were first seen)",
+                                   {"loss": [tuple(p) for p in t["loss"]]}, "optimizer step", "loss",
+                                   markers=markers))
+    norms = {"total": [tuple(p) for p in t.get("grad_norm", [])]}
+    norms.update({k: [tuple(p) for p in v] for k, v in (t.get("layers") or {}).items()})
+    if t.get("grad_norm"):
+        sections.append(line_chart("Gradient norm: total and the largest layers (log scale)", norms,
+                                   "optimizer step", "gradient L2 norm", markers=markers, log_y=True))
+    rows = [[f"<span class='sev-{escape(f['severity'])}'>{escape(f['code'])} {escape(f['name'])}</span>",
+             escape(f["severity"]), escape(f["where"]), escape(str(f.get("step"))), escape(str(f.get("count"))),
+             escape(f["message"]), escape(f.get("fix") or "")] for f in findings]
+    sections.append("<h2>Findings</h2>" + (_table(["code", "severity", "where", "first step", "steps",
+                                                   "what happened", "fix"], rows, raw=frozenset(range(7)))
+                                           if rows else "<p>No findings.</p>"))
+    if fragment:
+        return _fragment(sections)
+    sections.append(_environment(doc.get("environment", {})))
+    return page("pitstop doctor", sections)
+
+
+KINDS = {"doctor": Kind(renderables, doctor_html, "DOCTOR_SCHEMA")}

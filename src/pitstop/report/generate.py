@@ -12,6 +12,7 @@ from rich.text import Text
 
 from pitstop._format import fmt_bytes
 from pitstop.report.bench import speedup, status
+from pitstop.report.kind import Kind
 
 Doc = dict[str, Any]
 
@@ -129,3 +130,6 @@ def generate_html(doc: Doc, fragment: bool = False) -> str:
         return as_fragment(sections)
     sections.append(environment(doc.get("environment", {})))
     return page(f"pitstop generate: {doc.get('model', '')}", sections)
+
+
+KINDS = {"generate": Kind(renderables, generate_html, "GENERATE_SCHEMA")}

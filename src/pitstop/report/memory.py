@@ -3,6 +3,8 @@ activation table per module (and the checkpoint plan), the DataLoader trials."""
 
 from __future__ import annotations
 
+import json
+from html import escape
 from typing import Any
 
 from rich.console import RenderableType
@@ -10,6 +12,11 @@ from rich.table import Table
 from rich.text import Text
 
 from pitstop._format import fmt_bytes
+from pitstop.report.kind import Kind
+from pitstop.report.svg import Bar, bar_chart, ms, page
+from pitstop.report.svg import environment_table as _environment
+from pitstop.report.svg import fragment as _fragment
+from pitstop.report.svg import html_table as _table
 
 Doc = dict[str, Any]
 
@@ -93,3 +100,70 @@ def gradcheck_lines(doc: Doc) -> list[str]:
                      f"(max abs err {i.get('max_abs_err'):.3g}{where})")
     lines += [f"  {m}" for m in doc.get("messages", [])]
     return lines
+
+
+def memory_html(doc: dict[str, Any], fragment: bool = False) -> str:
+    mods = [m for m in doc.get("modules", []) if m.get("depth", 0) > 0 and m.get("subtree_bytes", 0) > 0]
+    top = sorted(mods, key=lambda m: -m["subtree_bytes"])[:25]
+    sections = [f"<p>Model <b>{escape(str(doc.get('model', '')))}</b>: {doc.get('activation_bytes', 0) / 2**20:.2f} "
+                f"MiB saved for backward; forward+backward {doc.get('step_ms', 0):.1f} ms.</p>"]
+    sections.append(bar_chart("Activation memory per module (bytes saved for backward in its subtree)",
+                              [Bar(m["module"], m["subtree_bytes"] / 2**20) for m in top], "MiB"))
+    plan = doc.get("checkpoint")
+    if plan:
+        sections.append(f"<h2>Checkpointing</h2><p>chosen: {escape(', '.join(plan['chosen']) or 'none')}; "
+                        f"activations {plan['activation_bytes']['before'] / 2**20:.1f} -> "
+                        f"{plan['activation_bytes']['after'] / 2**20:.1f} MiB; step "
+                        f"{plan['step_ms']['before']:.1f} -> {plan['step_ms']['after']:.1f} ms; budget "
+                        f"{'met' if plan['met'] else 'not met'}</p>")
+    sections.append(_table(["module", "type", "saved here (bytes)", "subtree (bytes)", "forward ms"],
+                           [[m["module"], m["type"], m["saved_bytes"], m["subtree_bytes"], f"{m['forward_ms']:.2f}"]
+                            for m in doc.get("modules", [])]))
+    if fragment:
+        return _fragment(sections)
+    sections.append(_environment(doc.get("environment", {})))
+    return page(f"pitstop memory: {doc.get('model', '')}", sections)
+
+
+def data_html(doc: dict[str, Any], fragment: bool = False) -> str:
+    """``pitstop data``: the verdict, batches/s per DataLoader setting, every trial."""
+    trials = doc.get("trials", [])
+    ok = [t for t in trials if t.get("batches_per_s")]
+    sections = [f"<p><b>{escape(str(doc.get('verdict', '')))}</b></p>",
+                bar_chart("Batches per second per DataLoader setting", [Bar(", ".join(
+                    f"{k}={v}" for k, v in t["kwargs"].items()) or "defaults", t["batches_per_s"]) for t in ok],
+                    "batches/s") if ok else "",
+                _table(["settings", "status", "batches/s", "first batch ms", "speed-up [95% CI]", "verdict"],
+                       [[json.dumps(t["kwargs"]), t["status"] + (f": {t['reason']}" if t.get("reason") else ""),
+                         ms(t.get("batches_per_s")), ms(t.get("first_batch_ms")),
+                         f"{t['speedup']['median']:.2f}x" if t.get("speedup") else "-",
+                         (t.get("speedup") or {}).get("verdict", "")] for t in trials])]
+    sections += [f"<p>{escape(str(n))}</p>" for n in doc.get("notes", [])]
+    if fragment:
+        return _fragment(sections)
+    sections.append(_environment(doc.get("environment", {})))
+    return page("pitstop data", sections)
+
+
+def gradcheck_html(doc: dict[str, Any], fragment: bool = False) -> str:
+    """``pitstop gradcheck``: the verdict and, per input, the worst element of the Jacobians."""
+    head, *rest = gradcheck_lines(doc)
+    sections = [f"<p><b>{escape(head)}</b> for <code>{escape(str(doc.get('function', '')))}</code> on "
+                f"<code>{escape(str(doc.get('input', '')))}</code></p>",
+                _table(["input", "shape", "gradcheck", "max abs err", "worst (output / input)", "analytical",
+                        "numerical"],
+                       [[str(i.get("index")), str(i.get("shape")), "ok" if i.get("ok") else "FAILED",
+                         f"{i.get('max_abs_err', 0):.3g}", "-" if not i.get("worst") else
+                         f"{i['worst'][0]} / {i['worst'][1]}", ms(i.get("analytical")), ms(i.get("numerical"))]
+                        for i in doc.get("inputs", [])])]
+    sections += [f"<p>{escape(str(m))}</p>" for m in doc.get("messages", [])]
+    del rest
+    if fragment:
+        return _fragment(sections)
+    sections.append(_environment(doc.get("environment", {})))
+    return page("pitstop gradcheck", sections)
+
+
+KINDS = {"memory": Kind(memory_renderables, memory_html, "MEMORY_SCHEMA"),
+         "data": Kind(data_renderables, data_html, "DATA_SCHEMA"),
+         "gradcheck": Kind(lambda doc: ["\n".join(gradcheck_lines(doc))], gradcheck_html, "GRADCHECK_SCHEMA")}

@@ -10,7 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from pitstop._format import fmt_bytes, fmt_ms
-from pitstop.report.bench import claims_table, fidelity, speedup, status
+from pitstop.report.bench import bench_html, claims_table, fidelity, speedup, status
+from pitstop.report.kind import Kind
 
 Doc = dict[str, Any]
 
@@ -132,3 +133,6 @@ def renderables(doc: Doc) -> list[RenderableType]:
     if recipe:
         items += [Text("Recipe (recipe.py with --save):", style="bold"), Text(recipe)]
     return items
+
+
+KINDS = {"optimize": Kind(renderables, bench_html, "OPTIMIZE_SCHEMA")}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from pitstop.report.kind import Kind
 from pitstop.report.svg import PAD_B, PAD_L, PAD_R, PAD_T, W, _fmt, _frame, _nice, _ticks, line_chart, page
 from pitstop.report.svg import fragment as in_notebook
 from pitstop.report.svg import html_table as _html_table
@@ -226,3 +227,6 @@ def profile_html(doc: dict[str, Any], fragment: bool = False) -> str:
     if fragment:
         return in_notebook(sections)
     return page("pitstop profile", sections)
+
+
+KINDS = {"profile": Kind(lambda doc: [render_text(doc)], profile_html, "PROFILE_SCHEMA")}

@@ -14,6 +14,11 @@ W, ROW, PAD_L, PAD_R, PAD_T, PAD_B = 760, 22, 300, 90, 40, 44
 _ids = [0]
 
 
+def ms(v: Any) -> str:
+    """A figure in three significant digits, ``-`` where nothing was measured."""
+    return "-" if v is None else f"{v:.3g}"
+
+
 def restart_ids() -> None:
     """Number a new page's chart ids from 1, so one document always gives the same page (a
     notebook's fragments keep counting: they share one page)."""

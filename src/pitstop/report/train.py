@@ -14,6 +14,7 @@ from rich.text import Text
 
 from pitstop._format import fmt_bytes, fmt_ms, num
 from pitstop.report.bench import speedup, status
+from pitstop.report.kind import Kind
 from pitstop.report.optimize import closing, is_winner, latest_rows
 from pitstop.report.svg import Bar, bar_chart, line_chart, run_page
 from pitstop.report.svg import html_table as _table
@@ -169,3 +170,6 @@ def train_html(doc: dict[str, Any], fragment: bool = False) -> str:
         ["stage", "variant", "status", "step ms", "speed-up [95% CI]", "grad cos min/all", "loss after N",
          "compile s", "break-even steps"], [_row_cells(r) for r in doc.get("results", [])]))
     return run_page(sections, doc, f"pitstop train: {doc.get('model', '')}", fragment)
+
+
+KINDS = {"train": Kind(renderables, train_html, "TRAIN_SCHEMA")}

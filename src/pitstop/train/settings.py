@@ -6,10 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pitstop.engine.scripts import TRAIN_SCRIPT_OPTIONS
 from pitstop.engine.settings import WorkerSettings
 from pitstop.engine.timer import TimingPolicy
 from pitstop.errors import SettingError
 
+SCRIPT_OPTIONS = TRAIN_SCRIPT_OPTIONS  # pitstop train SCRIPT's own options (engine/scripts: profile reads them too)
 # the techniques (axes of a training variant), listed once: what a search may vary, and what each kind
 # of run varies unless told (``--techniques``, the API's ``techniques=``). A script's micro-batches and
 # checkpointing are not edited into it; a model spec has no DataLoader and no DDP job
