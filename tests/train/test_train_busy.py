@@ -106,6 +106,26 @@ def test_a_busy_machine_does_not_choose_a_thread_count(burners, tmp_path):
     assert "Machine load:" in proc.stdout
 
 
+@pytest.mark.serial(loads_cores=True)  # it starts a busy process on every core
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="the load monitor reads /proc")
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a thread count to choose needs two cores")
+def test_optimize_on_a_busy_machine_searches_no_thread_count(burners, tmp_path):
+    """The engine's load discipline holds for optimize as for train: the load before the search and
+    over each stage is in the document, and thread counts are not searched when others take the CPU."""
+    out = tmp_path / "o.json"
+    proc = subprocess.run([sys.executable, "-m", "pitstop", "optimize", f"{MODELS}:mlp", "--input", "float32[B,16]",
+                           "--batch-size", "64", "--techniques", "threads,precision", "--time-budget-s", "15",
+                           "--replicas", "1", "--json", str(out)],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": SRC}, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["environment"]["load_at_start"]["busy"]
+    assert all(stage["load"]["busy"] for stage in doc["search"]["stages"])
+    assert not any(r["config"]["threads"] not in (None, doc["settings"]["threads"]) for r in doc["results"])
+    assert any("thread counts were not searched" in n for n in doc["notes"]), doc["notes"]
+    assert "thread counts were not searched" in proc.stdout  # the report says it too
+
+
 def test_drift_is_a_move_of_the_comparison_beyond_noise():
     steady = [[0.1 + 0.001 * (i % 3) for i in range(30)]]
     half = [[x / 2 for x in steady[0]]]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pitstop.train.script.torchrun import rank_envs
+from pitstop.engine.torchrun import rank_envs
 from tests.fixtures.procs import worker_pids
 from tests.fixtures.torchrun import finished
 

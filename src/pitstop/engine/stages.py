@@ -7,11 +7,13 @@ variant's break-even, JSON text and rendering). Each search keeps its own candid
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from pitstop._document import Rendered
+from pitstop.engine.load import LoadMonitor, merge, stage_drift
 from pitstop.engine.measurement import Measurement
 from pitstop.engine.result import Rows
 from pitstop.engine.timer import TimingPolicy
@@ -50,13 +52,59 @@ class Outcome:
 
 class StagedSearch:
     """The budget and the run of a staged search. A subclass sets ``outcome``, ``group`` (closed
-    at the end), ``on_stage``, ``t0`` and ``limit_s``, and defines ``_stages`` and ``_decide``."""
+    at the end), ``on_stage``, ``t0``, ``limit_s`` and ``env``, and defines ``_stages`` and
+    ``_decide``.
+
+    The load discipline every search follows (optimize, train, generate): the machine's load is
+    recorded before the search (``load_before``) and over each stage (``watched``: the stage's
+    ``load``, and the merged record in ``env["load"]``); a thread or worker count measured while
+    other processes took the CPU is never chosen (``busy_choice``: it measures them, not the model);
+    a stage whose comparisons moved while it ran (``drifted``) is measured again when time allows.
+    Compilation never overlaps timing: a group prepares (compiles, exports) every variant before its
+    first timed round."""
 
     outcome: Outcome
     group: Any
     on_stage: Callable[[Any], None]
     t0: float
     limit_s: float
+    env: dict[str, Any]
+
+    def load_before(self, monitor: LoadMonitor, seconds: float = 2.0) -> dict[str, Any]:
+        """The machine's load before the measurements (``monitor`` started at the search's start;
+        sampled for at least ``seconds``), recorded as ``env["load_at_start"]``."""
+        time.sleep(max(0.0, seconds - (time.monotonic() - monitor.t0)))
+        load = monitor.stop()
+        self.env["load_at_start"] = load
+        return load
+
+    @contextmanager
+    def watched(self, stage: Stage) -> Iterator[None]:
+        """Record the machine's load while ``stage`` runs (also when it stops early)."""
+        monitor = LoadMonitor().start()
+        try:
+            yield
+        finally:
+            stage.load = monitor.stop()
+            self.env["load"] = merge([s.load for s in self.outcome.stages if s.load])
+
+    def busy_choice(self, stage: Stage, row: Measurement, what: str) -> str | None:
+        """Why ``row`` (a variant that sets ``what``: thread counts, loader workers) cannot be chosen:
+        it was measured while other processes took the CPU, before or during the search; None when
+        the machine was quiet."""
+        start = self.env.get("load_at_start") or {}
+        if not (stage.load.get("busy") or start.get("busy")):
+            return None
+        share = max(stage.load.get("others_cpu_share") or 0, start.get("others_cpu_share") or 0)
+        return (f"{row.variant}: not chosen: measured while other processes used {share:.0%} of the CPU (load "
+                f"average {stage.load.get('loadavg_end', 0):.1f}); measure {what} on a quiet machine")
+
+    def drifted(self, stage: Stage, baseline: str, batch_size: int, cpu: bool = False) -> str | None:
+        """Whether a variant's comparison with ``baseline`` moved while ``stage`` ran (a passing
+        load that slowed one variant more than the others); the reason, or None."""
+        base = stage.result.row(baseline, batch_size)
+        return stage_drift(base, [r for r in stage.result.rows if r.batch_size == batch_size], cpu) \
+            if base is not None else None
 
     def left_s(self) -> float:
         """Seconds of the current limit still unspent."""

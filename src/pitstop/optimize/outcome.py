@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pitstop.bench.variants.config import VariantConfig
 from pitstop.engine.measurement import Measurement
@@ -19,6 +19,7 @@ class SearchOutcome(Outcome):
 
     runner_up: str = ""  # a candidate within noise of the winner, said in words ("" when none)
     failed: str = ""  # why nothing can be recommended (the start point itself failed): no recipe
+    notes: list[str] = field(default_factory=list)  # what the load discipline decided (busy machine, drift)
 
     @property
     def winner_config(self) -> VariantConfig:

@@ -19,6 +19,7 @@ from pitstop._env import physical_cores
 from pitstop.bench.group import GroupPlan, GroupRunner, OnEvent, Source
 from pitstop.bench.variants.config import BASELINE, VariantConfig
 from pitstop.bench.variants.handlers import gate
+from pitstop.engine.load import LoadMonitor
 from pitstop.engine.measurement import Measurement
 from pitstop.engine.result import Rows
 from pitstop.engine.stages import StagedSearch
@@ -55,6 +56,7 @@ class Search(StagedSearch):
         self.on_stage = on_stage or (lambda outcome: None)
         self.outcome = SearchOutcome()
         self.t0 = time.monotonic()
+        self.monitor = LoadMonitor().start()  # the machine before the first measurement (load_before)
         sweeps = any(size != settings.search_batch for size in settings.sweep)
         # the stages' deadline; what is left covers calls past it (every variant gets its minimum
         # of calls) and closing the workers, or the batch-size sweep
@@ -64,14 +66,32 @@ class Search(StagedSearch):
 
     def _stages(self) -> None:
         b = self.settings.search_batch
+        busy = self.load_before(self.monitor).get("busy")
         probe = [START, *self.singles()]
+        if busy and any(c.threads is not None for c in probe):
+            probe = [c for c in probe if c.threads is None]
+            share = (self.env.get("load_at_start") or {}).get("others_cpu_share") or 0
+            self.outcome.notes.append(f"the machine was busy before the search (other processes used {share:.0%} of "
+                                      "the CPU): thread counts were not searched; run again on a quiet machine "
+                                      "to search them")
         self._stage("probe", b, probe, self._policy(len(probe), 0.15, 0.05, PROBE_CALLS), first=True)
         # the references run once each, for the ratios users ask about; candidates in replicas
         references = [NO_GRAD, EVAL_GRAD, BASELINE]
         finalists, replicas = self._plan(self.finalists(), references)
         final = [START, *finalists, *references]
-        self._stage("final", b, final, self._policy(len(final), 0.7, self.settings.bench.policy.target, FINAL_CALLS),
-                    plan=GroupPlan(replicas=replicas, single=tuple(references), memory=True))
+        plan = GroupPlan(replicas=replicas, single=tuple(references), memory=True)
+        stage = self._stage("final", b, final, self._policy(len(final), 0.7, self.settings.bench.policy.target,
+                                                           FINAL_CALLS), plan=plan)
+        moved = self.drifted(stage, START.name, b)
+        if moved and self.left_s() > stage.elapsed_s:  # measured again: a passing load should not decide
+            self.outcome.notes.append(f"final stage measured again: {moved}")
+            stage = self._stage("final-2", b, final, self._policy(len(final), 0.9, self.settings.bench.policy.target,
+                                                                 FINAL_CALLS), plan=plan)
+            moved = self.drifted(stage, START.name, b)
+        if moved:
+            self.outcome.notes.append(f"the final's comparisons moved while it ran ({moved}; load average "
+                                      f"{stage.load.get('loadavg_end', 0):.1f}): the choice may not hold on a "
+                                      "quiet machine")
         self._decide()
         sweep = [s for s in self.settings.sweep if s != b]
         self.limit_s = self.settings.time_budget_s
@@ -196,7 +216,8 @@ class Search(StagedSearch):
         self.outcome.stages.append(stage)
         started = time.monotonic()
         try:
-            self.group.run(batch_size, configs, result.rows, first=first, plan=plan)
+            with self.watched(stage):
+                self.group.run(batch_size, configs, result.rows, first=first, plan=plan)
         finally:
             result.inputs = dict(self.group.inputs)
             stage.elapsed_s = time.monotonic() - started
@@ -289,7 +310,11 @@ class Search(StagedSearch):
         for row in stage.rows:
             c = stage.result.comparison(row.variant, row.batch_size)
             if row.status == "ok" and row.variant != START.name and c and c.ratio.ci95[0] > 1.0:
-                faster.append((c.ratio.median, row))
+                note = self.busy_choice(stage, row, "thread counts") if config_of(row).threads is not None else None
+                if note is None:
+                    faster.append((c.ratio.median, row))
+                elif note not in self.outcome.notes:
+                    self.outcome.notes.append(note)
         self.outcome.winner_stage = stage
         if not faster:
             self.outcome.winner = None

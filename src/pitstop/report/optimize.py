@@ -110,7 +110,7 @@ def reasons(doc: Doc) -> list[str]:
             lines.append(f"{row['variant']}: {row['note']}")
         for key, value in (row.get("details") or {}).items():
             lines.append(f"{row['variant']}: {key} = {value}")
-    return lines
+    return lines + list(doc.get("notes") or [])
 
 
 def closing(doc: Doc) -> list[str]:

@@ -1,13 +1,14 @@
 """Where a training variant runs: ``python -m pitstop.train.worker`` in its own process (the
-engine's launcher: its protocol and failure handling, train's entry point) or inline."""
+XX
 
 from __future__ import annotations
 
 from torch.nn import Module
 
 from pitstop.engine.launch import InlineWorker, ProcessWorker, WorkerFailed
+from pitstop.engine.torchrun import TorchrunWorker
 
-__all__ = ["InlineTrainWorker", "TrainProcessWorker", "WorkerFailed"]
+__all__ = ["InlineTrainWorker", "ScriptRanks", "TrainProcessWorker", "WorkerFailed"]
 
 
 class TrainProcessWorker(ProcessWorker):
@@ -29,3 +30,10 @@ class InlineTrainWorker(InlineWorker):
         self.session.restore()
 
     kill = close
+
+
+class ScriptRanks(TorchrunWorker):
+    """A script variant's ``--nproc-per-node`` ranks (``pitstop.engine.torchrun``), each running the
+    script's child."""
+
+    MODULE = "pitstop.train.script.child"

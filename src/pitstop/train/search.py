@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pitstop.engine.load import LoadMonitor, merge, stage_drift
+from pitstop.engine.load import LoadMonitor
 from pitstop.engine.measurement import Measurement
 from pitstop.engine.result import Rows
 from pitstop.engine.stages import Outcome, Stage, StagedSearch
@@ -121,9 +121,7 @@ class TrainSearch(StagedSearch):
         was inspected, or the script's step found: at least ``seconds``)? Then every variant is
         measured on one thread and compared by its CPU time per step (``TrainGroup.measured``);
         thread counts are not searched (the ``threads`` axis is left out); the report says so."""
-        time.sleep(max(0.0, seconds - (time.monotonic() - monitor.t0)))
-        load = monitor.stop()
-        self.env["load_at_start"] = load
+        load = self.load_before(monitor, seconds)
         if load.get("busy"):
             self.group.one_thread = True
             self.outcome.notes.append(
@@ -134,10 +132,8 @@ class TrainSearch(StagedSearch):
     def _drifted(self, stage: Stage) -> str | None:
         """Whether a variant's comparison with the reference moved within ``stage``, on the clock
         the variants are compared by (``ratio``)."""
-        naive = stage.result.row(NAIVE_NAME, self.settings.batch)
         cpu = bool(stage.load.get("busy") or self.group.one_thread)
-        return stage_drift(naive, [r for r in stage.result.rows if r.batch_size == naive.batch_size], cpu) \
-            if naive is not None else None
+        return self.drifted(stage, NAIVE_NAME, self.settings.batch, cpu)
 
     def _reference_failed(self, stage: Stage) -> bool:
         """The naive (fp32) step failed, or its trajectory is not finite: nothing can be judged
@@ -163,18 +159,17 @@ class TrainSearch(StagedSearch):
                              baseline=NAIVE_NAME)
         stage = Stage(name, result)
         self.outcome.stages.append(stage)
-        started, monitor = time.monotonic(), LoadMonitor().start()
+        started = time.monotonic()
         deadline = self.t0 + until * self.limit_s
         try:
-            self.group.run(configs, result.rows, policy=policy, replicas=replicas, trajectory=trajectory,
-                           deadline=deadline, memory=memory or self._budgeted(),
-                           first_step_by=deadline if name == "probe" else None)
+            with self.watched(stage):
+                self.group.run(configs, result.rows, policy=policy, replicas=replicas, trajectory=trajectory,
+                               deadline=deadline, memory=memory or self._budgeted(),
+                               first_step_by=deadline if name == "probe" else None)
         finally:
             result.inputs = {self.settings.batch: self.group.inputs_description} \
                 if self.group.prepared else {}
             stage.elapsed_s = time.monotonic() - started
-            stage.load = monitor.stop()
-            self.env["load"] = merge([s.load for s in self.outcome.stages if s.load])
             self.outcome.elapsed_s = time.monotonic() - self.t0
             self.on_stage(self.outcome)
         return stage
@@ -185,14 +180,15 @@ class TrainSearch(StagedSearch):
         CPU time of the training process, which leaves out the workers' and the input wait); the
         reason is noted once."""
         config = self.config_of(row)
-        busy = stage.load.get("busy") or (config.workers is not None and self.group.one_thread)
-        if (config.threads is None and config.workers is None) or not busy:
+        if config.threads is None and config.workers is None:
             return True
         what = "thread counts" if config.workers is None else "loader workers"
-        share = max(stage.load.get("others_cpu_share") or 0, (self.env.get("load_at_start") or {}).get(
-            "others_cpu_share") or 0)
-        note = (f"{row.variant}: not chosen: measured while other processes used {share:.0%} of the CPU (load "
-                f"average {stage.load.get('loadavg_end', 0):.1f}); measure {what} on a quiet machine")
+        note = self.busy_choice(stage, row, what)
+        if note is None and config.workers is not None and self.group.one_thread:  # compared by CPU time
+            note = (f"{row.variant}: not chosen: the variants were compared by the training process's CPU time, "
+                f"which leaves out the workers and the input wait; measure {what} on a quiet machine")
+        if note is None:
+            return True
         if note not in self.outcome.notes:
             self.outcome.notes.append(note)
         return False

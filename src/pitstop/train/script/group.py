@@ -219,9 +219,9 @@ class ScriptGroup(TrainGroup):
         if self.one_thread:  # a busy machine: one thread, compared by CPU time (TrainGroup.measured)
             env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
         if self.settings.nproc_per_node > 1:
-            from pitstop.train.script.torchrun import TorchrunWorker
+            from pitstop.train.launch import ScriptRanks
 
-            return TorchrunWorker(log, self.settings.nproc_per_node, env)
+            return ScriptRanks(log, self.settings.nproc_per_node, env)
         return ScriptWorker(log, None, env)
 
     def _setup_request(self, v: _Live, k: int, i: int, workdir: Path, policy: TimingPolicy) -> dict[str, Any]:

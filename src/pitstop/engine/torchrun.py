@@ -1,5 +1,6 @@
-"""A script variant as a job of N ranks, as ``torchrun --standalone --nproc-per-node N`` starts them.
-Every rank speaks the worker protocol with pitstop; ``TorchrunWorker`` sends each request to all ranks
+"""A variant as a job of N ranks, as ``torchrun --standalone --nproc-per-node N`` starts them (the
+launcher of torchrun jobs; train's script mode names the module its ranks run, ``MODULE``, in a
+subclass). Every rank speaks the worker protocol with pitstop; ``TorchrunWorker`` sends each request to all ranks
 and merges their answers: a step's time is the slowest rank's (every rank waits for it in the
 all-reduce), the loss is rank 0's, a failure of any rank fails the variant (naming the rank).
 
@@ -9,8 +10,8 @@ and a free ``MASTER_PORT``, ``TORCHELASTIC_*``, one OpenMP thread unless set), r
 rendezvous store; a rank that fails ends the others, as torchrun's agent does. A job start then costs
 no interpreter and no torch import per rank (on 2 cores ~3 s of each variant's start, and the agent's
 process). Otherwise (``PITSTOP_FORKSERVER=0``, a ``--worker-env`` a fork cannot honour) the job is
-``torchrun --standalone --nproc-per-node N -m pitstop.train.script.child --connect ADDRESS``, each
-rank connecting to pitstop's listener, on torchrun's own rendezvous."""
+``torchrun --standalone --nproc-per-node N -m MODULE --connect ADDRESS``, each rank connecting to
+pitstop's listener, on torchrun's own rendezvous."""
 
 from __future__ import annotations
 
@@ -31,7 +32,10 @@ from pitstop.engine.scripts import import_path
 
 
 class TorchrunWorker:
-    """``nproc`` ranks of one variant, driven together."""
+    """``nproc`` ranks of one variant, driven together; a subclass names the module each rank runs
+    (``MODULE``: ``python -m MODULE --connect ADDRESS``, or the fork server's spawn of it)."""
+
+    MODULE = ""
 
     def __init__(self, log_path: Path, nproc: int, extra_env: dict[str, str]) -> None:
         self.log_path, self.nproc = log_path, nproc
@@ -50,7 +54,7 @@ class TorchrunWorker:
                 self.server.listen(nproc)
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
-                     "-m", "pitstop.train.script.child", "--connect", address],
+                     "-m", self.MODULE, "--connect", address],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         self.pending = ""
         self.sent_at = time.monotonic()
@@ -67,10 +71,10 @@ class TorchrunWorker:
                 parent, child = socket.socketpair()
                 try:
                     if rank == 0:
-                        ranks.append(srv.spawn("pitstop.train.script.child", rank_env, log_fd, child.fileno()))
+                        ranks.append(srv.spawn(self.MODULE, rank_env, log_fd, child.fileno()))
                     else:
                         with open(rank_log(self.log_path, rank), "wb") as log:
-                            ranks.append(srv.spawn("pitstop.train.script.child", rank_env, log.fileno(),
+                            ranks.append(srv.spawn(self.MODULE, rank_env, log.fileno(),
                                                    child.fileno()))
                 finally:
                     child.close()
