@@ -1,5 +1,6 @@
 """Where a training variant runs: ``python -m pitstop.train.worker`` in its own process (the
-XX
+engine's launcher: its protocol and failure handling, train's entry point), inline, or a script
+variant's torchrun ranks (the engine's torchrun launcher running train's script child)."""
 
 from __future__ import annotations
 
