@@ -1,5 +1,13 @@
-"""What every axis's handler shares: the ``Target`` its gate looks at, the ``Code`` it contributes
-to the recipe, and the ``Technique`` base class (one subclass per axis, one file per axis)."""
+"""What every inference axis's handler shares: the ``Target`` its gate looks at, the ``Code`` it
+contributes to the recipe, and the ``Technique`` base class (one subclass per axis, one file per axis).
+
+Two bases, not one (training's are ``pitstop.train.variants.base``): an inference recipe is
+``apply(model, example)`` returning a faster callable (a compiled module, an ONNX Runtime session),
+and its gates read the CPU's flags, the quantizable layers and the installed runtimes; a training
+recipe is ``apply(model) -> (model, optimizer)`` plus ``train_step``, with autocast contexts, a
+GradScaler, the optimizer's implementation and micro-batches, and its gates read the optimizer's
+flags, the batch and the DDP job. The two share the machine's facts (``pitstop._env``) and the
+recipe machinery (``pitstop.engine.recipe``), not the shapes."""
 
 from __future__ import annotations
 

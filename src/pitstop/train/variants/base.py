@@ -1,4 +1,9 @@
-"""What a training technique contributes to the recipe, and what its gate looks at."""
+"""What a training technique contributes to the recipe, and what its gate looks at.
+
+Training's own base, beside inference's (``pitstop.bench.variants.base``, whose docstring says why
+two): a training recipe sets up the model and its optimizer and wraps forward, loss and backward
+(autocast, GradScaler, the optimizer's implementation, micro-batches), where an inference recipe
+returns a faster callable."""
 
 from __future__ import annotations
 
