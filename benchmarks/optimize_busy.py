@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,55 +30,61 @@ from optimize_models import HERE as MODELS_FILE  # the models, as file.py:factor
 DEFAULT = ("gru_text", "conv", "attention")
 
 
-def _spin(stop: Any) -> None:
-    while not stop.is_set():
-        sum(i * i for i in range(10_000))
-
-
 class Busy:
-    """One busy process per core while inside the ``with``."""
+    """One busy process per core while inside the ``with``: not children of this process (another
+    user's, as far as pitstop can tell: the shell that started them has exited), as a busy shared
+    machine's are."""
 
     def __enter__(self) -> Busy:
-        ctx = multiprocessing.get_context("spawn")
-        self.stop = ctx.Event()
-        self.procs = [ctx.Process(target=_spin, args=(self.stop,), daemon=True) for _ in range(os.cpu_count() or 1)]
-        for p in self.procs:
-            p.start()
+        self.pids = []
+        for _ in range(os.cpu_count() or 1):
+            started = subprocess.run(["sh", "-c", f"'{sys.executable}' -c 'while True: pass' >/dev/null 2>&1 & "
+                                                  "echo $!"], capture_output=True, text=True, check=True)
+            self.pids.append(int(started.stdout.strip()))
         time.sleep(3.0)  # the load is there before the search starts
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.stop.set()
-        for p in self.procs:
-            p.join(timeout=10)
-            if p.is_alive():
-                p.kill()
+        for pid in self.pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def settle(limit_s: float = 90.0) -> float:
+    """Wait until the 1-minute load average is under 1 (at most ``limit_s``); the load then."""
+    deadline = time.monotonic() + limit_s
+    while os.getloadavg()[0] >= 1.0 and time.monotonic() < deadline:
+        time.sleep(2.0)
+    return os.getloadavg()[0]
 
 
 def run(name: str, batch: int, search_s: float, budget_s: float) -> dict[str, Any]:
     import pitstop
 
     spec = f"{MODELS_FILE}:{name}"
-    load_quiet = os.getloadavg()[0]
+    load_quiet = settle()
     quiet = pitstop.optimize(spec, batch_size=batch, time_budget_s=search_s, replicas=2)
     with Busy():
         load_busy = os.getloadavg()[0]
         busy = pitstop.optimize(spec, batch_size=batch, time_budget_s=search_s, replicas=2)
         load_busy_end = os.getloadavg()[0]
-    time.sleep(5.0)
+    settle()
     start = "eval+inference_mode"  # optimize's start point: both choices are measured beside it too
     variants = list(dict.fromkeys([start, quiet.config.name, busy.config.name]))
     load_check = os.getloadavg()[0]
     result = pitstop.bench(spec, batch_sizes=[batch], variants=variants, budget_s=budget_s, replicas=2)
     c = None if quiet.config.name == busy.config.name else result.comparison(busy.config.name, batch,
                                                                              quiet.config.name)
-    doc = busy.to_dict()
+    doc = busy.report.to_dict()
     return {"model": name, "quiet_choice": quiet.config.name, "busy_choice": busy.config.name,
             "busy_notes": doc.get("notes") or [],
             "busy_vs_quiet": [1.0, 1.0, 1.0] if c is None else [c.ratio.median, *c.ratio.ci95],
             "load": {"quiet_search_start": load_quiet, "busy_search_start": load_busy,
                      "busy_search_end": load_busy_end, "quiet_check_start": load_check},
-            "busy_stage_loads": [s.get("load") for s in doc["search"]["stages"]]}
+            "busy_stage_loads": [s.get("load") for s in doc["search"]["stages"]],
+            "documents": {"quiet": quiet.report.to_dict(), "busy": doc}}
 
 
 def main() -> None:

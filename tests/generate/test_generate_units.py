@@ -147,7 +147,9 @@ def test_finalists_combine_the_best_of_each_slot_that_paid():
     assert tuned.size == compiled.size + 1  # the default mode is the simpler one: preferred within noise
     alone = [_row(REFERENCE, 100, spread=0.05), _row(compiled, 100, spread=0.05), _row(tuned, 99, spread=0.05),
              _row(GenConfig(dtype="bf16"), 97, spread=0.05)]  # neither paid alone (OPT-style): compiled bf16 may
-    assert candidates(alone) == [GenConfig(dtype="bf16", cache="static", compile="default")]
+    assert candidates(alone) == [GenConfig(dtype="bf16", cache="static", compile="default"), compiled]
+    # no admitted weights and nothing paid (Mistral-style on a CPU without bf16): the compiled step is still tried
+    assert candidates([_row(REFERENCE, 100, spread=0.05), _row(compiled, 99, spread=0.05)]) == [compiled]
 
 
 def test_prompts_are_seeded_and_shaped_like_the_timing_batch(tmp_path):

@@ -58,8 +58,10 @@ def candidates(probe: list[GenMeasurement], limit: int = 4) -> list[GenConfig]:
     """The finalists: the best admitted technique of each slot that paid, combined; a compiled
     decoding step with the fastest admitted weights, even when neither paid alone (reduced weights
     pay once the step is compiled, where eager dispatch hid them: optimize tries compile on top of
-    reduced precision for the same reason; OPT-style: bf16 1.08x, compile 1.00x, both 1.24x); that
-    combination without its weakest part; and the best single technique. A finalist
+    reduced precision for the same reason; OPT-style: bf16 1.08x, compile 1.00x, both 1.24x); the
+    compiled decoding step itself, the anchors' recipe, even when the one-process probe did not see
+    it pay (Mistral-style, run 6: the probe kept the reference, the grid measured static cache +
+    compile at 1.22x); that combination without its weakest part; and the best single technique. A finalist
     compiled in another mode than the default is followed by its default-mode sibling (the
     probe's lead of max-autotune is often one process's kernel choice: on three causal LMs the grid
     measured it at 0.89-1.04x of default compile in other processes)."""
@@ -92,6 +94,7 @@ def candidates(probe: list[GenMeasurement], limit: int = 4) -> list[GenConfig]:
 
     found += [combined(best)] if best else []
     found += [fused] if fused else []
+    found += [decoding] if decoding.compile else []  # the anchors' recipe, whether or not it paid in one process
     found += [combined(best[:-1])] if len(best) > 2 else []  # without its weakest part
     found += [best[0][1]] if best else []
     found = [x for c in found for x in ((c, replace(c, compile="default")) if c.compile not in (None, "default")
