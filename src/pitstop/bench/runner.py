@@ -7,6 +7,7 @@ measured and marks the run interrupted."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -14,6 +15,7 @@ from pitstop._env import environment
 from pitstop.bench.group import GroupRunner, OnEvent, Source
 from pitstop.bench.result import BenchResult
 from pitstop.bench.settings import BenchSettings
+from pitstop.engine.load import LoadMonitor, merge
 from pitstop.engine.source import SpecSource
 
 __all__ = ["BenchRunner", "BenchSettings"]
@@ -40,9 +42,15 @@ class BenchRunner:
         """Measure every batch size; returns the result (also on Ctrl-C, marked interrupted)."""
         threads_before = torch.get_num_threads()
         group = GroupRunner(self.source, self.settings, self.on_event)
+        loads: list[dict[str, Any]] = []
         try:
             for i, batch_size in enumerate(self.settings.batch_sizes or ()):
-                group.run(batch_size, list(self.settings.variants), self.result.rows, first=i == 0)
+                monitor = LoadMonitor().start()  # the machine's load over each group, in the JSON's environment
+                try:
+                    group.run(batch_size, list(self.settings.variants), self.result.rows, first=i == 0)
+                finally:
+                    loads.append(monitor.stop())
+                    self.result.environment["load"] = merge(loads)
                 self.result.inputs = dict(group.inputs)
                 self.result.environment["isolation"] = group.isolation
                 self.sink(self.result)

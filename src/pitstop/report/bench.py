@@ -98,6 +98,17 @@ def rel_halfwidth(lat: Doc) -> float:
     return (hi - lo) / 2 / lat["median"] if lat["median"] > 0 else float("inf")
 
 
+def load_line(load: dict[str, Any], chose: bool = True) -> str:
+    """The machine's load while measuring, in one line (``chose``: a search, which then chose no
+    thread count; a bench only measures what it was asked to)."""
+    share = load.get("others_cpu_share")
+    busy = f"; other processes used {share:.0%} of the CPU" if share is not None else ""
+    verdict = (" (busy: thread counts were not chosen)" if chose else " (busy: thread counts measure the "
+               "other processes as much as the model)") if load.get("busy") else ""
+    return f"Machine load: load average {load.get('loadavg_start', 0):.2f} -> {load.get('loadavg_end', 0):.2f}" \
+           f"{busy}{verdict}"
+
+
 def notes(doc: Doc) -> list[str]:
     """Reasons, notes and precision reached, one line each."""
     lines = []
@@ -118,6 +129,9 @@ def notes(doc: Doc) -> list[str]:
         lines.append(f"{n} timed calls in {replicas} worker processes per variant; widest "
                      f"median interval ±{rel_halfwidth(worst['latency_ms']):.1%} "
                      f"(b={worst['batch_size']} {worst['variant']}; target ±{target:.0%}){_disagreement(worst)}")
+    load = (doc.get("environment") or {}).get("load")
+    if load:
+        lines.append(load_line(load, chose=doc.get("kind") != "bench"))
     if doc.get("interrupted"):
         lines.append("interrupted: the results above are partial")
     return lines

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pitstop._format import fmt_bytes, fmt_ms
-from pitstop.report.bench import bench_html, claims_table, fidelity, speedup, status
+from pitstop.report.bench import bench_html, claims_table, fidelity, load_line, speedup, status
 from pitstop.report.kind import Kind
 
 Doc = dict[str, Any]
@@ -110,7 +110,8 @@ def reasons(doc: Doc) -> list[str]:
             lines.append(f"{row['variant']}: {row['note']}")
         for key, value in (row.get("details") or {}).items():
             lines.append(f"{row['variant']}: {key} = {value}")
-    return lines + list(doc.get("notes") or [])
+    load = (doc.get("environment") or {}).get("load")
+    return lines + list(doc.get("notes") or []) + ([load_line(load)] if load else [])
 
 
 def closing(doc: Doc) -> list[str]:

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pitstop._format import fmt_bytes, fmt_ms, num
-from pitstop.report.bench import speedup, status
+from pitstop.report.bench import load_line, speedup, status
 from pitstop.report.kind import Kind
 from pitstop.report.optimize import closing, is_winner, latest_rows
 from pitstop.report.svg import Bar, bar_chart, line_chart, run_page
@@ -88,15 +88,6 @@ def machine_lines(doc: Doc) -> list[str]:
                           for name, w in waits.items())
         lines.append(f"Input wait (time in the DataLoader's next(), per step, median): {shown}")
     return lines
-
-
-def load_line(load: dict[str, Any]) -> str:
-    """The machine's load while measuring, in one line."""
-    share = load.get("others_cpu_share")
-    busy = f"; other processes used {share:.0%} of the CPU" if share is not None else ""
-    verdict = " (busy: thread counts were not chosen)" if load.get("busy") else ""
-    return f"Machine load: load average {load.get('loadavg_start', 0):.2f} -> {load.get('loadavg_end', 0):.2f}" \
-           f"{busy}{verdict}"
 
 
 def reasons(doc: Doc) -> list[str]:
