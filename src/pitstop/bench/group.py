@@ -57,6 +57,9 @@ class GroupRunner(WorkerGroup):
         self.inputs: dict[int, str] = {}
         self.target: Target | None = None
         self.metric_reference: float | None = None  # the user's metric of the fp32 eval model
+        # a busy machine: every variant runs on one thread and is timed by its process's CPU time per
+        # call (on 2 cores with both busy, wall time measures the other processes' share of the cores)
+        self.one_thread = False
 
     def run(self, batch_size: int, configs: list[VariantConfig], out: list[Measurement], *,
             first: bool = False, plan: GroupPlan | None = None) -> None:
@@ -139,7 +142,9 @@ class GroupRunner(WorkerGroup):
         for k, v in enumerate(live):  # all workers load in parallel
             for worker in v.workers:  # replicas share a directory: the second reuses the exported graph
                 worker.send("setup", payload_path=str(payload), config=v.row.config,
-                            threads=v.config.threads or self.settings.resolved_threads, device=self.settings.device,
+                            threads=1 if self.one_thread else v.config.threads or self.settings.resolved_threads,
+                            clock="cpu" if self.one_thread and self.settings.device == "cpu" else "wall",
+                            device=self.settings.device,
                             policy=policy.to_dict(), target=target.to_dict(), workdir=str(workdir / f"v{k}"))
         started = time.monotonic()
         try:

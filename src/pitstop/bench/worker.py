@@ -29,7 +29,8 @@ class VariantSession:
 
     def setup(self, payload_path: str, config: dict[str, Any], threads: int, device: str,
               policy: dict[str, Any], module: torch.nn.Module | None = None,
-              target: dict[str, Any] | None = None, workdir: str | None = None) -> dict[str, Any]:
+              target: dict[str, Any] | None = None, workdir: str | None = None, clock: str = "wall",
+              ) -> dict[str, Any]:
         """Load model and inputs and compute the fp32 eval reference (``prepare`` applies the variant).
 
         The reference runs with the payload's ``reference_threads`` (the run's count), not the
@@ -60,6 +61,7 @@ class VariantSession:
         self.target = Target.from_dict(target) if target else Target(device=self.device.type)
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="pitstop-variant-"))
         self.policy = TimingPolicy(**policy)
+        self.clock = time.process_time if clock == "cpu" else time.perf_counter  # cpu: a busy machine's clock
         return {"threads": torch.get_num_threads()}
 
     def prepare(self) -> dict[str, Any]:
@@ -75,7 +77,7 @@ class VariantSession:
         self.first_output: Any = detached(self.fn())  # compared by fidelity(): no extra call
         sync(self.device)
         cuda = self.device.type == "cuda"
-        self.timer = CudaEventTimer(self.fn, sync=torch.cuda.synchronize) if cuda else CallTimer(self.fn)
+        self.timer = CudaEventTimer(self.fn, sync=torch.cuda.synchronize) if cuda else CallTimer(self.fn, self.clock)
         return {"first_call_s": time.perf_counter() - start, "details": details}
 
     def memory(self) -> dict[str, Any]:

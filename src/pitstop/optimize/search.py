@@ -69,12 +69,15 @@ class Search(StagedSearch):
         b = self.settings.search_batch
         busy = self.load_before(self.monitor).get("busy")
         probe = [START, *self.singles()]
-        if busy and any(c.threads is not None for c in probe):
+        if busy:
             probe = [c for c in probe if c.threads is None]
+            self.group.one_thread = self.settings.bench.device == "cpu"
             share = (self.env.get("load_at_start") or {}).get("others_cpu_share") or 0
+            how = "every variant was measured on one thread and compared by its CPU time per call; " \
+                if self.group.one_thread else ""
             self.outcome.notes.append(f"the machine was busy before the search (other processes used {share:.0%} of "
-                                      "the CPU): thread counts were not searched; run again on a quiet machine "
-                                      "to search them")
+                                      f"the CPU): {how}thread counts were not searched; run again on a quiet "
+                                      "machine for wall-time figures and thread counts")
         self._stage("probe", b, probe, self._policy(len(probe), 0.15, 0.05, PROBE_CALLS), first=True)
         # the references run once each, for the ratios users ask about; candidates in replicas
         references = [NO_GRAD, EVAL_GRAD, BASELINE]
