@@ -37,7 +37,7 @@ def kind_of(doc: dict[str, Any]) -> str:
     from pitstop.errors import UsageError
 
     kind = doc.get("kind")
-    if kind not in registry():
+    if not isinstance(kind, str) or kind not in registry():  # a mangled file's kind may be any JSON value
         raise UsageError(f"no report for kind {kind!r}; reports exist for {', '.join(registry())}")
     return str(kind)
 
