@@ -15,10 +15,16 @@ from typing import Any
 
 from pitstop._env import physical_cores
 from pitstop._settings import check_numbers, normalise
-from pitstop.engine.source import check_device
 from pitstop.errors import SettingError
 
-__all__ = ["RunSettings", "WorkerSettings"]
+__all__ = ["RunSettings", "WorkerSettings", "check_device"]
+
+
+def check_device(device: str) -> None:
+    """``cpu``, ``cuda``, ``cuda:N`` or ``auto``, else a ``SettingError`` naming ``device`` (no torch
+    import: the CLI's parser builds settings before anything heavy loads)."""
+    if device not in ("cpu", "auto") and not device.startswith("cuda"):
+        raise SettingError("device", f"expected cpu, cuda or auto, got {device!r}")
 
 
 @dataclass(frozen=True)

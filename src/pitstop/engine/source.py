@@ -15,6 +15,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from pitstop.engine.settings import check_device
 from pitstop.errors import ModelRunError, SettingError, UsageError, last_line
 from pitstop.models.inputs import Inputs, InputSpec, parse_input_spec
 from pitstop.models.spec import ModelSpec, parse_model_spec
@@ -125,12 +126,6 @@ def make_source(model: nn.Module | str, example_inputs: Any, seed: int) -> Sourc
     if example_inputs is None:
         raise UsageError("example_inputs is required with an nn.Module (a tensor, a tuple or a dict)")
     return ModuleSource(model, Inputs.coerce(example_inputs), type(model).__name__)
-
-
-def check_device(device: str) -> None:
-    """``cpu``, ``cuda``, ``cuda:N`` or ``auto``, else a ``SettingError`` naming ``device``."""
-    if device not in ("cpu", "auto") and not device.startswith("cuda"):
-        raise SettingError("device", f"expected cpu, cuda or auto, got {device!r}")
 
 
 def resolve_device(device: str) -> str:
