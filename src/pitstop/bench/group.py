@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -139,13 +139,13 @@ class GroupRunner(WorkerGroup):
                       reference_threads=self.settings.resolved_threads)
         live = [self._spawn(c, batch_size, workdir, None if inline_reason is None else module,
                             n if inline_reason is None else 1, target) for c, n in counts.items()]
+        timed = replace(policy, clock="cpu") if self.one_thread and self.settings.device == "cpu" else policy
         for k, v in enumerate(live):  # all workers load in parallel
             for worker in v.workers:  # replicas share a directory: the second reuses the exported graph
                 worker.send("setup", payload_path=str(payload), config=v.row.config,
                             threads=1 if self.one_thread else v.config.threads or self.settings.resolved_threads,
-                            clock="cpu" if self.one_thread and self.settings.device == "cpu" else "wall",
-                            device=self.settings.device,
-                            policy=policy.to_dict(), target=target.to_dict(), workdir=str(workdir / f"v{k}"))
+                            device=self.settings.device, policy=timed.to_dict(), target=target.to_dict(),
+                            workdir=str(workdir / f"v{k}"))
         started = time.monotonic()
         try:
             for v in live:

@@ -29,8 +29,7 @@ class VariantSession:
 
     def setup(self, payload_path: str, config: dict[str, Any], threads: int, device: str,
               policy: dict[str, Any], module: torch.nn.Module | None = None,
-              target: dict[str, Any] | None = None, workdir: str | None = None, clock: str = "wall",
-              ) -> dict[str, Any]:
+              target: dict[str, Any] | None = None, workdir: str | None = None) -> dict[str, Any]:
         """Load model and inputs and compute the fp32 eval reference (``prepare`` applies the variant).
 
         The reference runs with the payload's ``reference_threads`` (the run's count), not the
@@ -61,7 +60,7 @@ class VariantSession:
         self.target = Target.from_dict(target) if target else Target(device=self.device.type)
         self.workdir = Path(workdir or tempfile.mkdtemp(prefix="pitstop-variant-"))
         self.policy = TimingPolicy(**policy)
-        self.clock = time.process_time if clock == "cpu" else time.perf_counter  # cpu: a busy machine's clock
+        self.clock = time.process_time if self.policy.clock == "cpu" else time.perf_counter  # cpu: a busy machine
         return {"threads": torch.get_num_threads()}
 
     def prepare(self) -> dict[str, Any]:

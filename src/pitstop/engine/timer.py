@@ -35,6 +35,7 @@ class TimingPolicy:
     warmup_window: int = 5  # settle: the medians of two consecutive windows agree...
     warmup_tol: float = 0.05  # ...within 5%
     warmup_max_s: float | None = None  # default: 20% of budget_s, at least 0.5 s
+    clock: str = "wall"  # wall: perf_counter; cpu: the process's CPU time per call (a busy machine, one thread)
 
     def __post_init__(self) -> None:
         if not 0 < self.target < 1:
