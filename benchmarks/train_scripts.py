@@ -98,6 +98,7 @@ def search(entry: dict[str, Any], cwd: Path, budget_s: float, tag: str, techniqu
             "winner": winner.get("variant"), "predicted": (winner.get("speedup") or {}).get("median"),
             "changes": (doc.get("script") or {}).get("changes", []),
             "input_wait": (doc.get("script") or {}).get("input_wait"),
+            "stderr": proc.stderr[-3000:] if proc.returncode else "",  # why a search failed, kept
             "run_length": (doc.get("search") or {}).get("run_length"),
             "patch": patch.read_text() if patch.exists() else "",
             "machine": (doc.get("environment") or {}).get("load"),

@@ -33,7 +33,7 @@ def test_the_loader_is_found_and_its_workers_are_measured_with_the_input_wait(se
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
     sites = doc["script"]["sites"]
     loader = sites["loaders"][sites["train_loader"]]
-    assert loader["site"]["line"] == 47 and loader["num_workers"] == 0 and loader["batches"] == 40
+    assert loader["site"]["line"] == 48 and loader["num_workers"] == 0 and loader["batches"] == 40
     assert loader["draws_random"] is True  # the augmentation draws from torch's global generator
     probed = {r["variant"]: r["status"] for r in doc["results"] if r["stage"] == "probe"}
     assert {"workers1", "workers2"} <= set(probed) and "ok" in (probed["workers1"], probed["workers2"]), probed
@@ -66,11 +66,22 @@ def test_the_workers_edit_applies_and_the_patched_script_trains_without_pitstop(
     sites = json.loads(json.dumps(doc["script"]["sites"]).replace(str(script), str(mine)))
     text = edits.apply(edits.plan(NAIVE.with_(workers=2), {"sites": sites, "trainers": []}, "cpu"))[str(mine)]
     assert "DataLoader(data, batch_size=16, shuffle=not args.iterable, num_workers=2, persistent_workers=True)" in text
+    # the evaluation's loader over the same Dataset class gets the same workers: the whole run waits for it too
+    assert "held_out = DataLoader(Decoded(48), batch_size=16, num_workers=2, persistent_workers=True)" in text
     mine.write_text(text)
     before = run(script.name, "--epochs", "2", cwd=script.parent, pitstop=False)
     after = run(mine.name, "--epochs", "2", cwd=tmp_path, pitstop=False)
     assert after.returncode == 0, after.stderr
     assert abs(final_loss(after.stdout) - final_loss(before.stdout)) < 0.5  # another draw of the augmentation
+    assert "held-out loss" in after.stdout
+
+
+def test_the_note_names_the_evaluation_loader_that_gets_the_workers_too(searched):
+    _, _, _, doc = searched
+    sites = doc["script"]["sites"]
+    assert [x["site"]["line"] for x in sites["loaders"]] == [48, 49] and sites["train_loader"] == 0
+    if any("workers" in r["variant"] for r in doc["results"] if r["stage"] == "final"):
+        assert any("other DataLoader(s) over Decoded (slow_loader_loop.py:49" in n for n in doc["notes"]), doc["notes"]
 
 
 def test_a_dataset_that_cannot_go_to_workers_is_a_skipped_variant_with_its_reason(tmp_path):
@@ -93,7 +104,7 @@ def test_on_cuda_the_loader_is_pinned_and_the_batchs_copies_do_not_wait(tmp_path
     group = _discover(script, "--device", "cuda", "--epochs", "1")
     try:
         copies = group.found["sites"]["batch_copies"]
-        assert sorted(c["line"] for c in copies) == [52, 53], copies
+        assert sorted(c["line"] for c in copies) == [54, 55], copies
         text = edits.apply(group.changes(NAIVE.with_(workers=2)))[str(script.resolve())]
     finally:
         group.close()

@@ -27,6 +27,10 @@ LOADER = {"id": 1, "site": {"file": "train.py", "line": 5, "function": "main", "
           "start_method": "fork", "draws_random": True, "cannot_use_workers": None}
 
 
+def _loader(**fields):
+    return {**LOADER, **fields}
+
+
 def found(**loader):
     return {"script": "train.py", "sites": {"loaders": [{**LOADER, **loader}], "train_loader": 0},
             "trainers": [], "run_length": {"steps": None, "source": "the loop at line 9 can end early (a break)"}}
@@ -231,6 +235,31 @@ def test_the_loader_edit_is_keywords_of_its_construction(tmp_path):
     assert parse_train_variant("workers2+prefetch4+threads1") == edits.TrainConfig(workers=2, prefetch=4, threads=1)
 
 
+def test_the_evaluations_loaders_over_the_same_dataset_get_the_workers_too(tmp_path):
+    """Another DataLoader over the training loader's Dataset class, built at its own line of the
+    user's files, gets the same keywords; one over another Dataset, one a library builds, one given
+    num_workers by position, one that cannot use workers, and the training loader's own line built
+    again (a helper) do not get a second edit."""
+    script = tmp_path / "train.py"
+    script.write_text("import torch\nfrom torch.utils.data import DataLoader\n\n\n"
+                      "loader = DataLoader(data, batch_size=16)\n"
+                      "dev = DataLoader(dev_data, batch_size=32)\n"
+                      "labels = DataLoader(other, batch_size=32)\n"
+                      "test = DataLoader(test_data, 8, False, None, None, 0)\n"
+                      "odd = DataLoader(odd_data, batch_size=8)\n")
+    site = {"file": str(script), "line": 5, "function": "<module>", "first_line": 1}
+    at = [dict(site, line=n) for n in (5, 6, 7, 8, 9)]
+    loaders = [_loader(site=at[0]), _loader(site=at[1]), _loader(site=at[2], dataset="Labels"),
+               _loader(site=at[3], positional=6), _loader(site=at[4], cannot_use_workers="its dataset holds a file"),
+               _loader(site=None), _loader(site=at[0])]
+    text = edits.apply(edits.plan(edits.TrainConfig(workers=1), {"sites": {"loaders": loaders, "train_loader": 0},
+                                                                 "trainers": []}, "cpu"))[str(script)]
+    assert text.count("num_workers=1, persistent_workers=True") == 2
+    assert "dev = DataLoader(dev_data, batch_size=32, num_workers=1, persistent_workers=True)" in text
+    assert "labels = DataLoader(other, batch_size=32)\n" in text
+    assert "odd = DataLoader(odd_data, batch_size=8)\n" in text
+
+
 @pytest.mark.parametrize(("loader", "why"), [
     ({"cannot_use_workers": "its dataset (S) is an IterableDataset: ..."}, "cannot use worker processes: its dataset"),
     ({"positional": 6}, "num_workers by position"),
@@ -353,3 +382,25 @@ def test_a_short_script_gets_no_compile_that_its_run_would_not_pay_back(tmp_path
     assert even > planned["steps"] and "not chosen" in note
     assert doc["winner"]["variant"] == "naive" and not (tmp_path / "p.diff").exists()
     assert "naive stays" in proc.stdout
+
+
+@pytest.mark.parametrize(("data_ms", "timed_from"), [
+    ([0.2, 0.2, 55.0, 55.0, 55.0], 3),  # workers slower than the step refill the queue: timed from the first wait
+    ([0.2, 0.2, 0.2, 0.2, 0.2, 0.2], 4),  # never waits (the step is the bottleneck): the queue, then as many again
+    ([0.2, 55.0, 55.0, 55.0], 2),  # the queue drained and the next step waits: timed at once
+])
+def test_a_loader_turn_is_timed_from_the_pipelines_own_rate(data_ms, timed_from):
+    """A turn of a loader-workers variant first drains the batches made while it waited (2 here),
+    then, while a step still finds its batch ready, up to 2 more: its timed steps start after."""
+    from pitstop.train.script.child import Server
+
+    server = Server(None, {})  # type: ignore[arg-type]
+    probe = server.probe
+    server.drain = server.refill = 2
+    for ms in data_ms:
+        probe.steps += 1
+        probe.step_times.append(0.135)
+        probe.step_data.append(ms / 1e3)
+        if not server._draining():
+            break
+    assert server.mark == timed_from and server.drain == 0

@@ -4,6 +4,7 @@ finalists are planned, compiled autograd as a refinement, and the winner."""
 import re
 
 import numpy as np
+import pytest
 
 from pitstop.bench.result import BenchResult
 from pitstop.engine.measurement import Measurement
@@ -218,3 +219,20 @@ def test_a_fused_optimizer_within_noise_on_the_probe_survives_by_its_optimizer_s
                                              spread=0.15), {NAIVE_NAME: 9.0, "fused": 4.5, "foreach": 8.9})
     search.outcome.stages = [probe]
     assert [c.name for c in search.finalists()][:1] == ["fused"]
+
+
+def test_the_finals_start_up_is_the_probes_scaled_to_the_processes_it_starts(search):
+    """The probe starts every variant's process at once, sharing the cores; the final starts fewer:
+    its estimated start-up is the probe's longest scaled by that share, never above it."""
+    probe = stage("probe", {NAIVE_NAME: 200.0, **{f"workers{n}": 120.0 for n in (1, 2, 4)},
+                            "foreach": 200.0, "fused": 200.0, "zero-grad-zeros": 200.0, "threads1": 250.0})
+    for row in probe.rows:
+        row.phases_s["start"] = 30.0
+    probe.rows[-1].status = "skipped"  # started with the others, never timed: not counted as a process
+    search.outcome.stages = [probe]
+    rows = {r.variant: r for r in probe.rows}
+    assert search._start_s(rows, 4) == pytest.approx(30.0 * 4 / 7)
+    assert search._start_s(rows, 20) == 30.0
+    steps = search.settings.trajectory_steps + 6 + 2
+    one = search.cost([parse_train_variant("workers1")], 1)
+    assert one == pytest.approx(1.2 * (30.0 * 4 / 7 + 3 * steps * 0.2 + steps * 0.12), rel=0.05)

@@ -257,13 +257,15 @@ def _loader(config: TrainConfig, found: dict[str, Any], kind: str, device: str) 
         return [_trainer_keyword(found, "hf-arguments", k, why) for k in keywords]
     if loader.get("positional", 0) >= len(LOADER_ARGS):
         raise NotMechanical("the training DataLoader is given num_workers by position: pitstop edits keywords")
-    site = loader["site"]
     keywords = [f"num_workers={n}", "persistent_workers=True"]
     if config.prefetch:
         keywords.append(f"prefetch_factor={config.prefetch}")
     if cuda:
         keywords.append("pin_memory=True")
-    changes = [Change("keyword", site["file"], site["line"], k, callee="DataLoader", why=why) for k in keywords]
+    from pitstop.train.script.loaders import companions  # (imports torch: this module does not)
+
+    changes = [Change("keyword", x["site"]["file"], x["site"]["line"], k, callee="DataLoader", why=why)
+               for x in (loader, *companions(found)) for k in keywords]  # and the evaluation's, same Dataset
     if cuda:  # from pinned memory the batch's copies to the GPU need not wait
         copies = _unique([{"site": s} for s in sites.get("batch_copies") or []])
         changes += [Change("keyword", c["site"]["file"], c["site"]["line"], "non_blocking=True", callee="to|cuda",

@@ -20,6 +20,7 @@ from pitstop.train.config import NAIVE, TrainConfig
 from pitstop.train.group import OnEvent, TrainGroup, _Live
 from pitstop.train.problem import LossSpec, ProblemRequest
 from pitstop.train.script import edits
+from pitstop.train.script.loaders import companions
 from pitstop.train.settings import TrainSettings
 from pitstop.train.variants import TrainTarget, gate
 
@@ -147,13 +148,21 @@ class ScriptGroup(TrainGroup):
         index = sites.get("train_loader")
         if index is None or not any(TrainConfig.from_dict(r.config).workers for r in rows if r.config):
             return []
-        loader = sites["loaders"][index]
-        if not loader.get("draws_random"):
-            return []
-        return [f"the training DataLoader's dataset ({loader['dataset']}) draws from the global random generators "
-                "while it makes a batch (an augmentation): with worker processes those draws come from each worker's "
-                "own seed, so the batches differ from the unmodified script's as another seed's would; the "
-                "trajectory gate judges the workers variants against the spread of the fp32 seeds"]
+        loader, notes = sites["loaders"][index], []
+        others = companions(self.found)
+        if others:
+            where = ", ".join(f"{os.path.relpath(x['site']['file'], self.root)}:{x['site']['line']}" for x in others)
+            notes.append(f"a workers variant also gives its workers to the script's other DataLoader(s) over "
+                         f"{loader['dataset']} ({where}; an evaluation's): the same per-sample work as the training "
+                         "loader's, which the search measured; the step times above leave their share out, the whole "
+                         "run has it")
+        if loader.get("draws_random"):
+            notes.append(f"the training DataLoader's dataset ({loader['dataset']}) draws from the global random "
+                         "generators while it makes a batch (an augmentation): with worker processes those draws come "
+                         "from each worker's own seed, so the batches differ from the unmodified script's as another "
+                         "seed's would; the trajectory gate judges the workers variants against the spread of the "
+                         "fp32 seeds")
+        return notes
 
     def _reproducible(self, rows: list[Measurement]) -> list[str]:
         """Whether the script is reproducible under pitstop's seeds: the unmodified script's first

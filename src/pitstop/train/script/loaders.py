@@ -178,6 +178,35 @@ def not_to_workers(loader: Any, start: str) -> str | None:
     return None
 
 
+def companions(found: dict[str, Any]) -> list[dict[str, Any]]:
+    """The script's other DataLoaders over the training loader's Dataset class, each built at its own
+    line of the user's files (an evaluation's ``dev_loader``): the same ``__getitem__`` work, so the
+    training loader's measured wait speaks for them, and the whole run (not the step the search
+    times) waits for them too; the training loop's own site and a loader that cannot use workers, or
+    is given ``num_workers`` by position, are left out."""
+    sites = found.get("sites") or {}
+    index = sites.get("train_loader")
+    if index is None:
+        return []
+    loaders = sites.get("loaders") or []
+    train = loaders[index]
+    seen = {_where(train)}
+    out = []
+    for loader in loaders:
+        where = _where(loader)
+        if (where in seen or loader.get("site") is None or loader["dataset"] != train["dataset"]
+                or loader.get("cannot_use_workers") or loader.get("positional", 0) >= 6):
+            continue
+        seen.add(where)
+        out.append(loader)
+    return out
+
+
+def _where(loader: dict[str, Any]) -> tuple[str, int] | None:
+    site = loader.get("site")
+    return (site["file"], site["line"]) if site else None
+
+
 def input_share(found: dict[str, Any]) -> float | None:
     """The largest share of a training step that the discovery run waited for its DataLoader, over
     its training steps after the first (the first also starts the iterator and its workers; an
