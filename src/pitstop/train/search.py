@@ -344,8 +344,7 @@ class TrainSearch(StagedSearch):
         return precision[0].with_(compile="default") if precision else None
 
     def _plan(self, finalists: list[TrainConfig]) -> tuple[list[TrainConfig], int]:
-        """Fewer replicas, then fewer finalists, until the final's estimated cost (start-up, first
-        step or compile, trajectory and minimum timed steps, from the probe) fits in 80% of the time left."""
+        """Fewer replicas, then fewer finalists, until the final's estimated ``cost`` fits in 80% of the time left."""
         return self._fit_final(finalists, self.settings.replicas, self.cost, 0.8)
 
     def _too_long(self, finalists: list[TrainConfig]) -> bool:
@@ -366,28 +365,21 @@ class TrainSearch(StagedSearch):
         return True
 
     def cost(self, finalists: list[TrainConfig], replicas: int) -> float:
-        """The final's estimated seconds: its processes' start-up, the reference's trajectories, each
-        finalist's (and its compilation, at the probe's cost), 20% over."""
+        """The final's estimated seconds (start-up, trajectories, compilation), 20% over."""
         probe = {r.variant: r for r in self.outcome.stages[0].rows}
-        naive = probe.get(NAIVE_NAME)
-        naive_step = _step_s(naive, 1.0)
-        steps = self.settings.trajectory_steps + FINAL_CALLS + 2
+        naive_step, steps = _step_s(probe.get(NAIVE_NAME), 1.0), self.settings.trajectory_steps + FINAL_CALLS + 2
         cost = self._start_s(probe, self.settings.seeds + replicas * len(finalists)) \
             + self.settings.seeds * steps * naive_step
         compiled = (probe["compile"].compile_s or 0.0) if "compile" in probe else 0.0
         for config in finalists:
-            row = probe.get(config.name)
-            step = _step_s(row, naive_step)
+            step = _step_s(probe.get(config.name), naive_step)
             cost += replicas * (steps * step + (compiled if config.compile else 0.0))
         return cost * 1.2
 
     @staticmethod
     def _start_s(probe: dict[str, Measurement], processes: int) -> float:
-        """The start-up of ``processes`` started together, from the probe's: there every variant's
-        process started at once and they shared the cores (a BERT script's imports and model load:
-        29-32 s for the probe's 11 processes on 2 cores, about 6 s alone), so the longest start is
-        scaled by the share of the probe's processes the final starts, never above it. Taken whole,
-        it called a final of 4 processes 64 s long and stopped a search whose probe had a 1.70x winner."""
+        """The start-up of ``processes`` started together: the probe's longest (all its processes started
+        at once on the same cores) scaled by their share of the probe's, never above it (docs/commands/train.md)."""
         starts = [r.phases_s["start"] for r in probe.values() if "start" in r.phases_s]
         ran = sum(r.status == "ok" for r in probe.values())
         return max(starts, default=0.0) * min(1.0, processes / max(ran, 1))
