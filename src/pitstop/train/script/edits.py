@@ -226,9 +226,6 @@ def _ddp(config: TrainConfig, found: dict[str, Any]) -> list[Change]:
             for s in (_unique(sites) if fsdp else sites[:1])]
 
 
-LOADER_ARGS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")  # the 6th: num_workers
-
-
 def _loader(config: TrainConfig, found: dict[str, Any], kind: str, device: str) -> list[Change]:
     """The training DataLoader with ``config.workers`` persistent worker processes (and pinned memory
     on CUDA): keywords of its construction in the user's files, or of TrainingArguments under the
@@ -255,6 +252,8 @@ def _loader(config: TrainConfig, found: dict[str, Any], kind: str, device: str) 
         if cuda:
             keywords.append("dataloader_pin_memory=True")
         return [_trainer_keyword(found, "hf-arguments", k, why) for k in keywords]
+    from pitstop.train.script.loaders import LOADER_ARGS, companions  # (imports torch: this module does not)
+
     if loader.get("positional", 0) >= len(LOADER_ARGS):
         raise NotMechanical("the training DataLoader is given num_workers by position: pitstop edits keywords")
     keywords = [f"num_workers={n}", "persistent_workers=True"]
@@ -262,8 +261,6 @@ def _loader(config: TrainConfig, found: dict[str, Any], kind: str, device: str) 
         keywords.append(f"prefetch_factor={config.prefetch}")
     if cuda:
         keywords.append("pin_memory=True")
-    from pitstop.train.script.loaders import companions  # (imports torch: this module does not)
-
     changes = [Change("keyword", x["site"]["file"], x["site"]["line"], k, callee="DataLoader", why=why)
                for x in (loader, *companions(found)) for k in keywords]  # and the evaluation's, same Dataset
     if cuda:  # from pinned memory the batch's copies to the GPU need not wait

@@ -15,6 +15,7 @@ import torch
 
 from pitstop.train.config import NAIVE, TrainConfig
 
+LOADER_ARGS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")  # the 6th: num_workers
 WORTH_WAIT = 0.05  # a step waiting less than 5% of its time for input gains less than 1.05x from any loader
 FIRST_WAIT = 1 / 3  # a step waiting at least a third of its time for input (1.5x to gain): the loader probed first
 
@@ -195,7 +196,7 @@ def companions(found: dict[str, Any]) -> list[dict[str, Any]]:
     for loader in loaders:
         where = _where(loader)
         if (where in seen or loader.get("site") is None or loader["dataset"] != train["dataset"]
-                or loader.get("cannot_use_workers") or loader.get("positional", 0) >= 6):
+                or loader.get("cannot_use_workers") or loader.get("positional", 0) >= len(LOADER_ARGS)):
             continue
         seen.add(where)
         out.append(loader)
