@@ -24,8 +24,9 @@ its corpus: the original and the patched copy run whole with the search's argume
 ARGS` under the step-timing wrapper; `max_steps` in the entry ends a loop that never ends on its
 own), interleaved over R rounds, then the original once more per further seed (`--seeds`); printed:
 the speed-up of the median step (and the range of the per-round ratios), the loss after the last
-common step of both, and whether every patched run lies in the gate drawn from the original's runs
-(`pitstop.train.fidelity.band`). The target of issue 25: never slower than 0.97x, and in the gate.
+common step of both, and whether the patched runs pass the gate drawn from the original's runs
+(`pitstop.train.fidelity.band`, judged by `finals_verdict`). The target of issue 25: never slower
+than 0.97x, and in the gate.
 
     python benchmarks/train_heldout.py [--only vae regression] [--budget-s 120] [--json out.json]
                                        [--remeasure 4] [--seeds 3]

@@ -96,3 +96,38 @@ def test_bf16_on_a_batchnorm_cnn_is_admitted(models_file):
     assert bf16.status == "ok", bf16.reason
     assert grads["min_cosine"] < grads["overall_cosine"]  # some parameter bends more than the whole
     assert bf16.samples_s and naive.samples_s
+
+
+def test_a_variants_runs_are_judged_as_draws_of_the_references_process():
+    """Every run in the band, or their mean in it with none beyond it by more than the seeds' range: on
+    draws of one normal process (4 reference runs, 3 of the variant, no widening) "every run inside"
+    rejects most unchanged variants, the mean rule few; a shift of 3 standard deviations stays rejected."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+
+    def admitted(shift: float, trials: int = 2000) -> tuple[float, float]:
+        every = by_draws = 0
+        for _ in range(trials):
+            ref, var = rng.normal(1.0, 0.01, 4), rng.normal(1.0 + shift, 0.01, 3)
+            band = {**fidelity.band([[2.0, f] for f in ref], 0.0), "widened_by": 0.0}
+            band["low"], band["high"] = float(ref.min()), float(ref.max())  # no widening: the rule alone
+            every += not fidelity.outside_band(var.tolist(), band)
+            by_draws += fidelity.finals_verdict(var.tolist(), band) is None
+        return every / trials, by_draws / trials
+
+    every, by_draws = admitted(0.0)
+    assert every == pytest.approx(4 * 3 / (7 * 6), abs=0.04)  # the extremes of 7 draws both reference runs
+    assert by_draws > 0.7 > 0.35 > every
+    assert max(admitted(0.03)) < 0.1  # a variant that trains worse is still caught
+
+
+def test_finals_verdict_names_why():
+    band = fidelity.band([[2.0, 1.0], [2.0, 1.1]], 0.0)  # widened by 1% of the final: [0.9895, 1.1105]
+    assert fidelity.finals_verdict([1.0, 1.05, 1.1], band) is None
+    assert fidelity.finals_verdict([1.12, 1.05, 1.0], band) is None  # one run out, the mean in, by < the range
+    assert "their mean" in fidelity.finals_verdict([1.13, 1.12, 1.1], band)
+    assert "own range" in fidelity.finals_verdict([1.3, 1.0, 1.0, 1.0, 1.0], band)
+    assert "not finite" in fidelity.finals_verdict([float("nan"), 1.0], band)
+    assert "outside the fp32 band" in fidelity.finals_verdict([1.12], band)  # one run is judged as itself
+    assert fidelity.outside_band([1.12, 1.0], band) == [1.12]

@@ -8,7 +8,10 @@
     (overall cosine below ``GRAD_FLOOR`` times the seed-to-seed one) or not finite.
 (b) The trajectory: the loss after N steps must lie within the fp32 reference's spread over its
     seeds, widened by the stated tolerance: ``tolerance`` times the reference's loss decrease
-    over the N steps (at least 1% of the final loss).
+    over the N steps (at least 1% of the final loss). A variant's runs are draws of the same random
+    process as the reference's (another seed, or the same seed whose stream the variant moves), so
+    they are judged as draws (``finals_verdict``): every run in the band, or their mean in it and no
+    run further outside it than the reference's own range.
 (c) GradScaler: more than ``MAX_SKIPPED`` of the steps skipped (overflowing gradients) = rejected.
 Pure functions of tensors and numbers; the worker and the search call them."""
 
@@ -97,11 +100,43 @@ def trajectory_verdict(losses: Sequence[Sequence[float]], admitted: Mapping[str,
     for run in losses:
         if len(run) < admitted["steps"]:
             return f"trajectory has {len(run)} steps, the reference {admitted['steps']}"
-        final = run[admitted["steps"] - 1]
-        if not math.isfinite(final) or not admitted["low"] <= final <= admitted["high"]:
-            return (f"loss after {admitted['steps']} steps {final:.4g} outside the fp32 band "
-                    f"[{admitted['low']:.4g}, {admitted['high']:.4g}] (seeds' finals "
-                    f"{', '.join(f'{f:.4g}' for f in admitted['finals'])}, widened by {admitted['widened_by']:.3g})")
+    return finals_verdict([run[admitted["steps"] - 1] for run in losses], admitted)
+
+
+def outside_band(finals: Sequence[float], admitted: Mapping[str, Any]) -> list[float]:
+    """The finals outside the band (a variant ``finals_verdict`` admits by their mean has some)."""
+    return [f for f in finals if not admitted["low"] <= f <= admitted["high"]]
+
+
+def finals_verdict(finals: Sequence[float], admitted: Mapping[str, Any]) -> str | None:
+    """Why a variant's final losses, one per run, do not train the same as the band's reference, or None.
+
+    The runs are draws: every run in the band passes; so do runs whose mean lies in the band while
+    none lies further outside it than the reference finals' own range. A band of min-max over n
+    reference runs holds each new draw of the same process with chance (n-1)/(n+1) only, so "every
+    one of m runs inside" rejects an unchanged process often (n=4, m=3, no widening: the 7 draws'
+    extremes are both reference runs with chance 4*3/(7*6), 29%); a variant that shifts the loss
+    shifts the mean of its runs, which the band still catches. One run is judged as itself."""
+    low, high = admitted["low"], admitted["high"]
+    bad = next((f for f in finals if not math.isfinite(f)), None)
+    if bad is not None:
+        return f"loss after {admitted['steps']} steps {bad:.4g}: not finite"
+    outside = outside_band(finals, admitted)
+    if not outside:
+        return None
+    where = (f"the fp32 band [{low:.4g}, {high:.4g}] (seeds' finals "
+             f"{', '.join(f'{f:.4g}' for f in admitted['finals'])}, widened by {admitted['widened_by']:.3g})")
+    if len(finals) == 1:
+        return f"loss after {admitted['steps']} steps {finals[0]:.4g} outside {where}"
+    mean = sum(finals) / len(finals)
+    spread = max(admitted["finals"]) - min(admitted["finals"])
+    runs = f"runs' losses after {admitted['steps']} steps {', '.join(f'{f:.4g}' for f in finals)}"
+    if not low <= mean <= high:
+        return f"{runs}: their mean {mean:.4g} outside {where}"
+    far = [f for f in outside if f < low - spread or f > high + spread]
+    if far:
+        return (f"{runs}: {far[0]:.4g} outside {where} by more than the seeds' own range {spread:.3g} "
+                "(their mean is inside)")
     return None
 
 

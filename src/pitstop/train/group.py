@@ -316,6 +316,8 @@ class TrainGroup(WorkerGroup):
         why = fidelity.trajectory_verdict(losses, self.band)
         if why:
             v.reject(why)
+        elif outside := fidelity.outside_band([run[self.band["steps"] - 1] for run in losses], self.band):
+            v.row.fidelity["admitted_by_mean"] = outside  # runs outside the band, their mean inside
 
     def _took(self, v: _Live, i: int, chunk: dict[str, Any]) -> None:
         """CPU seconds per step, the turn's length, the script's end, the fp16 loss scaler's skipped steps."""
