@@ -65,7 +65,8 @@ def collect(mirrors: Path, corpus: Path, entries: list[dict[str, Any]]) -> int:
     """Copy every manifest file out of the git mirrors at its recorded commit."""
     n = 0
     for entry in entries:
-        git = mirrors / entry["repo"].replace("/", "+") / "repo"
+        base = mirrors / entry["repo"].replace("/", "+") / "repo"
+        git = base / ".git" if (base / ".git" / "HEAD").exists() else base  # a work tree's or a bare mirror
         for path in entry["files"]:
             shown = subprocess.run(["git", "--git-dir", str(git), "show", f"{entry['commit']}:{path}"],
                                    capture_output=True)
