@@ -94,6 +94,8 @@ class Module:
     withs: list[ast.AST] = field(default_factory=list)
     defs: list[ast.AST] = field(default_factory=list)  # every function definition
     backwards: list[ast.Call] = field(default_factory=list)
+    # ``torch.set_grad_enabled(flag)`` as a statement: id -> whether it turns autograd off
+    grad_switches: dict[int, bool] = field(default_factory=dict)
     depth: int = 0  # how deep the tree nests (the module's statements are level 1); past MAX_DEPTH: PIT001
 
     @classmethod
@@ -160,6 +162,9 @@ class Module:
         m.calls.sort(key=lambda c: (c.lineno, c.col_offset))
         for node in m.calls:
             parent = parents.get(id(node))
+            if isinstance(parent, ast.Expr) and node.args and isinstance(node.args[0], ast.Constant) \
+                    and (m.qualname(node.func) or "").endswith("set_grad_enabled"):
+                m.grad_switches[id(parent)] = node.args[0].value is False
             if isinstance(parent, ast.Assign) and parent.value is node:
                 q = m.qualname(node.func) or ""
                 if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
@@ -217,13 +222,17 @@ class Module:
         return False
 
     def under_no_grad(self, node: ast.AST, stop: ast.AST | None = None) -> ast.AST | None:
-        """The enclosing ``with no_grad()`` statement or no_grad-decorated function, if any."""
+        """The enclosing ``with no_grad()`` statement or no_grad-decorated function, if any; or the
+        ``torch.set_grad_enabled(False)`` statement that runs before it in an enclosing block (the last
+        such switch there; one that turns autograd back on ends it)."""
         cur: ast.AST | None = node
         while cur is not None and cur is not stop:
             parent = self.parents.get(id(cur))
             if isinstance(parent, (ast.With, ast.AsyncWith)) and cur in parent.body \
                     and any(self.is_no_grad(item.context_expr) for item in parent.items):
                 return parent
+            if self.grad_switches and isinstance(cur, ast.stmt) and (off := self._switched_off(parent, cur)):
+                return off
             if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for dec in parent.decorator_list:
                     if self.is_no_grad(dec):
@@ -232,11 +241,41 @@ class Module:
             cur = parent
         return None
 
+    def _switched_off(self, parent: ast.AST | None, stmt: ast.stmt) -> ast.stmt | None:
+        """The ``set_grad_enabled(False)`` statement last switching autograd before ``stmt`` in its block."""
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(parent, name, None)
+            if not isinstance(block, list) or not any(s is stmt for s in block):
+                continue
+            for before in reversed(block[:next(i for i, s in enumerate(block) if s is stmt)]):
+                off = self.grad_switches.get(id(before))
+                if off is not None:
+                    return before if off else None
+            return None
+        return None
+
     def enclosing_function(self, node: ast.AST) -> ast.AST:
         cur = self.parents.get(id(node))
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
             cur = self.parents.get(id(cur))
         return cur or self.tree
+
+
+def mode_switch(call: ast.AST) -> str | None:
+    """"eval" for ``m.eval()`` and ``m.train(False)``, "train" for ``m.train()`` and ``m.train(True)``;
+    None for anything else (``m.train(flag)``: not known here)."""
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return None
+    args = [*call.args, *(k.value for k in call.keywords if k.arg == "mode")]
+    if call.func.attr == "eval":
+        return None if args else "eval"
+    if call.func.attr != "train" or len(args) > 1:
+        return None
+    if not args:
+        return "train"
+    flag = args[0]
+    return ("train" if flag.value else "eval") if isinstance(flag, ast.Constant) and isinstance(flag.value, bool) \
+        else None
 
 
 def method_calls(scope: ast.AST, attr: str, into_defs: bool = False) -> list[ast.Call]:

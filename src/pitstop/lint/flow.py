@@ -204,6 +204,9 @@ class Flow:
             return "returned"
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets: list[ast.expr] = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if isinstance(stmt, ast.Assign) and len(targets) == 1 and isinstance(targets[0], ast.Name) \
+                    and self._cut_next(stmt, targets[0].id):
+                return "dead"
             return self._names_fate(targets)
         if isinstance(stmt, (ast.For, ast.AsyncFor)) and node is stmt.iter:
             return self._names_fate([stmt.target])
@@ -217,6 +220,24 @@ class Flow:
         if isinstance(stmt, (ast.If, ast.While, ast.Assert)):
             return "dead"
         return "live"
+
+    def _cut_next(self, stmt: ast.stmt, name: str) -> bool:
+        """The next statement of the block that reads ``name`` rebinds it from a value that cuts the
+        graph (``out = model(x)`` then ``out = torch.sigmoid(out).detach().numpy()``): the first value
+        ends there, whatever the name holds later."""
+        parent = self.mod.parents.get(id(stmt))
+        block = next((b for f in ("body", "orelse", "finalbody") if isinstance(b := getattr(parent, f, None), list)
+                      and any(x is stmt for x in b)), None)
+        if block is None:
+            return False
+        k = next(i for i, x in enumerate(block) if x is stmt)
+        for later in block[k + 1:]:
+            if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(later)):
+                continue
+            return isinstance(later, ast.Assign) and len(later.targets) == 1 \
+                and isinstance(later.targets[0], ast.Name) and later.targets[0].id == name \
+                and name not in set(carried(later.value))
+        return False
 
     def trains(self, expr: ast.AST) -> bool:
         """The value of ``expr`` reaches a backward or an update in this scope (being kept on an

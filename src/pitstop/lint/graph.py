@@ -20,9 +20,10 @@ from pitstop.lint.analysis import (
 # a plain function that is the model (def model(t_u, w, b): return w * t_u + b)
 _MODEL_FUNCTION = re.compile(r"(model|net|network|generator|discriminator|encoder|decoder|classifier|policy|"
                              r"critic|actor)\d*")
-# tensor methods whose result has no graph (comparisons, indices, integer casts)
+# tensor methods whose result has no graph (comparisons, indices, integer casts, sizes: Python ints)
 NO_GRAPH_METHODS = {"eq", "ne", "lt", "gt", "le", "ge", "argmax", "argmin", "argsort", "isnan", "isinf", "isfinite",
-                    "nonzero", "long", "int", "bool", "all", "any", "count_nonzero", "numel", "sign"}
+                    "nonzero", "long", "int", "bool", "all", "any", "count_nonzero", "numel", "sign", "size", "dim",
+                    "ndimension", "nelement", "stride", "element_size", "get_device", "is_contiguous"}
 # methods that run a model for inference when called on one (net.predict(x), model.generate(ids))
 MODEL_METHOD = re.compile(r"^(forward|predict\w*|generate\w*|sample\w*|infer\w*|decode\w*|encode\w*|beam_search\w*|"
                           r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*|"

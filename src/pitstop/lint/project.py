@@ -176,6 +176,16 @@ class Project:
                     return self.resolve(j, ("qual", self.files[j].aliases[rest]), depth + 1)
         return None
 
+    def constructor(self, i: int, ref: Ref | None) -> FnId | None:
+        """The ``__init__`` a call builds an object with (``Model(path, is_eval=True)``, ``model.Model(...)``),
+        when it calls a project class that defines one. Facts follow it (a constructor that puts a model
+        in eval mode); call sites do not (their arguments count from the class's ``self``)."""
+        if ref is None or ref[0] not in ("local", "qual", "star"):
+            return None
+        found = self.class_of(i, ref[1])
+        init = f"{found[1]}.__init__" if found is not None else ""
+        return (found[0], init) if found is not None and init in self.files[found[0]].functions else None
+
     def _inherited(self, i: int, cls: str, method: str, depth: int = 0) -> FnId | None:
         """``method`` as class ``cls`` of file ``i`` inherits it from a project base class."""
         if depth > 8:
@@ -243,7 +253,8 @@ class Project:
             return bool(getattr(fn, what))
         self._memo[key] = False  # a cycle answers False while it is being worked out
         refs = fn.return_refs if what == "returns_graph" else fn.refs
-        result = any(self.fact(what, self.resolve(fid[0], r), depth + 1) for r in refs)
+        result = any(self.fact(what, self.resolve(fid[0], r) or (self.constructor(fid[0], r) if what != "returns_graph"
+                                                                 else None), depth + 1) for r in refs)
         self._memo[key] = result
         return result
 

@@ -9,7 +9,7 @@ import builtins
 import re
 from dataclasses import dataclass, field
 
-from pitstop.lint.analysis import MODEL_NAME, Module, dotted, is_backward, is_step
+from pitstop.lint.analysis import MODEL_NAME, Module, dotted, is_backward, is_step, mode_switch
 from pitstop.lint.flow import Flow
 from pitstop.lint.graph import GraphNames
 from pitstop.lint.reach import Sources, in_comprehension, shares_graph
@@ -237,12 +237,11 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
     out.step = any(is_step(c, mod) for c in calls)
     out.zeroes = _zeroes(body)
     for c in calls:
-        if isinstance(c.func, ast.Attribute) and c.func.attr in ("eval", "train"):
-            if c.func.attr == "eval" and not c.args:
-                out.sets_eval = True
-            elif c.func.attr == "train" and not (c.args and isinstance(c.args[0], ast.Constant)
-                                                 and c.args[0].value is False):
-                out.sets_train = True
+        mode = mode_switch(c)
+        if mode == "eval":
+            out.sets_eval = True
+        elif isinstance(c.func, ast.Attribute) and c.func.attr == "train":  # train() or train(flag)
+            out.sets_train = True
         r = ref_of(c, mod)
         if r is not None:
             out.refs.append(r)
@@ -353,9 +352,8 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
             continue
         scope = mod.enclosing_function(call)
         if id(scope) not in modes:
-            modes[id(scope)] = sorted(((c.lineno, c.col_offset), c.func.attr) for c in mod.body(scope)
-                                      if isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute)
-                                      and c.func.attr in ("eval", "train") and not c.args)
+            modes[id(scope)] = sorted(((c.lineno, c.col_offset), mode) for c in mod.body(scope)
+                                      if isinstance(c, ast.Call) and (mode := mode_switch(c)) is not None)
         marks = modes[id(scope)]
         pos = (call.lineno, call.col_offset)
         before = bisect.bisect_left(marks, (pos, ""))

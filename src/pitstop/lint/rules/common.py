@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import ast
 
-from pitstop.lint.analysis import Module, is_backward, method_calls
+from pitstop.lint.analysis import Module, is_backward, method_calls, mode_switch, walk_local
 from pitstop.lint.graph import is_forward
 from pitstop.lint.project_facts import Fn, Site
-from pitstop.lint.rules.base import is_const
 
 
 def training_loops(mod: Module) -> list[tuple[ast.AST, list[ast.Call]]]:
@@ -46,12 +45,13 @@ def innermost_loop(mod: Module, node: ast.AST, stop: ast.AST | None = None) -> a
 
 
 def eval_calls(scope: ast.AST) -> list[ast.Call]:
-    return [c for c in method_calls(scope, "eval", into_defs=True) if not c.args]
+    """``m.eval()`` and ``m.train(False)`` under ``scope``."""
+    return [c for c in walk_local(scope, True) if isinstance(c, ast.Call) and mode_switch(c) == "eval"]
 
 
 def train_calls(scope: ast.AST) -> list[ast.Call]:
-    return [c for c in method_calls(scope, "train", into_defs=True)
-            if not c.args or not is_const(c.args[0], False)]
+    """``m.train()``, ``m.train(True)`` and ``m.train(flag)`` (not known to be False) under ``scope``."""
+    return [c for c in method_calls(scope, "train", into_defs=True) if mode_switch(c) != "eval"]
 
 
 def forwards(scope: ast.AST, mod: Module) -> list[ast.Call]:

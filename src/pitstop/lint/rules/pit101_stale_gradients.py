@@ -139,7 +139,8 @@ def _stepped_twice(loop: ast.AST, opt: str, owners: dict[str, set[str]], mod: Mo
             dirty = True
         elif isinstance(n.func, ast.Attribute) and n.func.attr == "zero_grad":
             recv = dotted(n.func.value) or ""
-            if recv == opt or recv in owners.get(opt, ()) or not ("opt" in recv.lower() or recv in owners):
+            if recv == opt or recv in owners.get(opt, ()) or _wraps(recv, opt) \
+                    or not ("opt" in recv.lower() or recv in owners):
                 stepped = dirty = False
         elif stepped and (clears_grads(ast.Expr(n), mod) or (mod.view is not None and mod.view.runs("zeroes", n))):
             stepped = dirty = False  # reset_grad(): a helper that clears every module's gradients
@@ -152,6 +153,13 @@ def _optimizer(step: ast.Call) -> str:
     if "scaler" in recv.rsplit(".", 1)[-1].lower() and step.args:
         return dotted(step.args[0]) or recv
     return recv
+
+
+def _wraps(recv: str, opt: str) -> bool:
+    """One optimizer is an attribute of the other: a wrapper's inner optimizer (``opt.optimizer.zero_grad()``
+    before ``opt.step()``, a Noam schedule's) or the wrapper itself (``sched.zero_grad()`` before
+    ``sched.optimizer.step()``): the same gradients."""
+    return bool(recv and opt) and (recv.startswith(opt + ".") or opt.startswith(recv + "."))
 
 
 def _optimised_models(mod: Module) -> dict[str, set[str]]:
@@ -177,7 +185,7 @@ def _cleared(loop: ast.AST, opt: str, owners: dict[str, set[str]], mod: Module) 
     for n in walk_local(loop, into_defs=True):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "zero_grad":
             recv = dotted(n.func.value) or ""
-            if recv == opt or recv in owners.get(opt, ()):
+            if recv == opt or recv in owners.get(opt, ()) or _wraps(recv, opt):
                 return True
             named_opt = "opt" in recv.rsplit(".", 1)[-1].lower()
             if recv not in others and recv not in other_models and not (named_opt and opt and recv != opt):

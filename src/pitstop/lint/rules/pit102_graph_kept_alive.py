@@ -15,7 +15,9 @@ class GraphKeptAlive(Rule):
     """What it does:
         Finds, in a training loop, a graph-attached value (what backward runs on, results of model,
         criterion and `torch.nn.functional` calls, and arithmetic on them) appended to a list built
-        outside the iteration, added to a running total, or stored on an attribute.
+        outside the iteration, added to a running total, concatenated onto a tensor the loop carries
+        (`preds = torch.cat((preds, out))`), or stored on an attribute; in an evaluation loop that
+        runs with autograd on, a running total or a concatenation.
 
     Why is this bad:
         The stored tensor keeps its whole autograd graph (every saved activation) alive, so memory
@@ -36,6 +38,8 @@ class GraphKeptAlive(Rule):
     variants: ClassVar[dict[str, str]] = {
         "sum": "`{holder} += {value}` sums graphs across steps: the running total keeps every step's graph alive",
         "chain": "`{holder} = {holder} + {value}` chains every step's graph into the running total",
+        "cat": "`{holder} = torch.cat(({holder}, {value}))` concatenates every step's `{value}` with its autograd "
+               "graph: every step's graph stays in memory",
         "store": "`{holder}` keeps `{value}` with its autograd graph beyond the step",
     }
     fix = "safe"
@@ -46,19 +50,22 @@ class GraphKeptAlive(Rule):
             return
         done: set[int] = set()
         trained = {id(loop) for loop, _ in training_loops(mod)}
-        for loop in [*(loop for loop, _ in training_loops(mod)), *_evaluation_loops(mod, trained)]:
+        evaluating = _evaluation_loops(mod, trained)
+        for loop in [*(loop for loop, _ in training_loops(mod)), *evaluating]:
             graph = GraphNames(loop, mod)
             if not graph.names:
                 continue
             for n in walk_local(loop):
                 found = self.kept(n, loop, graph) if id(n) not in done else None
-                if found is not None and id(loop) not in trained and found[0] != "sum":
-                    continue  # outside training only a running total of losses is judged
+                if found is not None and id(loop) not in trained and not (
+                        found[0] == "cat" or (found[0] == "sum" and evaluating[loop])):
+                    continue  # outside training: a concatenation, and a running total where a loss is computed
                 if found is not None and mod.under_no_grad(n, loop) is None:
                     done.add(id(n))
                     variant, holder, value = found
                     numeric = variant in ("sum", "chain")
-                    fix = self.detach_fix(ctx, graph, value, mod.enclosing_function(loop), holder, numeric)
+                    fix = self.detach_fix(ctx, graph, value, mod.enclosing_function(loop), holder, numeric,
+                                          tensor=variant == "cat")
                     self.report(ctx, n, fix, variant=variant, holder=holder, value=ctx.text(value))
 
     def kept(self, n: ast.AST, loop: ast.AST, graph: GraphNames) -> tuple[str, str, ast.AST] | None:
@@ -78,22 +85,39 @@ class GraphKeptAlive(Rule):
             if isinstance(target, ast.Name) and isinstance(n.value, ast.BinOp) and isinstance(n.value.op, ast.Add) \
                     and dotted(n.value.left) == target.id and graph.carries(n.value.right, n):
                 return "chain", target.id, n.value.right  # total = total + loss
+            if isinstance(target, ast.Name) and graph.mod.enclosing_loops(n)[:1] == [loop] \
+                    and (added := _concatenated(n.value, target.id, graph, n)) is not None:
+                return "cat", target.id, added  # preds = torch.cat((preds, out)), carried by this loop
             if isinstance(target, ast.Attribute) and graph.carries(n.value, n):
                 return "store", dotted(target) or ast.unparse(target), n.value
         return None
 
     def detach_fix(self, ctx: Context, graph: GraphNames, value: ast.AST, scope: ast.AST, holder: str,
-                   numeric: bool) -> Fix | None:
+                   numeric: bool, tensor: bool = False) -> Fix | None:
         """``.item()`` for a one-element loss going into a number (a total started at 0) or a list
-        never handed to torch; ``.detach()`` otherwise. Only for a bare name."""
+        never handed to torch; ``.detach()`` otherwise (always for a ``tensor`` holder). Only for a bare name."""
         name = graph.culprit(value)
         if name is None:
             return None
-        scalar = name.id in graph.scalar
+        scalar = name.id in graph.scalar and not tensor
         if scalar and ((numeric and _starts_numeric(scope, holder))
                        or (not numeric and not _used_by_torch(scope, holder, ctx.mod))):
             return self.make_fix("use .item()", Edit(*ctx.span(value), f"{name.id}.item()"))
         return self.make_fix("use .detach()", Edit(*ctx.span(value), f"{name.id}.detach()"))
+
+
+def _concatenated(value: ast.AST, holder: str, graph: GraphNames, at: ast.AST) -> ast.AST | None:
+    """In ``holder = torch.cat((holder, x))`` (or either branch of ``a if c else b``), the graph-attached
+    ``x`` (None otherwise)."""
+    if isinstance(value, ast.IfExp):
+        return _concatenated(value.body, holder, graph, at) or _concatenated(value.orelse, holder, graph, at)
+    if not isinstance(value, ast.Call) or (graph.mod.qualname(value.func) or "") != "torch.cat" or not value.args \
+            or not isinstance(value.args[0], (ast.Tuple, ast.List)):
+        return None
+    parts = value.args[0].elts
+    if not any(dotted(e) == holder for e in parts):
+        return None
+    return next((e for e in parts if dotted(e) != holder and graph.carries(e, at)), None)
 
 
 def _starts_numeric(scope: ast.AST, holder: str) -> bool:
@@ -111,10 +135,11 @@ def _used_by_torch(scope: ast.AST, holder: str, mod: Module) -> bool:
     return False
 
 
-def _evaluation_loops(mod: Module, trained: set[int]) -> list[ast.AST]:
-    """Loops that run a model and a loss with autograd on but no backward (an evaluation pass
-    without no_grad): a running total of their losses keeps every batch's graph."""
-    found = []
+def _evaluation_loops(mod: Module, trained: set[int]) -> dict[ast.AST, bool]:
+    """Loops that run a model with autograd on but no backward (an evaluation pass without
+    no_grad), each with whether it computes a loss: a running total of their losses, or their
+    outputs concatenated, keeps every batch's graph."""
+    found: dict[ast.AST, bool] = {}
     helpers = {id(c) for c in helper_backwards(mod)}
     for loop in mod.loop_nodes:
         if id(loop) in trained or mod.under_no_grad(loop) is not None or mod.enclosing_loops(loop):
@@ -123,7 +148,6 @@ def _evaluation_loops(mod: Module, trained: set[int]) -> list[ast.AST]:
         if scope is mod.tree or any(is_backward(n) or id(n) in helpers for n in mod.body(scope)):
             continue  # per-timestep losses summed before the step's backward: that graph is needed
         body = mod.body(loop)
-        if any(isinstance(n, ast.Call) and is_forward(n, mod) and mod.under_no_grad(n, loop) is None for n in body) \
-                and any(isinstance(n, ast.Call) and LOSS_NAME.search(dotted(n.func) or "") for n in body):
-            found.append(loop)
+        if any(isinstance(n, ast.Call) and is_forward(n, mod) and mod.under_no_grad(n, loop) is None for n in body):
+            found[loop] = any(isinstance(n, ast.Call) and LOSS_NAME.search(dotted(n.func) or "") for n in body)
     return found

@@ -7,9 +7,9 @@ import re
 from pathlib import PurePath
 from typing import ClassVar
 
-from pitstop.lint.analysis import EVAL_NAME, Module, is_backward, is_step, method_calls, walk_local
+from pitstop.lint.analysis import EVAL_NAME, Module, is_backward, is_step, mode_switch, walk_local
 from pitstop.lint.project import MODE_LAYERS, FnId, Project
-from pitstop.lint.project_facts import fn_key
+from pitstop.lint.project_facts import Site, fn_key
 from pitstop.lint.rules.base import Context, Rule
 from pitstop.lint.rules.common import eval_calls, evaluating_sites, forwards, train_calls, training_loops
 
@@ -63,12 +63,12 @@ class WrongModuleMode(Rule):
         for loop, _ in training_loops(mod):
             if id(loop) in seen or not any(is_step(n, mod) for n in walk_local(loop)):
                 continue
-            evals = [c for c in method_calls(loop, "eval") if not c.args]
+            evals = [c for c in walk_local(loop) if isinstance(c, ast.Call) and mode_switch(c) == "eval"]
             where = evals[0] if evals else _calls_eval_helper(loop, mod)
             if where is not None and not train_calls(loop):
                 seen.add(id(loop))
                 self.report(ctx, where, call=ctx.text(where))
-        file_evals = any(isinstance(c.func, ast.Attribute) and c.func.attr == "eval" and not c.args for c in mod.calls)
+        file_evals = any(mode_switch(c) == "eval" for c in mod.calls)
         for fn in mod.defs:
             name: str = fn.name  # type: ignore[attr-defined]
             if not (EVAL_NAME.search(name) or _EVAL_LIKE.search(name)) or any(is_backward(n) for n in mod.body(fn)):
@@ -100,10 +100,10 @@ class WrongModuleMode(Rule):
             fn = view.project.files[fid[0]].functions[fid[1]]
             if not (off & set(fn.gates)) or view.project.fact("sets_eval", fid):
                 continue
-            marks = [c for c in mod.calls if isinstance(c.func, ast.Attribute) and c.func.attr in ("eval", "train")
-                     and not c.args and (c.lineno, c.col_offset) < (call.lineno, call.col_offset)
+            marks = [c for c in mod.calls if mode_switch(c) is not None
+                     and (c.lineno, c.col_offset) < (call.lineno, call.col_offset)
                      and mod.enclosing_function(c) is mod.enclosing_function(call)]
-            if marks and marks[-1].func.attr == "eval":  # type: ignore[attr-defined]
+            if marks and mode_switch(marks[-1]) == "eval":
                 continue
             self.report(ctx, call, variant="eval-call", fn=fid[1], where="this call")
 
@@ -115,8 +115,7 @@ class WrongModuleMode(Rule):
         trained = [(c.lineno, c.col_offset) for c in calls if is_backward(c)]
         if not trained:
             return
-        marks = sorted(((c.lineno, c.col_offset), c.func.attr) for c in calls if isinstance(c.func, ast.Attribute)
-                       and c.func.attr in ("eval", "train") and not c.args)
+        marks = sorted(((c.lineno, c.col_offset), mode) for c in calls if (mode := mode_switch(c)) is not None)
         for call in forwards(scope, mod):
             pos = (call.lineno, call.col_offset)
             before = [mode for at, mode in marks if at < pos]
@@ -172,12 +171,16 @@ def _mode(project: Project, fid: FnId, depth: int) -> str | None:
     call; with none, the caller's own callers' (a script's top level starts in training mode, as a
     freshly built model does)."""
     sites = project.sites_of(fid)
+    if _built_in_eval(project, fid):  # its object's models were put in eval mode when it was built
+        return "train" if any(s.mode == "train" for _, s in sites) else "eval"
     if not sites or depth > 6:
         return None
     verdicts = set()
     for i, s in sites:
         if s.mode is not None:
             verdicts.add(s.mode)
+        elif _evaluated_before(project, i, s):
+            verdicts.add("eval")
         elif s.caller is None or s.caller not in project.files[i].functions:
             verdicts.add("train")
         elif project.fact("backward", (i, s.caller)):
@@ -185,6 +188,27 @@ def _mode(project: Project, fid: FnId, depth: int) -> str | None:
         else:
             verdicts.add(_mode(project, (i, s.caller), depth + 1) or "unknown")
     return "train" if "train" in verdicts else "eval" if verdicts == {"eval"} else None
+
+
+def _built_in_eval(project: Project, fid: FnId) -> bool:
+    """A method whose class's constructor puts models in eval mode and never back (an evaluator
+    that builds ``Model(path, is_eval=True)``); also where it does so only under a condition (a
+    finding needs the training mode certain)."""
+    owner, _, method = fid[1].rpartition(".")
+    init = (fid[0], f"{owner}.__init__")
+    return bool(owner) and method != "__init__" and init[1] in project.files[fid[0]].functions \
+        and project.fact("sets_eval", init) and not project.fact("sets_train", init)
+
+
+def _evaluated_before(project: Project, i: int, site: Site) -> bool:
+    """Before ``site``, in the same caller, a call of a project function that puts a model in eval
+    mode and never back (``Evaluate(path)`` whose constructor builds ``Model(path, is_eval=True)``)."""
+    for other in project.files[i].sites:
+        if other.caller == site.caller and other.line < site.line:
+            fid = project.resolve(i, other.ref) or project.constructor(i, other.ref)
+            if fid is not None and project.fact("sets_eval", fid) and not project.fact("sets_train", fid):
+                return True
+    return False
 
 
 # evaluation functions named otherwise: test(), sample(), generate(), translate()

@@ -5,7 +5,10 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.analysis import Module, is_step
+from pitstop.lint.analysis import Module, dotted, is_step
+from pitstop.lint.graph import is_forward
+from pitstop.lint.project import FnId, Project
+from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Edit, Rule
 
 
@@ -50,7 +53,8 @@ class PreferInferenceMode(Rule):
             for e in exprs:
                 target = e.func if isinstance(e, ast.Call) else e
                 if (mod.qualname(target) or "") not in ("torch.no_grad", "torch.autograd.no_grad") \
-                        or _writes_parameters(n, mod) or (in_training_project and _in_module_class(ctx, n)):
+                        or _writes_parameters(n, mod) or (in_training_project and _in_module_class(ctx, n)) \
+                        or (in_training_project and _returns_to_training(ctx, n)) or _no_model(ctx, n):
                     continue
                 fix = None
                 if isinstance(target, ast.Attribute) and not _stores_state(n):
@@ -94,6 +98,51 @@ def _stores_state(node: ast.AST) -> bool:
     return any(isinstance(n, (ast.Assign, ast.AugAssign)) and any(
         isinstance(t, (ast.Attribute, ast.Subscript)) for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
         for n in ast.walk(node))
+
+
+def _no_model(ctx: Context, node: ast.AST) -> bool:
+    """Nothing in the block runs a model: no forward, no project function, no method of an object
+    (``gae = deltas[:, t] + gamma * gae``: arithmetic on buffers, often targets a loss will use, where
+    an inference tensor would fail and inference_mode saves nothing worth the risk)."""
+    mod = ctx.mod
+    for c in mod.body(node):
+        if not isinstance(c, ast.Call):
+            continue
+        q = mod.qualname(c.func) or ""
+        if is_forward(c, mod) or (ctx.project is not None and ctx.project.callee(c) is not None) \
+                or not (q.startswith(("torch.", "numpy.", "math.", "copy.")) or (not q and dotted(c.func) in _PLAIN)):
+            return False
+    return True
+
+
+_PLAIN = {"len", "range", "reversed", "zip", "enumerate", "float", "int", "abs", "min", "max", "sum", "print", "list",
+          "tuple", "dict", "sorted", "isinstance", "round", "str", "format"}
+
+
+def _returns_to_training(ctx: Context, node: ast.AST) -> bool:
+    """The block computes what its function returns (``with no_grad(): adv = ...`` then ``return adv``),
+    and that result reaches a backward or an update through the callers (advantages, targets): an
+    inference tensor there would fail when autograd saves it for backward."""
+    mod, view = ctx.mod, ctx.project
+    fn = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else mod.enclosing_function(node)
+    if view is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    made = {t.id for a in mod.body(node) if isinstance(a, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            for t in ast.walk(a.targets[0] if isinstance(a, ast.Assign) else a.target) if isinstance(t, ast.Name)}
+    returned = {x.id for r in mod.body(fn) if isinstance(r, ast.Return) and r.value is not None
+                for x in ast.walk(r.value) if isinstance(x, ast.Name)}
+    if node is not fn and not made & returned:
+        return False
+    fid = view.fn_id(fn_key(mod, fn))
+    return fid is not None and _feeds_training(view.project, fid, 0)
+
+
+def _feeds_training(project: Project, fid: FnId, depth: int) -> bool:
+    """Some caller trains on the function's result, or returns it to one that does (4 callers deep)."""
+    return depth < 4 and any(
+        s.result_trains or (s.result_used and s.caller is not None and s.caller in project.files[i].functions
+                            and _feeds_training(project, (i, s.caller), depth + 1))
+        for i, s in project.sites_of(fid))
 
 
 def _in_module_class(ctx: Context, node: ast.AST) -> bool:
