@@ -105,7 +105,8 @@ def search(entry: dict[str, Any], cwd: Path, budget_s: float, tag: str, techniqu
             "patch": patch.read_text() if patch.exists() else "",
             "machine": (doc.get("environment") or {}).get("load"),
             "rows": [_row(r) for r in doc.get("results", [])],  # why a variant lost, kept with the figures
-            "error": proc.stderr.strip().splitlines()[-1] if proc.returncode and proc.stderr.strip() else ""}
+            "error": proc.stderr.strip().splitlines()[-1] if proc.returncode and proc.stderr.strip() else "",
+            "failed": doc.get("failed") or ""}  # why a search ended with no winner (exit 1), from its JSON
 
 
 def _row(r: dict[str, Any]) -> dict[str, Any]:
@@ -261,7 +262,7 @@ def report(r: dict[str, Any]) -> list[str]:
     for s in r["searches"]:
         lines.append(f"  search {s['tag']:8} exit {s['rc']}  {s['search_s']:5.0f} s  load {s['loadavg'][0]:.1f}->"
                      f"{s['loadavg'][1]:.1f}  winner {s['winner']} (predicted {s['predicted'] or 1:.2f}x)  patch: "
-                     f"{s['applies'] if 'applies' in s else '-'}  {s['error']}")
+                     f"{s['applies'] if 'applies' in s else '-'}  {s['error'] or s.get('failed', '')}")
         if s.get("input_wait"):
             lines.append("      input wait (share of the step): " + ", ".join(
                 f"{v} {w['share']:.0%}" for v, w in s["input_wait"].items() if w.get("share") is not None))
