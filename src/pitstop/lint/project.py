@@ -99,6 +99,7 @@ class Project:
     trains: bool = False
     mode_layers: bool = False  # some file mentions dropout or batch-norm
     _memo: dict[tuple[str, FnId], bool] = field(default_factory=dict)
+    _by_caller: dict[int, dict[str | None, list[Site]]] = field(default_factory=dict)  # ``sites_in``'s
 
     @classmethod
     def build(cls, files: Iterable[FileIndex]) -> Project:
@@ -260,6 +261,15 @@ class Project:
 
     def sites_of(self, fid: FnId) -> list[tuple[int, Site]]:
         return self.callers.get(fid, [])
+
+    def sites_in(self, i: int, caller: str | None) -> list[Site]:
+        """The call sites inside ``caller`` (None: file ``i``'s top level), grouped once per file."""
+        if i not in self._by_caller:
+            grouped: dict[str | None, list[Site]] = {}
+            for site in self.files[i].sites:
+                grouped.setdefault(site.caller, []).append(site)
+            self._by_caller[i] = grouped
+        return self._by_caller[i].get(caller, [])
 
     def always_no_grad(self, fid: FnId, depth: int = 0) -> bool:
         """Autograd is off whenever the function runs: it is decorated so, or every call of it

@@ -203,8 +203,8 @@ def _built_in_eval(project: Project, fid: FnId) -> bool:
 def _evaluated_before(project: Project, i: int, site: Site) -> bool:
     """Before ``site``, in the same caller, a call of a project function that puts a model in eval
     mode and never back (``Evaluate(path)`` whose constructor builds ``Model(path, is_eval=True)``)."""
-    for other in project.files[i].sites:
-        if other.caller == site.caller and other.line < site.line:
+    for other in project.sites_in(i, site.caller):
+        if other.line < site.line:
             fid = project.resolve(i, other.ref) or project.constructor(i, other.ref)
             if fid is not None and project.fact("sets_eval", fid) and not project.fact("sets_train", fid):
                 return True
