@@ -156,12 +156,14 @@ def lint_project(project: dict, root: Path) -> list[tuple[str, int, str]]:
     """(relative path, line, code) of every scored finding, the project's files linted in one run."""
     from pitstop.lint import lint
 
-    paths = [str(root / f["path"]) for f in project["files"]]
-    result = lint(paths, select=["ALL"])
+    labelled = [f["path"] for f in project["files"]]
+    context = [rel for rel in project.get("context", []) if rel.endswith(".py")]  # the project around them
+    result = lint([str(root / rel) for rel in labelled + context], select=["ALL"])
     found = []
     for d in result.findings:
-        if d.code in SCORED:
-            found.append((Path(d.path).resolve().relative_to(root.resolve()).as_posix(), d.line, d.code))
+        rel = Path(d.path).resolve().relative_to(root.resolve()).as_posix()
+        if d.code in SCORED and rel in labelled:
+            found.append((rel, d.line, d.code))
     return found
 
 

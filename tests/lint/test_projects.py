@@ -62,3 +62,34 @@ def test_one_parse_per_file(tmp_path, monkeypatch):
     monkeypatch.setattr(engine.ast, "parse", lambda src, *a, **k: parsed.append(1) or real(src, *a, **k))
     lint([str(tmp_path / "p")], select=["ALL"])
     assert len(parsed) == 2
+
+
+def test_a_linted_file_knows_the_modules_it_imports(tmp_path):
+    """`pitstop lint train.py` reads the project modules train.py imports for their facts (a model
+    class next to it is a model, under any name) and reports on train.py alone."""
+    (tmp_path / "nets.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Features(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(4, 4)\n\n    def forward(self, x):\n"
+        "        return self.fc(x)\n\n\nweights = torch.load('w.pt')\n")
+    (tmp_path / "train.py").write_text(
+        "import torch\nimport nets\n\nVGG = nets.Features().to('cpu')\n"
+        "opt = torch.optim.SGD(VGG.parameters(), lr=0.1)\ntotal = 0\nfor x in [torch.randn(2, 4)]:\n"
+        "    opt.zero_grad()\n    loss = VGG(x).sum()\n    total += loss\n"
+        "    loss.backward()\n    opt.step()\nprint(float(total))\n")
+    result = lint([str(tmp_path / "train.py")], select=["ALL"])
+    assert [(Path(d.path).name, d.line, d.code) for d in result.findings] == [("train.py", 10, "PIT102")]
+    assert result.files == 1
+
+
+def test_imported_module_files(tmp_path):
+    from pitstop.lint.imports import module_file
+
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    for name in ("pkg/__init__.py", "pkg/models.py", "pkg/sub/__init__.py", "pkg/sub/run.py", "utils.py"):
+        (tmp_path / name).write_text("")
+    run = tmp_path / "pkg" / "sub" / "run.py"
+    assert module_file(run, "..models", tmp_path) == tmp_path / "pkg" / "models.py"  # relative, one package up
+    assert module_file(run, "pkg.models.Net", tmp_path) == tmp_path / "pkg" / "models.py"  # a name in a module
+    assert module_file(run, "utils", tmp_path) == tmp_path / "utils.py"  # from a folder above, up to the root
+    assert module_file(run, "numpy", tmp_path) is None  # not the project's
+    assert module_file(run, "utils", tmp_path / "pkg") is None  # above the folder the linted files share

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pitstop.lint.analysis import Module
 from pitstop.lint.config import LintConfig
+from pitstop.lint.imports import MAX_FILES, MAX_ROUNDS, forget, imported_modules, to_read
 from pitstop.lint.noqa import suppressed
 from pitstop.lint.project import FileIndex, Project, View, index_file, module_names
 from pitstop.lint.requirements import Requirements
@@ -121,6 +122,23 @@ def _lint_source(source: str, path: str, config: LintConfig | None, view: View |
     return check(parsed, path, config, view)
 
 
+def imported_indexes(importers: list[tuple[Path, set[str]]], known: set[Path], root: Path | None) -> list[FileIndex]:
+    """The indexes of the project files the linted ones import, found on disk (``pitstop.lint.imports``):
+    facts for the project view, never linted; after the linted files', so their views keep their numbers."""
+    found: list[FileIndex] = []
+    forget()
+    for _ in range(MAX_ROUNDS):
+        importers_next = []
+        for path in to_read(importers, known, root)[:MAX_FILES - len(found)]:
+            source, _ = read_source(path)
+            parsed = parse(source, str(path)) if source is not None else None
+            if isinstance(parsed, Module):
+                found.append(safe_index(parsed, str(path), root))
+                importers_next.append((path, imported_modules(parsed.aliases, parsed.star_modules)))
+        importers = importers_next
+    return found
+
+
 def lint_files(files: list[Path], config: LintConfig, keep_source: bool = False,
                root: Path | None = None) -> Iterator[FileResult]:
     """The files as one project: a first pass parses and indexes every file, a second runs the
@@ -129,6 +147,7 @@ def lint_files(files: list[Path], config: LintConfig, keep_source: bool = False,
     Consume it inside ``at_fixed_depth`` (as ``pitstop.lint.lint`` does) for caller-independent verdicts."""
     entries: list[tuple[Path, str | None, Module | Diagnostic | None]] = []
     indexes = []
+    imports: list[tuple[Path, set[str]]] = []  # each parsed file's imported modules
     held = 0
     enabled = gc.isenabled()
     gc.disable()  # the first pass makes no cycles; collecting while millions of nodes live costs minutes
@@ -142,13 +161,14 @@ def lint_files(files: list[Path], config: LintConfig, keep_source: bool = False,
             parsed: Module | Diagnostic | None = parse(source, str(path))
             if isinstance(parsed, Module):
                 indexes.append(safe_index(parsed, str(path), root))
+                imports.append((path, imported_modules(parsed.aliases, parsed.star_modules)))
                 size = source.count("\n") + 1
                 if held + size > HELD_LINES:
                     parsed, source = None, None  # read and parsed again in the second pass
                 else:
                     held += size
             entries.append((path, source, parsed))
-        project = Project.build(indexes)
+        project = Project.build(indexes + imported_indexes(imports, {p.resolve() for p in files}, root))
         gc.freeze()  # what the first pass keeps is never garbage: later collections skip it
         gc.enable()  # the second pass makes short-lived cycles (rule state): collect them
         requirements = Requirements()

@@ -183,6 +183,11 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
     if isinstance(call.func, ast.Attribute):
         recv = dotted(call.func.value) or ""
         end = recv.rsplit(".", 1)[-1]
+        fid = view.callee(call) if view is not None else None
+        if fid is not None and view.plain_object(recv):
+            return False  # local_model = LocalUpdate(...): local_model.inference(...) is a project method
+        if fid is not None and view.project.files[fid[0]].functions[fid[1]].no_grad:
+            return False  # translator.translate_sentence(x) opens no_grad around its forwards itself
         if recv in models or (end == end.lower() and MODEL_NAME.search(end) and not LOSS_NAME.search(end)):
             return bool(MODEL_METHOD.match(call.func.attr))  # a method of a model: only the inference ones
         if recv.split(".")[0] not in ("self", "cls"):

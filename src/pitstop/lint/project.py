@@ -46,6 +46,7 @@ class FileIndex:
     trains: bool  # runs backward, builds an optimizer or clears gradients
     stars: list[str] = field(default_factory=list)  # modules imported with `from X import *`
     mode_layers: bool = False  # mentions dropout or batch-norm: train/eval mode changes what it computes
+    weightless: set[str] = field(default_factory=set)  # classes that hold no parameters (``_weightless``)
 
 
 def module_names(path: str, root: Path | None) -> list[str]:
@@ -66,22 +67,33 @@ MODE_LAYERS = re.compile(r"Dropout|BatchNorm|dropout|batch_norm|torchvision\.mod
 def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
     """The index of one parsed file (``mod``: a ``pitstop.lint.analysis.Module``)."""
     classes = {name: [mod.qualname(b) or dotted(b) or "" for b in node.bases] for name, node in mod.classes.items()}
-    constructors: dict[str, str] = {}
-    for call in mod.calls:
-        parent = mod.parents.get(id(call))
-        if isinstance(parent, ast.Assign) and parent.value is call:
-            callee = mod.qualname(call.func) or dotted(call.func) or ""
-            local = dotted(call.func) or callee
-            if callee and not callee.startswith("torch.optim"):
-                for t in parent.targets:
-                    d = dotted(t)
-                    if d and not local.startswith(d + "."):  # model = model.to(device) keeps what it was
-                        constructors[d] = callee
+    # what each name was built by (``Net(...).to(device)`` is a Net), optimizers left out
+    constructors = {d: callee for d, callee in mod.constructed.items() if not callee.startswith("torch.optim")}
     functions, sites = index_functions(mod)
     trains = mod.trains or bool(mod.optimizers) or any(
         isinstance(c.func, ast.Attribute) and c.func.attr == "zero_grad" for c in mod.calls)
     return FileIndex(path, module_names(path, root), dict(mod.aliases), functions, classes, constructors, sites,
-                     "cuda" in mod.source, trains, list(mod.star_modules), bool(MODE_LAYERS.search(mod.source)))
+                     "cuda" in mod.source, trains, list(mod.star_modules), bool(MODE_LAYERS.search(mod.source)),
+                     {name for name, node in mod.classes.items() if _weightless(node)})
+
+
+_SUBMODULES = re.compile(r"(^|\.)[A-Z]\w*$|torchvision\.models|timm|from_pretrained|load_state_dict|register_parameter|"
+                         r"add_module|deepcopy")
+
+
+def _weightless(cls: ast.ClassDef) -> bool:
+    """A module class that builds no layer and holds no parameter (a metric such as ``PSNR``, a
+    padding): no method calls a class (``nn.Conv2d``, ``nn.Parameter``, a project block) or loads
+    weights, and ``self.x(...)`` calls only its own methods. Its forward records a graph only
+    where its inputs carry one: calling it is no model's forward."""
+    methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    for n in ast.walk(cls):
+        if not isinstance(n, ast.Call):
+            continue
+        name = dotted(n.func) or ""
+        if _SUBMODULES.search(name) or (name.startswith("self.") and name[5:] not in methods):
+            return False
+    return bool(methods)
 
 
 @dataclass
@@ -219,6 +231,18 @@ class Project:
                 return j, rest
         return None
 
+    def plain_class(self, cls: tuple[int, str], depth: int = 0) -> bool:
+        """A project class that is no model: every base is ``object`` or another such project class
+        (a trainer, an updater, a client); a base from outside the project may be a model's."""
+        i, name = cls
+        if cls in self.module_classes or depth > 8:
+            return False
+        for base in self.files[i].classes.get(name, ()):
+            found = self.class_of(i, base) if base not in ("object", "ABC", "abc.ABC") else None
+            if base not in ("object", "ABC", "abc.ABC") and (found is None or not self.plain_class(found, depth + 1)):
+                return False
+        return True
+
     def _find_module_classes(self) -> None:
         pending = [(i, c, bases) for i, f in enumerate(self.files) for c, bases in f.classes.items()]
         changed = True
@@ -236,7 +260,8 @@ class Project:
         """Whether calling ``callee`` (as stored for file ``i``) builds a model."""
         if MODEL_FACTORIES.match(callee) or callee.endswith(".from_pretrained"):
             return True
-        return self.class_of(i, callee) in self.module_classes
+        cls = self.class_of(i, callee)
+        return cls in self.module_classes and cls[1] not in self.files[cls[0]].weightless
 
     # -- transitive facts --------------------------------------------------------------------
 
@@ -348,6 +373,13 @@ class View:
         if f"{name}.forward" in self.project.files[j].functions:
             return j, f"{name}.forward"
         return self.project._inherited(j, name, "forward")
+
+    def plain_object(self, name: str) -> bool:
+        """``name`` holds an object built from a project class that is no model (``Project.plain_class``):
+        its methods are project functions, never a model's inference methods."""
+        built = self.mod.constructed.get(name) if self.mod is not None else None
+        cls = self.project.class_of(self.i, built) if built else None
+        return cls is not None and self.project.plain_class(cls)
 
     def is_class(self, name: str) -> bool:
         """``name`` (as written in this file) is a project class: calling it builds an object."""

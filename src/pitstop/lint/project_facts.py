@@ -144,6 +144,30 @@ def _gates(fn: ast.AST, backwards: list[ast.Call], mod: Module, params: set[str]
     return tuple(sorted(common or ()))
 
 
+_CHECKS = {"len", "print", "range", "int", "float", "str", "bool", "isinstance", "getattr", "hasattr", "min", "max",
+           "enumerate", "zip", "list", "tuple", "dict", "set", "size", "dim", "numel", "item", "format", "tolist"}
+
+
+def _guarded(mod: Module, body: list[ast.AST], calls: list[ast.Call]) -> bool:
+    """A function that opens no_grad / inference_mode around its work itself (``translate_sentence``:
+    an assert on the input's size, one ``with torch.no_grad():`` holding every forward, then
+    ``out.argmax(-1).tolist()``): each call outside such a block only checks or prints, or works on
+    what the block computed."""
+    if not any(mod.under_no_grad(c) is not None for c in calls):
+        return False
+    made = {t.id for n in body if isinstance(n, ast.Assign) and mod.under_no_grad(n) is not None
+            for target in n.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+
+    def root(e: ast.AST) -> str | None:
+        while isinstance(e, (ast.Attribute, ast.Subscript, ast.Call)):
+            e = e.func if isinstance(e, ast.Call) else e.value
+        return e.id if isinstance(e, ast.Name) else None
+
+    return all(mod.under_no_grad(c) is not None or mod.is_no_grad(c)
+               or (c.func.attr if isinstance(c.func, ast.Attribute) else dotted(c.func)) in _CHECKS
+               or (isinstance(c.func, ast.Attribute) and root(c.func.value) in made) for c in calls)
+
+
 def _zeroes(body: list[ast.AST]) -> bool:
     """``zero_grad()``, ``p.grad = None``, ``p.grad.zero_()`` in the body (helpers it calls are the
     project's business)."""
@@ -245,7 +269,7 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
         r = ref_of(c, mod)
         if r is not None:
             out.refs.append(r)
-    out.no_grad = any(mod.is_no_grad(d) for d in fn.decorator_list)
+    out.no_grad = any(mod.is_no_grad(d) for d in fn.decorator_list) or _guarded(mod, body, calls)
     out.retain = _retain(fn, body, mod) if out.backward else ()
     out.gates = _gates(fn, [c for c in calls if is_backward(c)], mod, set(out.params)) if out.backward else ()
     returns = [n for n in body if isinstance(n, ast.Return) and n.value is not None]

@@ -125,7 +125,8 @@ class InferenceWithGrad(Rule):
         reported: set[str] = set()
         for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
             if mod.under_no_grad(call) is not None or _deliberate(mod, call) or _smoke_test(mod, call) or (
-                    trains and _in_env_loop(mod, call)):
+                    trains and _in_env_loop(mod, call)) or (mod.view is not None and mod.view.runs("backward", call)):
+                # the last: maml(x_spt, y_spt, ...) whose class's forward runs the backward and step itself
                 continue
             fate = flow.fate(call)
             if fate != "dead" and len(calls) <= 64:  # what runs after it only (a name reused by training)

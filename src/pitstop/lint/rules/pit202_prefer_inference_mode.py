@@ -15,10 +15,12 @@ from pitstop.lint.rules.base import Context, Edit, Rule
 class PreferInferenceMode(Rule):
     """What it does:
         Finds `torch.no_grad()` (a block or a decorator) in a file that never runs backward or an
-        optimizer step. Blocks that copy into or initialise weights in place (`p.copy_(...)`,
-        `torch.nn.init.*`, `p.data = ...`, `w.mul_(...)`) and, in a project that trains, blocks
-        inside nn.Module methods (a frozen teacher or encoder in the training forward) are left
-        alone.
+        optimizer step, or, in a file that does, in a function that only a script's entry point
+        reaches through callers that never train (`runner.sample()` beside `runner.train()`; not
+        an action chosen in the loop that also learns). Blocks that copy into or initialise
+        weights in place (`p.copy_(...)`, `torch.nn.init.*`, `p.data = ...`, `w.mul_(...)`) and,
+        in a project that trains, blocks inside nn.Module methods (a frozen teacher or encoder in
+        the training forward) are left alone.
 
     Why is this bad:
         In pure inference code torch.inference_mode() does everything no_grad does and also skips
@@ -40,11 +42,16 @@ class PreferInferenceMode(Rule):
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
-        if mod.trains or "no_grad" not in mod.source or any(is_step(n, mod) for n in mod.calls):
+        if "no_grad" not in mod.source:
             return
         view = ctx.project
+        trains = mod.trains or any(is_step(n, mod) for n in mod.calls)
+        if trains and view is None:
+            return
         in_training_project = view is not None and view.project.trains
         for n in [*mod.withs, *mod.defs]:
+            if trains and not _apart_from_training(ctx, n):
+                continue
             exprs: list[ast.expr] = []
             if isinstance(n, (ast.With, ast.AsyncWith)):
                 exprs = [i.context_expr for i in n.items]
@@ -143,6 +150,40 @@ def _feeds_training(project: Project, fid: FnId, depth: int) -> bool:
         s.result_trains or (s.result_used and s.caller is not None and s.caller in project.files[i].functions
                             and _feeds_training(project, (i, s.caller), depth + 1))
         for i, s in project.sites_of(fid))
+
+
+def _apart_from_training(ctx: Context, node: ast.AST) -> bool:
+    """In a file that also trains: the block's function never trains, and neither does any function
+    that calls it (three callers up; at least one call is known): a sampling or export path beside
+    ``train()`` (``runner.sample()`` -> ``sample_fid()``), not an evaluation inside the training loop."""
+    mod, view = ctx.mod, ctx.project
+    fn = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else mod.enclosing_function(node)
+    if view is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    fid = view.fn_id(fn_key(mod, fn))
+    return fid is not None and not view.project.fact("backward", fid) and not view.project.fact("step", fid) \
+        and _callers_apart(view.project, fid, 0)
+
+
+def _callers_apart(project: Project, fid: FnId, depth: int) -> bool:
+    """Every call of the function comes down from a script's entry point (a top level that does not
+    train) through callers that run no backward or step themselves and call it in no loop that also
+    trains (``agent.act(s)`` beside ``agent.learn()``); unknown callers (a framework's) do not count."""
+    sites = project.sites_of(fid)
+    if not sites or depth > 3:
+        return False
+    for i, site in sites:
+        caller = project.files[i].functions.get(site.caller) if site.caller is not None else None
+        if caller is None:
+            if project.files[i].trains:  # called at a training script's top level
+                return False
+            continue
+        if caller.backward or caller.step or (site.loop and any(
+                project.fact("backward", f) or project.fact("step", f)
+                for f in (project.resolve(i, r) for r in site.loop_refs))) \
+                or not _callers_apart(project, (i, caller.key), depth + 1):
+            return False
+    return True
 
 
 def _in_module_class(ctx: Context, node: ast.AST) -> bool:
