@@ -176,3 +176,16 @@ def accumulation_window_cleared_at_its_start(model, loader, opt, crit, k=4):
         (crit(model(x), y) / k).backward()
         if (i + 1) % k == 0:
             opt.step()
+
+
+def mixed_precision_or_not_steps_once(model, loader, opt, crit, scaler, use_amp):
+    for x, y in loader:
+        opt.zero_grad()
+        loss = crit(model(x), y)
+        if use_amp:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()

@@ -131,8 +131,8 @@ def _stepped_twice(loop: ast.AST, opt: str, owners: dict[str, set[str]], mod: Mo
     block = None  # the statement list of the first step: a step in a branch that ends the iteration is not paired
     for n in calls:
         if is_step(n, mod) and _optimizer(n) == opt:
-            here = mod.parents.get(id(mod.parents.get(id(n))))
-            if dirty and here is block:
+            here = _statement_list(mod, n)
+            if dirty and here == block:
                 return n
             stepped, dirty, block = True, False, here
         elif is_backward(n) and stepped:
@@ -145,6 +145,21 @@ def _stepped_twice(loop: ast.AST, opt: str, owners: dict[str, set[str]], mod: Mo
         elif stepped and (clears_grads(ast.Expr(n), mod) or (mod.view is not None and mod.view.runs("zeroes", n))):
             stepped = dirty = False  # reset_grad(): a helper that clears every module's gradients
     return None
+
+
+def _statement_list(mod: Module, call: ast.Call) -> tuple[int, str] | None:
+    """The statement list holding ``call``'s statement: its parent node and which of its lists (an
+    ``if``'s body and its ``else`` are two lists: ``scaler.step(opt)`` under ``if use_amp:`` and
+    ``opt.step()`` under ``else:`` never run in the same iteration)."""
+    stmt: ast.AST | None = call
+    while stmt is not None and not isinstance(stmt, ast.stmt):
+        stmt = mod.parents.get(id(stmt))
+    holder = mod.parents.get(id(stmt)) if stmt is not None else None
+    if holder is None:
+        return None
+    field = next((f for f in ("body", "orelse", "finalbody", "handlers")
+                  if any(s is stmt for s in getattr(holder, f, None) or ())), "body")
+    return id(holder), field
 
 
 def _optimizer(step: ast.Call) -> str:

@@ -177,17 +177,20 @@ def _mode(project: Project, fid: FnId, depth: int) -> str | None:
         return None
     verdicts = set()
     for i, s in sites:
+        before = _evaluated_before(project, i, s) if s.mode is None else None
         if s.mode is not None:
             verdicts.add(s.mode)
-        elif _evaluated_before(project, i, s):
-            verdicts.add("eval")
+        elif before is not None:
+            verdicts.add(before)
         elif s.caller is None or s.caller not in project.files[i].functions:
             verdicts.add("train")
         elif project.fact("backward", (i, s.caller)):
             verdicts.add("train")
         else:
             verdicts.add(_mode(project, (i, s.caller), depth + 1) or "unknown")
-    return "train" if "train" in verdicts else "eval" if verdicts == {"eval"} else None
+    if "train" in verdicts or verdicts == {"eval"}:
+        return "train" if "train" in verdicts else "eval"
+    return "maybe" if "maybe" in verdicts else None  # "maybe": a caller's model may be in either mode
 
 
 def _built_in_eval(project: Project, fid: FnId) -> bool:
@@ -200,15 +203,20 @@ def _built_in_eval(project: Project, fid: FnId) -> bool:
         and project.fact("sets_eval", init) and not project.fact("sets_train", init)
 
 
-def _evaluated_before(project: Project, i: int, site: Site) -> bool:
-    """Before ``site``, in the same caller, a call of a project function that puts a model in eval
-    mode and never back (``Evaluate(path)`` whose constructor builds ``Model(path, is_eval=True)``)."""
+def _evaluated_before(project: Project, i: int, site: Site) -> str | None:
+    """"eval" when, before ``site`` in the same caller, a call of a project function puts a model in
+    eval mode and never back (``Evaluate(path)`` whose constructor builds ``Model(path, is_eval=True)``);
+    "maybe" when the function may leave it in either (``get_model(args, train=False)`` returns
+    the model after ``model.eval()`` or after ``model.train()``, by its argument); None otherwise."""
+    found = None
     for other in project.sites_in(i, site.caller):
         if other.line < site.line:
             fid = project.resolve(i, other.ref) or project.constructor(i, other.ref)
-            if fid is not None and project.fact("sets_eval", fid) and not project.fact("sets_train", fid):
-                return True
-    return False
+            if fid is not None and project.fact("sets_eval", fid):
+                if not project.fact("sets_train", fid):
+                    return "eval"
+                found = "maybe"
+    return found
 
 
 # evaluation functions named otherwise: test(), sample(), generate(), translate()

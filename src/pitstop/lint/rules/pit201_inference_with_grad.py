@@ -54,6 +54,9 @@ class InferenceWithGrad(Rule):
         "gated": "`{name}` runs `{fn}(...)` with autograd on when called to evaluate ({where}), where its "
                  "backward (only under `{gate}`) is skipped: the graph is never used; wrap that call in "
                  "torch.inference_mode()",
+        "phase": "`{fn}(...)` runs with autograd on for the {phase!r} {var} too, where its backward (only under "
+                 "`{gate}`) is skipped: the graph is never used; wrap it in `with torch.set_grad_enabled({var} == "
+                 "{train!r}):`",
     }
 
     def gated(self, ctx: Context, fn: ast.AST, calls: list[ast.Call]) -> None:
@@ -93,6 +96,7 @@ class InferenceWithGrad(Rule):
                      if dotted(c.func) not in frozen and not _receiver_frozen(c, frozen)]
             if not calls or (scope is not mod.tree and self.exempt(ctx, scope)):
                 continue
+            self.phased(ctx, scope, calls)
             unused = self.unused(ctx, scope, calls)
             if not unused:
                 if scope is not mod.tree:
@@ -105,6 +109,31 @@ class InferenceWithGrad(Rule):
                 first = unused[0]
                 self.report(ctx, scope, variant="function", name=scope.name,  # type: ignore[attr-defined]
                             fn=ctx.text(first.func), line=first.lineno)
+
+    def phased(self, ctx: Context, scope: ast.AST, calls: list[ast.Call]) -> None:
+        """``for split in ["train", "valid"]:`` around one forward for every split, whose backward runs only
+        under ``if split == "train":`` (and no ``torch.set_grad_enabled(split == "train")``): the other
+        splits' forwards build graphs nothing uses."""
+        mod = ctx.mod
+        owner = scope if scope is not mod.tree else None
+        for loop in mod.loop_nodes:
+            if not isinstance(loop, (ast.For, ast.AsyncFor)) or not isinstance(loop.target, ast.Name) \
+                    or mod.enclosing_function(loop) is not owner:
+                continue
+            var = loop.target.id
+            gates = [_phase_gate(mod, b, loop, var) for b in mod.body(loop)
+                     if isinstance(b, ast.Call) and is_backward(b)]
+            phases = _phases(mod, scope, loop.iter) if gates else []
+            if not phases or any(g is None for g, _ in gates):
+                continue
+            skipped = [p for p in phases if all(p != value for _, value in gates)]
+            inside = [c for c in calls if loop in mod.enclosing_loops(c) and mod.under_no_grad(c) is None
+                      and not _grad_switched(mod, c) and not any(_inside(mod, c, g) for g, _ in gates)]
+            first_gate = gates[0][0]
+            if skipped and inside and first_gate is not None:
+                first = min(inside, key=lambda c: (c.lineno, c.col_offset))
+                self.report(ctx, first, variant="phase", fn=ctx.text(first.func), phase=skipped[0], var=var,
+                            gate=ctx.text(first_gate.test), train=gates[0][1])
 
     def exempt(self, ctx: Context, fn: ast.AST) -> bool:
         name: str = fn.name  # type: ignore[attr-defined]
@@ -152,6 +181,77 @@ class InferenceWithGrad(Rule):
         fid = view.fn_id(fn_key(ctx.mod, scope))
         sites = view.project.sites_of(fid) if fid is not None else []
         return bool(sites) and not any(s.result_used for _, s in sites)
+
+
+def _phases(mod: Module, scope: ast.AST, expr: ast.AST) -> list[str]:
+    """The string constants a loop iterates over: a literal list or tuple of them, or a name assigned
+    one in the scope (``splits = ["train", "valid"] + (["test"] if args.test else [])``); [] otherwise."""
+    if isinstance(expr, ast.Name):
+        values = [a.value for a in mod.body(scope) if isinstance(a, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == expr.id for t in a.targets)]
+        if len(values) != 1:
+            return []
+        expr = values[0]
+    found = _strings(expr)
+    return found or []
+
+
+def _strings(expr: ast.AST) -> list[str] | None:
+    """The strings of a list/tuple literal (joined with ``+``, chosen by ``x if c else y``); None when
+    anything else is in it."""
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        if all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in expr.elts):
+            return [e.value for e in expr.elts]  # type: ignore[attr-defined]
+        return None
+    parts = [expr.left, expr.right] if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add) else \
+        [expr.body, expr.orelse] if isinstance(expr, ast.IfExp) else None
+    if parts is None:
+        return None
+    found = [_strings(p) for p in parts]
+    return None if any(f is None for f in found) else [s for f in found for s in f]  # type: ignore[union-attr]
+
+
+def _phase_gate(mod: Module, call: ast.Call, loop: ast.AST, var: str) -> tuple[ast.If | None, str | None]:
+    """The ``if var == "train":`` inside ``loop`` that the backward ``call`` runs under, and its value."""
+    cur = mod.parents.get(id(call))
+    while cur is not None and cur is not loop:
+        if isinstance(cur, ast.If) and isinstance(cur.test, ast.Compare) and len(cur.test.ops) == 1 \
+                and isinstance(cur.test.ops[0], ast.Eq):
+            sides = [cur.test.left, cur.test.comparators[0]]
+            names = [s for s in sides if isinstance(s, ast.Name) and s.id == var]
+            consts = [s for s in sides if isinstance(s, ast.Constant) and isinstance(s.value, str)]
+            if names and consts and _in_body(mod, call, cur):
+                return cur, str(consts[0].value)
+        cur = mod.parents.get(id(cur))
+    return None, None
+
+
+def _grad_switched(mod: Module, node: ast.AST) -> bool:
+    """Under ``with torch.set_grad_enabled(<an expression>):`` (the phase decides)."""
+    cur = mod.parents.get(id(node))
+    while cur is not None:
+        if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
+                isinstance(i.context_expr, ast.Call) and (mod.qualname(i.context_expr.func) or "").endswith(
+                    "set_grad_enabled") for i in cur.items):
+            return True
+        cur = mod.parents.get(id(cur))
+    return False
+
+
+def _in_body(mod: Module, node: ast.AST, branch: ast.If) -> bool:
+    cur, parent = node, mod.parents.get(id(node))
+    while parent is not None and parent is not branch:
+        cur, parent = parent, mod.parents.get(id(parent))
+    return parent is branch and any(s is cur for s in branch.body)
+
+
+def _inside(mod: Module, node: ast.AST, outer: ast.AST | None) -> bool:
+    cur = mod.parents.get(id(node))
+    while cur is not None:
+        if cur is outer:
+            return True
+        cur = mod.parents.get(id(cur))
+    return False
 
 
 _TRAIN_CALL = re.compile(r"train|update|learn|optimi[sz]e|(^|_)fit$", re.I)
@@ -234,9 +334,16 @@ def _receiver_frozen(call: ast.Call, frozen: set[str]) -> bool:
 
 
 def _grad_disabled_globally(mod: Module) -> bool:
-    """``torch.set_grad_enabled(False)`` as a statement at module level: the script runs without autograd."""
-    return any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and mod.is_no_grad(s.value)
-               for s in mod.tree.body)
+    """``torch.set_grad_enabled(False)`` as a statement at module level, or anywhere in a file that
+    trains nothing and never turns autograd back on (an inferer's constructor turns it off for the
+    process): the script runs without autograd."""
+    if any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and mod.is_no_grad(s.value)
+           for s in mod.tree.body):
+        return True
+    switches = [c for c in mod.calls if isinstance(mod.parents.get(id(c)), ast.Expr)
+                and (mod.qualname(c.func) or "").endswith("set_grad_enabled")]
+    return bool(switches) and not mod.trains and all(
+        c.args and isinstance(c.args[0], ast.Constant) and c.args[0].value is False for c in switches)
 
 
 def _tests_autograd(mod: Module) -> bool:
