@@ -41,7 +41,8 @@ def _add_lint(sub: Any) -> None:
                           description="Find the training-loop and inference mistakes of the PIT catalogue in "
                                       "Python source, statically, with safe and unsafe fixes.",
                           epilog=lint_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    lint.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    lint.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .); the project modules "
+                      "they import are read for cross-file facts, never reported on")
     lint.add_argument("--output-format", choices=FORMATS, default="concise", help="default: concise")
     lint.add_argument("--select", action="append", default=[], metavar="CODES",
                       help="only these codes, prefixes or names (comma-separated; replaces the config's)")
