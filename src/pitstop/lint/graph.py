@@ -118,8 +118,8 @@ class GraphNames:
             f = expr.func
             if isinstance(f, ast.Attribute) and (f.attr in DETACHING or f.attr in NO_GRAPH_METHODS):
                 return False
-            if isinstance(f, ast.Name) and f.id in NUMBER_FUNCS:
-                return False
+            if (isinstance(f, ast.Name) and f.id in NUMBER_FUNCS) or self.mod.qualname(f) == "torch.tensor":
+                return False  # torch.tensor(x) copies into a new leaf, whatever x is
             if self.mod.view is not None and self.mod.view.returns_number(expr):
                 return False  # get_accuracy(out, y) whose every return is float(...): a number, whatever it is given
             if at is not None and self.model_call(expr, at, depth):
@@ -172,8 +172,8 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
     last = name.rsplit(".", 1)[-1]
     if name not in models and not MODEL_NAME.search(last.lower()) and not MODEL_METHOD.match(last):
         return False  # the common case, decided without resolving anything
-    if (mod.qualname(call.func) or "").startswith("torch."):
-        return False
+    if (mod.qualname(call.func) or "").startswith(("torch.", "torchvision.", "timm.", "torchaudio.")):
+        return False  # torch's own functions, and model factories (``resnet18(pretrained=True)`` builds one)
     if LOSS_NAME.search(last):
         return False
     if name in models:

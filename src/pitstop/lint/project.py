@@ -123,15 +123,20 @@ class Project:
         p.mode_layers = any(f.mode_layers for f in p.files)
         p.trains = any(f.trains for f in p.files)
         p._find_module_classes()
+        methods: dict[str, list[FnId]] = {}  # method name -> the project methods of that name
+        for i, f in enumerate(p.files):
+            for key in f.functions:
+                owner, _, name = key.rpartition(".")
+                if owner and not name.startswith("__"):
+                    methods.setdefault(name, []).append((i, key))
         for i, f in enumerate(p.files):
             for site in f.sites:
                 target = p.resolve(i, site.ref)
-                if target is None:
-                    continue
-                p.callers.setdefault(target, []).append((i, site))
-                if site.model_args:
-                    p.model_params.setdefault(target, set()).update(site.model_args)
-                    p.model_functions.setdefault(target[0], set()).add(target[1])
+                for fid in [target] if target is not None else p._duck(site.ref, methods):
+                    p.callers.setdefault(fid, []).append((i, site))
+                    if site.model_args:
+                        p.model_params.setdefault(fid, set()).update(site.model_args)
+                        p.model_functions.setdefault(fid[0], set()).add(fid[1])
         for i, f in enumerate(p.files):
             for site in f.sites:
                 target = p.resolve(i, site.ref)
@@ -170,6 +175,8 @@ class Project:
                 for j in self._modules(i, module):
                     if name in self.files[j].functions:
                         return j, name
+            return None
+        if kind == "attr":  # a method of an attribute of unknown type: only the call graph's guess (``_duck``)
             return None
         if kind == "method":  # a method of an object built from a project class
             built, _, method = name.rpartition(":")
@@ -230,6 +237,26 @@ class Project:
             if rest in self.files[j].classes:
                 return j, rest
         return None
+
+    def _duck(self, ref: Ref, methods: dict[str, list[FnId]]) -> list[FnId]:
+        """The project methods a call on an attribute of unknown type may run (``self.task_helper.eval_step(b)``
+        where the helper comes from a registry): every project method of that name, when the name is
+        particular (not ``forward``, ``step`` ...) and its classes are one family (overrides of one
+        base class's method) or at most four."""
+        kind, name = ref
+        if kind != "attr":
+            return []
+        found = methods.get(name.rpartition(".")[2], [])
+        families = {self._root((i, key.rpartition(".")[0])) for i, key in found}
+        return found if len(found) <= 4 or (len(families) == 1 and len(found) <= 16) else []
+
+    def _root(self, cls: tuple[int, str], depth: int = 0) -> tuple[int, str]:
+        """The topmost project class above ``cls`` (its first project base, followed up)."""
+        for base in self.files[cls[0]].classes.get(cls[1], ()):
+            found = self.class_of(cls[0], base)
+            if found is not None and found != cls and depth < 8:
+                return self._root(found, depth + 1)
+        return cls
 
     def plain_class(self, cls: tuple[int, str], depth: int = 0) -> bool:
         """A project class that is no model: every base is ``object`` or another such project class

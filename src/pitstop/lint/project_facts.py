@@ -98,8 +98,18 @@ def ref_of(call: ast.Call, mod: Module) -> Ref | None:
         if built is not None and built.rpartition(".")[2][:1].isupper():
             return ("method", f"{built}:{func.attr}")  # model = CharLSTM(...); model.train(x)
         q = mod.qualname(func)
+        if q is None and func.attr not in GENERIC_METHODS and not func.attr.startswith("_") \
+                and (d := dotted(func.value) or "").startswith("self.") and "." not in d[5:]:
+            return ("attr", f"{d}.{func.attr}")  # self.task_helper.eval_step(b): an object of unknown type
         return ("qual", q) if q and q.split(".")[0] not in EXTERNAL else None
     return None
+
+
+# method names too common to say which class an object of unknown type is
+GENERIC_METHODS = {"forward", "step", "train", "eval", "update", "run", "apply", "get", "set", "reset", "save",
+                   "load", "to", "cuda", "cpu", "parameters", "zero_grad", "backward", "call", "build", "setup",
+                   "predict", "evaluate", "test", "fit", "sample", "init", "start", "stop", "close", "log",
+                   "append", "extend", "add", "item", "items", "keys", "values", "format", "write", "read"}
 
 
 def _is_grad_call(n: ast.AST, mod: Module) -> bool:
@@ -385,7 +395,8 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
         loop = _LoopCalls.of(loops[0], mod, loop_calls) if loops else _NO_LOOP
         later_from = bisect.bisect_right(loop.positions, pos)
         later_backward = pos < loop.last_grad
-        offset = 1 if ref[0] == "local" and "." in ref[1] else 0  # self
+        offset = 1 if (ref[0] == "local" and "." in ref[1]) or ref[0] == "attr" else 0  # self
+        self_at = 1 if ref[0] in ("method", "attr") or (ref[0] == "local" and "." in ref[1]) else 0
         model_args = tuple(k + offset for k, arg in enumerate(call.args)
                            if (d := dotted(arg)) and (d in models or MODEL_NAME.search(d.rsplit(".", 1)[-1])))
         caller = fn_key(mod, scope) if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
@@ -396,5 +407,5 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
                           flows[id(scope)].fate(call) != "dead", _evaluates(call),
                           tuple(k.arg for k in call.keywords if k.arg and isinstance(k.value, ast.Constant)
                                 and k.value.value in (False, None)), flows[id(scope)].trains(call),
-                          _consts(call, 1 if ref[0] == "method" or (ref[0] == "local" and "." in ref[1]) else 0)))
+                          _consts(call, self_at)))
     return functions, sites

@@ -96,3 +96,15 @@ def metrics_from_helpers_that_return_numbers_or_tensors(model, loader, opt, crit
         acc += get_accuracy(out, y)  # every return of the helper is a float: no graph
         acc += f1_score(out, y)
         total += scaled(loss, 2.0)  # error: PIT102
+
+
+def radius_from_distances(net, loader, optimizer, c, nu, quantile):
+    radius = torch.zeros(1)
+    for x in loader:
+        optimizer.zero_grad()
+        dist = ((net(x) - c) ** 2).sum(1)
+        loss = dist.mean()
+        loss.backward()
+        optimizer.step()
+        radius.data = quantile(dist, nu)  # assigning .data sets values: no graph is kept
+        net.center = torch.tensor(quantile(dist, nu))  # torch.tensor copies into a new leaf

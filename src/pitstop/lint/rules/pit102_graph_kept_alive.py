@@ -88,8 +88,8 @@ class GraphKeptAlive(Rule):
             if isinstance(target, ast.Name) and graph.mod.enclosing_loops(n)[:1] == [loop] \
                     and (added := _concatenated(n.value, target.id, graph, n)) is not None:
                 return "cat", target.id, added  # preds = torch.cat((preds, out)), carried by this loop
-            if isinstance(target, ast.Attribute) and graph.carries(n.value, n):
-                return "store", dotted(target) or ast.unparse(target), n.value
+            if isinstance(target, ast.Attribute) and target.attr != "data" and graph.carries(n.value, n):
+                return "store", dotted(target) or ast.unparse(target), n.value  # p.data = ...: values, no graph
         return None
 
     def detach_fix(self, ctx: Context, graph: GraphNames, value: ast.AST, scope: ast.AST, holder: str,

@@ -140,6 +140,10 @@ class InferenceWithGrad(Rule):
         if _FRAMEWORK_NO_GRAD.search(name) or any(ctx.mod.is_no_grad(d) for d in fn.decorator_list):  # type: ignore
             return True
         view = ctx.project
+        owner = ctx.mod.parents.get(id(fn))
+        if name == "forward" and isinstance(owner, ast.ClassDef) and view is not None \
+                and (view.i, owner.name) in view.project.module_classes:
+            return True  # a model's own forward: its sub-forwards make its output, its caller decides on autograd
         fid = view.fn_id(fn_key(ctx.mod, fn)) if view is not None else None
         return fid is not None and view.project.always_no_grad(fid)
 
@@ -153,7 +157,8 @@ class InferenceWithGrad(Rule):
         found: list[ast.Call] = []
         reported: set[str] = set()
         for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
-            if mod.under_no_grad(call) is not None or _deliberate(mod, call) or _smoke_test(mod, call) or (
+            if mod.under_no_grad(call) is not None or _deliberate(mod, call) or _smoke_test(mod, call) \
+                    or _used_as_module(mod, scope, call) or (
                     trains and _in_env_loop(mod, call)) or (mod.view is not None and mod.view.runs("backward", call)):
                 # the last: maml(x_spt, y_spt, ...) whose class's forward runs the backward and step itself
                 continue
@@ -264,6 +269,22 @@ def _trains(call: ast.Call, mod: Module) -> bool:
         return True
     last = (dotted(call.func) or "").rsplit(".", 1)[-1]
     return bool(_TRAIN_CALL.search(last)) and not (last == "train" and not call.args)  # model.train(): a mode
+
+
+_MODULE_ONLY = {"load_state_dict", "state_dict", "parameters", "named_parameters", "modules", "children", "eval",
+                "register_forward_hook", "zero_grad", "requires_grad_"}
+
+
+def _used_as_module(mod: Module, scope: ast.AST, call: ast.Call) -> bool:
+    """``model = resnet34()`` then ``model.load_state_dict(...)`` / ``model.eval()``: what the call
+    returned is a module (a factory built it), not a forward's output (tensors have no such methods)."""
+    bound = _bound_by(mod, call)
+    if len(bound) != 1 or not isinstance(mod.parents.get(id(call)), ast.Assign):
+        return False
+    (name,) = bound
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _MODULE_ONLY
+               and isinstance(n.func.value, ast.Name) and n.func.value.id == name and n.lineno >= call.lineno
+               for n in mod.body(scope))
 
 
 def _deliberate(mod: Module, call: ast.Call) -> bool:
