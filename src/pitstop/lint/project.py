@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pitstop.lint.analysis import Module, dotted
 from pitstop.lint.project_facts import Fn, Ref, Site, index_functions, ref_of
+from pitstop.lint.shapes import weightless
 
 # bases that make a class an nn.Module (qualified through the imports)
 MODULE_BASES = re.compile(r"^(torch\.nn\.(modules\.module\.)?Module|torch\.nn\.(Sequential|ModuleList|ModuleDict)|"
@@ -46,7 +47,7 @@ class FileIndex:
     trains: bool  # runs backward, builds an optimizer or clears gradients
     stars: list[str] = field(default_factory=list)  # modules imported with `from X import *`
     mode_layers: bool = False  # mentions dropout or batch-norm: train/eval mode changes what it computes
-    weightless: set[str] = field(default_factory=set)  # classes that hold no parameters (``_weightless``)
+    weightless: set[str] = field(default_factory=set)  # classes that hold no parameters (``shapes.weightless``)
 
 
 def module_names(path: str, root: Path | None) -> list[str]:
@@ -74,26 +75,7 @@ def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
         isinstance(c.func, ast.Attribute) and c.func.attr == "zero_grad" for c in mod.calls)
     return FileIndex(path, module_names(path, root), dict(mod.aliases), functions, classes, constructors, sites,
                      "cuda" in mod.source, trains, list(mod.star_modules), bool(MODE_LAYERS.search(mod.source)),
-                     {name for name, node in mod.classes.items() if _weightless(node)})
-
-
-_SUBMODULES = re.compile(r"(^|\.)[A-Z]\w*$|torchvision\.models|timm|from_pretrained|load_state_dict|register_parameter|"
-                         r"add_module|deepcopy")
-
-
-def _weightless(cls: ast.ClassDef) -> bool:
-    """A module class that builds no layer and holds no parameter (a metric such as ``PSNR``, a
-    padding): no method calls a class (``nn.Conv2d``, ``nn.Parameter``, a project block) or loads
-    weights, and ``self.x(...)`` calls only its own methods. Its forward records a graph only
-    where its inputs carry one: calling it is no model's forward."""
-    methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    for n in ast.walk(cls):
-        if not isinstance(n, ast.Call):
-            continue
-        name = dotted(n.func) or ""
-        if _SUBMODULES.search(name) or (name.startswith("self.") and name[5:] not in methods):
-            return False
-    return bool(methods)
+                     {name for name, node in mod.classes.items() if weightless(node)})
 
 
 @dataclass

@@ -13,6 +13,7 @@ from pitstop.lint.analysis import MODEL_NAME, Module, dotted, is_backward, is_st
 from pitstop.lint.flow import Flow
 from pitstop.lint.graph import GraphNames
 from pitstop.lint.reach import Sources, in_comprehension, shares_graph
+from pitstop.lint.shapes import GENERIC_METHODS, guarded
 
 Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit"), ("qual", "utils.evaluate"), ("star", "evaluate")
 # calls into these packages are never project functions
@@ -105,12 +106,6 @@ def ref_of(call: ast.Call, mod: Module) -> Ref | None:
     return None
 
 
-# method names too common to say which class an object of unknown type is
-GENERIC_METHODS = {"forward", "step", "train", "eval", "update", "run", "apply", "get", "set", "reset", "save",
-                   "load", "to", "cuda", "cpu", "parameters", "zero_grad", "backward", "call", "build", "setup",
-                   "predict", "evaluate", "test", "fit", "sample", "init", "start", "stop", "close", "log",
-                   "append", "extend", "add", "item", "items", "keys", "values", "format", "write", "read"}
-
 
 def _is_grad_call(n: ast.AST, mod: Module) -> bool:
     return isinstance(n, ast.Call) and (is_backward(n) or mod.qualname(n.func) == "torch.autograd.grad")
@@ -152,30 +147,6 @@ def _gates(fn: ast.AST, backwards: list[ast.Call], mod: Module, params: set[str]
             cur = mod.parents.get(id(cur))
         common = names if common is None else common & names
     return tuple(sorted(common or ()))
-
-
-_CHECKS = {"len", "print", "range", "int", "float", "str", "bool", "isinstance", "getattr", "hasattr", "min", "max",
-           "enumerate", "zip", "list", "tuple", "dict", "set", "size", "dim", "numel", "item", "format", "tolist"}
-
-
-def _guarded(mod: Module, body: list[ast.AST], calls: list[ast.Call]) -> bool:
-    """A function that opens no_grad / inference_mode around its work itself (``translate_sentence``:
-    an assert on the input's size, one ``with torch.no_grad():`` holding every forward, then
-    ``out.argmax(-1).tolist()``): each call outside such a block only checks or prints, or works on
-    what the block computed."""
-    if not any(mod.under_no_grad(c) is not None for c in calls):
-        return False
-    made = {t.id for n in body if isinstance(n, ast.Assign) and mod.under_no_grad(n) is not None
-            for target in n.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
-
-    def root(e: ast.AST) -> str | None:
-        while isinstance(e, (ast.Attribute, ast.Subscript, ast.Call)):
-            e = e.func if isinstance(e, ast.Call) else e.value
-        return e.id if isinstance(e, ast.Name) else None
-
-    return all(mod.under_no_grad(c) is not None or mod.is_no_grad(c)
-               or (c.func.attr if isinstance(c.func, ast.Attribute) else dotted(c.func)) in _CHECKS
-               or (isinstance(c.func, ast.Attribute) and root(c.func.value) in made) for c in calls)
 
 
 def _zeroes(body: list[ast.AST]) -> bool:
@@ -279,7 +250,7 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
         r = ref_of(c, mod)
         if r is not None:
             out.refs.append(r)
-    out.no_grad = any(mod.is_no_grad(d) for d in fn.decorator_list) or _guarded(mod, body, calls)
+    out.no_grad = any(mod.is_no_grad(d) for d in fn.decorator_list) or guarded(mod, body, calls)
     out.retain = _retain(fn, body, mod) if out.backward else ()
     out.gates = _gates(fn, [c for c in calls if is_backward(c)], mod, set(out.params)) if out.backward else ()
     returns = [n for n in body if isinstance(n, ast.Return) and n.value is not None]
