@@ -229,8 +229,10 @@ class Project:
         if kind != "attr":
             return []
         found = methods.get(name.rpartition(".")[2], [])
-        families = {self._root((i, key.rpartition(".")[0])) for i, key in found}
-        return found if len(found) <= 4 or (len(families) == 1 and len(found) <= 16) else []
+        if len(found) <= 4:
+            return found
+        return found if len(found) <= 16 and len({self._root((i, key.rpartition(".")[0])) for i, key in found}) == 1 \
+            else []
 
     def _root(self, cls: tuple[int, str], depth: int = 0) -> tuple[int, str]:
         """The topmost project class above ``cls`` (its first project base, followed up)."""
