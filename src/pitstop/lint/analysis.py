@@ -243,16 +243,19 @@ class Module:
 
     def _switched_off(self, parent: ast.AST | None, stmt: ast.stmt) -> ast.stmt | None:
         """The ``set_grad_enabled(False)`` statement last switching autograd before ``stmt`` in its block."""
-        for name in ("body", "orelse", "finalbody"):
-            block = getattr(parent, name, None)
-            if not isinstance(block, list) or not any(s is stmt for s in block):
-                continue
-            for before in reversed(block[:next(i for i, s in enumerate(block) if s is stmt)]):
-                off = self.grad_switches.get(id(before))
-                if off is not None:
-                    return before if off else None
-            return None
+        block = block_of(parent, stmt)
+        for before in reversed(block[:next(i for i, s in enumerate(block) if s is stmt)] if block else []):
+            off = self.grad_switches.get(id(before))
+            if off is not None:
+                return before if off else None
         return None
+
+    def ancestors(self, node: ast.AST) -> Iterator[ast.AST]:
+        """The nodes around ``node``, innermost first, up to the module."""
+        cur = self.parents.get(id(node))
+        while cur is not None:
+            yield cur
+            cur = self.parents.get(id(cur))
 
     def enclosing_function(self, node: ast.AST) -> ast.AST:
         cur = self.parents.get(id(node))
@@ -356,3 +359,13 @@ def assigned_in(loop: ast.AST, name: str) -> bool:
         if isinstance(n, ast.Assign) and any(name in target_names(t) for t in n.targets):
             return True
     return False
+
+
+def block_of(parent: ast.AST | None, stmt: ast.AST) -> list[ast.stmt] | None:
+    """The statement list of ``parent`` that holds ``stmt`` (an ``if``'s body and its ``else`` are two
+    lists; so are a loop's body and its ``else``, a ``try``'s body and its ``finally``), or None."""
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(parent, name, None)
+        if isinstance(block, list) and any(s is stmt for s in block):
+            return block
+    return None

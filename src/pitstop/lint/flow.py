@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from typing import Literal
 
-from pitstop.lint.analysis import DETACHING, NUMBER_FUNCS, SAFE_ATTRS, Module, dotted, is_backward
+from pitstop.lint.analysis import DETACHING, NUMBER_FUNCS, SAFE_ATTRS, Module, block_of, dotted, is_backward
 
 Fate = Literal["live", "returned", "dead"]
 # a call that consumes a graph for training: its arguments are sinks
@@ -225,9 +225,7 @@ class Flow:
         """The next statement of the block that reads ``name`` rebinds it from a value that cuts the
         graph (``out = model(x)`` then ``out = torch.sigmoid(out).detach().numpy()``): the first value
         ends there, whatever the name holds later."""
-        parent = self.mod.parents.get(id(stmt))
-        block = next((b for f in ("body", "orelse", "finalbody") if isinstance(b := getattr(parent, f, None), list)
-                      and any(x is stmt for x in b)), None)
+        block = block_of(self.mod.parents.get(id(stmt)), stmt)
         if block is None:
             return False
         k = next(i for i, x in enumerate(block) if x is stmt)

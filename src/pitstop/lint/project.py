@@ -374,10 +374,7 @@ class View:
     def forward_of(self, call: ast.Call) -> FnId | None:
         """``model(x)`` with ``model = Net(...)`` from a project class: ``Net.forward`` (or the
         forward it inherits from a project base class)."""
-        if self.mod is None or not isinstance(call.func, (ast.Name, ast.Attribute)):
-            return None
-        built = self.mod.constructed.get(dotted(call.func) or "")
-        cls = self.project.class_of(self.i, built) if built else None
+        cls = self.built_from(dotted(call.func) or "") if isinstance(call.func, (ast.Name, ast.Attribute)) else None
         if cls is None:
             return None
         j, name = cls
@@ -385,11 +382,15 @@ class View:
             return j, f"{name}.forward"
         return self.project._inherited(j, name, "forward")
 
+    def built_from(self, name: str) -> tuple[int, str] | None:
+        """The project class whose constructor built what ``name`` holds (``model = Net(...)``), if any."""
+        built = self.mod.constructed.get(name) if self.mod is not None else None
+        return self.project.class_of(self.i, built) if built else None
+
     def plain_object(self, name: str) -> bool:
         """``name`` holds an object built from a project class that is no model (``Project.plain_class``):
         its methods are project functions, never a model's inference methods."""
-        built = self.mod.constructed.get(name) if self.mod is not None else None
-        cls = self.project.class_of(self.i, built) if built else None
+        cls = self.built_from(name)
         return cls is not None and self.project.plain_class(cls)
 
     def is_class(self, name: str) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import ClassVar
 
-from pitstop.lint.analysis import Module, clears_grads, dotted, is_backward, is_step, walk_local
+from pitstop.lint.analysis import Module, block_of, clears_grads, dotted, is_backward, is_step, walk_local
 from pitstop.lint.rules.base import Context, Rule
 from pitstop.lint.rules.common import helper_backwards, innermost_loop, trains
 
@@ -147,19 +147,13 @@ def _stepped_twice(loop: ast.AST, opt: str, owners: dict[str, set[str]], mod: Mo
     return None
 
 
-def _statement_list(mod: Module, call: ast.Call) -> tuple[int, str] | None:
-    """The statement list holding ``call``'s statement: its parent node and which of its lists (an
-    ``if``'s body and its ``else`` are two lists: ``scaler.step(opt)`` under ``if use_amp:`` and
-    ``opt.step()`` under ``else:`` never run in the same iteration)."""
-    stmt: ast.AST | None = call
-    while stmt is not None and not isinstance(stmt, ast.stmt):
-        stmt = mod.parents.get(id(stmt))
-    holder = mod.parents.get(id(stmt)) if stmt is not None else None
-    if holder is None:
-        return None
-    field = next((f for f in ("body", "orelse", "finalbody", "handlers")
-                  if any(s is stmt for s in getattr(holder, f, None) or ())), "body")
-    return id(holder), field
+def _statement_list(mod: Module, call: ast.Call) -> int | None:
+    """The statement list holding ``call``'s statement (``analysis.block_of``: ``scaler.step(opt)``
+    under ``if use_amp:`` and ``opt.step()`` under its ``else:`` are in two lists, never run in the
+    same iteration)."""
+    stmt = next((a for a in mod.ancestors(call) if isinstance(a, ast.stmt)), None)
+    block = block_of(mod.parents.get(id(stmt)), stmt) if stmt is not None else None
+    return id(block) if block is not None else None
 
 
 def _optimizer(step: ast.Call) -> str:

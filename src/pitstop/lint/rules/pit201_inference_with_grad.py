@@ -197,8 +197,7 @@ def _phases(mod: Module, scope: ast.AST, expr: ast.AST) -> list[str]:
         if len(values) != 1:
             return []
         expr = values[0]
-    found = _strings(expr)
-    return found or []
+    return _strings(expr) or []
 
 
 def _strings(expr: ast.AST) -> list[str] | None:
@@ -233,14 +232,9 @@ def _phase_gate(mod: Module, call: ast.Call, loop: ast.AST, var: str) -> tuple[a
 
 def _grad_switched(mod: Module, node: ast.AST) -> bool:
     """Under ``with torch.set_grad_enabled(<an expression>):`` (the phase decides)."""
-    cur = mod.parents.get(id(node))
-    while cur is not None:
-        if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
-                isinstance(i.context_expr, ast.Call) and (mod.qualname(i.context_expr.func) or "").endswith(
-                    "set_grad_enabled") for i in cur.items):
-            return True
-        cur = mod.parents.get(id(cur))
-    return False
+    return any(isinstance(a, (ast.With, ast.AsyncWith)) and any(
+        isinstance(i.context_expr, ast.Call) and (mod.qualname(i.context_expr.func) or "").endswith("set_grad_enabled")
+        for i in a.items) for a in mod.ancestors(node))
 
 
 def _in_body(mod: Module, node: ast.AST, branch: ast.If) -> bool:
@@ -251,12 +245,7 @@ def _in_body(mod: Module, node: ast.AST, branch: ast.If) -> bool:
 
 
 def _inside(mod: Module, node: ast.AST, outer: ast.AST | None) -> bool:
-    cur = mod.parents.get(id(node))
-    while cur is not None:
-        if cur is outer:
-            return True
-        cur = mod.parents.get(id(cur))
-    return False
+    return any(a is outer for a in mod.ancestors(node))
 
 
 _TRAIN_CALL = re.compile(r"train|update|learn|optimi[sz]e|(^|_)fit$", re.I)
