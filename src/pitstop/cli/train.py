@@ -93,7 +93,8 @@ def _add_train(sub: Any) -> None:
     p.add_argument("--techniques", metavar="A,B", default=None,
                    help=f"techniques to search (default: all: {','.join(MODEL_TECHNIQUES)}; a script: all but "
                         "micro_batch and "
-                        "checkpoint, and workers: its training DataLoader's num_workers, with threads); AXIS=OPTION "
+                        "checkpoint, and workers: its training DataLoader's num_workers, with threads; cache: its "
+                        "Dataset's items made once and kept, where they are fixed); AXIS=OPTION "
                         "narrows an axis to one technique, e.g. precision=fp16-autocast")
     p.add_argument("--trajectory-steps", type=_positive(int), default=20, help="steps of the trajectory gate "
                    "(default: 20, at least 20)")
@@ -153,8 +154,9 @@ def _settings(args: argparse.Namespace, script: bool) -> Any:
 
     default = SCRIPT_TECHNIQUES if script else MODEL_TECHNIQUES
     techniques = tuple(t.strip() for t in (args.techniques or ",".join(default)).split(",") if t.strip())
-    if not script and "workers" in techniques:
-        raise SettingError("techniques", "workers varies a training script's DataLoader; a model spec has "
+    loader = next((t for t in ("workers", "cache") if t in techniques), None)
+    if not script and loader:
+        raise SettingError("techniques", f"{loader} varies a training script's DataLoader; a model spec has "
                                          "none: give the script (pitstop train train.py ARGS), or pitstop data "
                                          "FILE.py:FACTORY for a Dataset")
     options: dict[str, Any] = {

@@ -37,6 +37,7 @@ class TrainConfig:
     ddp: str | None = None  # a knob of the script's DDP or FSDP2 (under torchrun): variants/ddp.py
     workers: int | None = None  # the training DataLoader's num_workers (persistent; pinned on CUDA): scripts only
     prefetch: int | None = None  # its prefetch_factor (batches made ahead per worker; torch's default 2): with workers
+    cache: bool = False  # the training Dataset's items made once and kept (functools.cache on its __getitem__): scripts
     tf32: bool = False  # fp32 matmuls and convolutions on TF32 tensor cores (CUDA)
     cudnn_benchmark: bool = False  # cuDNN times its convolution algorithms for each new shape (CUDA)
 
@@ -49,7 +50,7 @@ class TrainConfig:
             value = getattr(self, axis)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise UsageError(f"train variant {axis} must be a positive integer or None, got {value!r}")
-        for axis in ("tf32", "cudnn_benchmark"):
+        for axis in ("tf32", "cudnn_benchmark", "cache"):
             if not isinstance(getattr(self, axis), bool):
                 raise UsageError(f"train variant {axis} must be True or False, got {getattr(self, axis)!r}")
         if self.prefetch is not None and self.workers is None:
@@ -81,6 +82,8 @@ class TrainConfig:
             parts.append(f"checkpoint{len(self.checkpoint)}")
         if self.ddp:
             parts.append(self.ddp if self.ddp.startswith("fsdp-") else f"ddp-{self.ddp}")
+        if self.cache:
+            parts.append("item-cache")
         if self.workers is not None:
             parts.append(f"workers{self.workers}")
         if self.prefetch is not None:

@@ -209,7 +209,7 @@ class TrainSearch(StagedSearch):
             cores = physical_cores()
             configs += [NAIVE.with_(threads=n) for n in sorted({1, max(1, cores // 2), cores})
                         if n != self.settings.threads]
-        if "workers" in axes:  # the input first where it waits (``loader_configs``), else after the compute
+        if {"workers", "cache"} & set(axes):  # the input first where it waits (``loader_configs``), else after
             loaders, first = self._loader_configs()
             configs = loaders + configs if first else configs + loaders
         if "micro_batch" in axes:

@@ -16,11 +16,11 @@ SCRIPT_OPTIONS = TRAIN_SCRIPT_OPTIONS  # pitstop train SCRIPT's own options (eng
 # of run varies unless told (``--techniques``, the API's ``techniques=``). A script's micro-batches and
 # checkpointing are not edited into it; a model spec has no DataLoader and no DDP job
 TECHNIQUES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint", "ddp",
-              "workers", "tf32", "cudnn_benchmark")
+              "workers", "cache", "tf32", "cudnn_benchmark")
 MODEL_TECHNIQUES = ("precision", "tf32", "cudnn_benchmark", "compile", "optimizer", "zero_grad", "layout", "threads",
                     "micro_batch", "checkpoint")
-SCRIPT_TECHNIQUES = ("workers", "precision", "tf32", "cudnn_benchmark", "compile", "optimizer", "zero_grad", "layout",
-                     "threads", "ddp")
+SCRIPT_TECHNIQUES = ("workers", "cache", "precision", "tf32", "cudnn_benchmark", "compile", "optimizer", "zero_grad",
+                     "layout", "threads", "ddp")
 AXES = TECHNIQUES  # the name of earlier releases
 # what the probe tries on each axis of fixed options (threads, workers, micro_batch, checkpoint are sized to the
 # machine and the model); ``--techniques AXIS=OPTION`` narrows an axis to one of these

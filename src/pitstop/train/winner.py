@@ -114,23 +114,38 @@ def one_time_s(search: Searched, stage: Stage, row: Measurement) -> float | None
     first step, ``compile_s``: the longest any stage measured, which is the cold one, since a later
     process finds inductor's cache warm: a short script's compile took 18-23 s in the probe and 3 s
     in the final, and a user's new machine or container compiles cold) and its loader's worker
-    start-up (the time from the script's start to its first training step, beyond naive's); None
-    when it has neither."""
+    start-up and its item cache's first making of every item (both in the time from the script's
+    start to its first training step, beyond naive's); None when it has none of them."""
     config = search.config_of(row)
     compiles = [r.compile_s for st in search.outcome.stages for r in st.rows
                 if r.variant == row.variant and r.compile_s] if config.compile else []
     cost = max(compiles) if compiles else None
     naive = stage.result.row(NAIVE_NAME, row.batch_size)
-    if config.workers and naive is not None:
+    if (config.workers or config.cache) and naive is not None:
         a, b = ((x.details or {}).get("before_first_step_s") for x in (naive, row))
         if a is not None and b is not None:
             cost = (cost or 0.0) + max(0.0, b - a)
     return cost
 
 
+def _items_reused(search: Searched, row: Measurement, steps: int | None) -> str | None:
+    """Why an item cache gains nothing over the planned run: it lasts one epoch or less, so no item
+    is made twice (None: it may gain, or the run length is unknown)."""
+    found = getattr(search.group, "found", None) or {}
+    sites = found.get("sites") or {}
+    index = sites.get("train_loader")
+    if not search.config_of(row).cache or steps is None or index is None:
+        return None
+    per_epoch = (sites["loaders"][index].get("batches") or 0) / max(1, int(found.get("backwards_per_step") or 1))
+    if per_epoch and steps <= per_epoch:
+        return f"the planned run ({steps:,} steps) is one epoch of {per_epoch:,.0f} steps or less: no item made twice"
+    return None
+
+
 def _what(search: Searched, row: Measurement) -> str:
     config = search.config_of(row)
-    return " and ".join(w for w, on in (("compilation", config.compile), ("worker start-up", config.workers)) if on)
+    return " and ".join(w for w, on in (("compilation", config.compile), ("worker start-up", config.workers),
+                                         ("making every item once", config.cache)) if on)
 
 
 def _unmeasured(search: Searched, stage: Stage) -> str | None:
@@ -186,6 +201,10 @@ def decide(search: Searched) -> None:
         if not search.fits(row) or not search.reliable(stage, row):
             continue
         once = one_time_s(search, stage, row)
+        reused = _items_reused(search, row, steps)
+        if reused:
+            search.outcome.notes.append(f"{row.variant}: {reused}: not chosen")
+            continue
         if once is not None:
             row.details = {**(row.details or {}), "one_time_s": once}
         if steps is not None and naive and naive.latency and row.latency and once:

@@ -40,6 +40,7 @@ class Server:
         self.drain = self.refill = 0  # a turn's untimed steps left (``_draining``), and how many more may follow
         self.first_start = 0.0
         self.probe = Probe(self.on_pause, bool(job.get("discover")))
+        self.probe.fill_cache = bool(job.get("fill_cache"))
         self.counted: dict[str, Any] = {}
         self.flop_mode: Any = None
 
@@ -126,7 +127,8 @@ class Server:
         if self.pending == "prepare":
             return {"first_call_s": done[0] if done else None, "gradients": self._gradients(),
                     "details": {"first_step_loss": probe.step_losses[0] if probe.step_losses else None,
-                                "before_first_step_s": probe.before_start_s}}
+                                "before_first_step_s": probe.before_start_s,
+                                **({"cache_fill_s": round(probe.fill_s, 4)} if probe.filled else {})}}
         if self.pending == "trajectory":
             losses = probe.step_losses[:len(probe.step_losses)]
             tail = sorted(probe.step_times[-5:])
@@ -198,7 +200,7 @@ class Server:
         from pitstop.train.script.run_length import run_length
 
         return {"sites": probe.sites, "trainers": self.watch.found, "steps": probe.steps,
-                "run_length": run_length(probe, self.watch),
+                "run_length": run_length(probe, self.watch), "backwards_per_step": probe.backwards_per_step,
                 "losses": probe.step_losses, "times": probe.step_times, "data_times": probe.step_data,
                 "eval_steps": probe.eval_steps, "clock": type(probe.clock).__name__,
                 "optimizers": [type(o).__name__ for o in probe.optimizers], "threads": torch.get_num_threads(),

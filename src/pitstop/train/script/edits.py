@@ -91,6 +91,10 @@ def plan(config: TrainConfig, found: dict[str, Any], device: str = "cpu") -> lis
         changes += _ddp(config, found)
     if config.workers is not None:
         changes += _loader(config, found, kind, device)
+    if config.cache:
+        from pitstop.train.script import cache_edit
+
+        changes += [Change(*change, why="item-cache") for change in cache_edit.plan(config, found)]
     if config.threads is not None:
         changes.append(Change("after-imports", found["script"], 1, f"torch.set_num_threads({int(config.threads)})",
                               why=f"threads{config.threads}"))
@@ -329,7 +333,11 @@ def _one(text: str, c: Change) -> str:
     if c.what == "insert":
         return insert_before(text, _where(c), [c.text])
     if c.what == "after-imports":
-        return insert_after_imports(text, [c.text])
+        return insert_after_imports(text, [c.text], needs_torch="torch" in c.text)
+    if c.what == "after-class":
+        from pitstop.train.script.cache_edit import after_class
+
+        return after_class(text, c.line, c.text)
     if c.what == "wrap":
         return wrap_statements(text, _where(c), _where(c, c.end_line), c.text)
     if c.what in ("scale", "scaler-step", "before", "after"):

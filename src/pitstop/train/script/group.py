@@ -239,7 +239,8 @@ class ScriptGroup(TrainGroup):
     def _script_job(self, config: TrainConfig, seed: int, discover: bool = False) -> dict[str, Any]:
         return {"script": self.script.script, "args": list(self.script.args),
                 "sources": self.sources(config) if config != NAIVE else {}, "seed": int(seed),
-                "reference": str(self.reference), "discover": discover, "threads": 1 if self.one_thread else None}
+                "reference": str(self.reference), "discover": discover, "threads": 1 if self.one_thread else None,
+                "fill_cache": config.cache}
 
 
 def _finite(x: float) -> bool:

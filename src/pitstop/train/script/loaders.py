@@ -7,13 +7,13 @@ batches could not come from worker processes. ``loader_configs`` plans the searc
 from __future__ import annotations
 
 import os
-import sys
 import time
 from typing import Any
 
 import torch
 
 from pitstop.train.config import NAIVE, TrainConfig
+from pitstop.train.script.rng import rng_states
 
 LOADER_ARGS = ("dataset", "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers")  # the 6th: num_workers
 WORTH_WAIT = 0.05  # a step waiting less than 5% of its time for input gains less than 1.05x from any loader
@@ -34,7 +34,7 @@ def watch(probe: Any) -> None:
         if os.getpid() != probe.pid:
             return next_(iterator)
         t0 = time.perf_counter()
-        states = _rng_states() if probe.discover and probe._rng_checks < 4 else None
+        states = rng_states() if probe.discover and probe._rng_checks < 4 else None
         try:
             return next_(iterator)
         finally:
@@ -46,6 +46,10 @@ def watch(probe: Any) -> None:
                 _rng_drawn(probe, iterator, states)
 
     def __iter__(loader: Any) -> Any:
+        if probe.fill_cache and os.getpid() == probe.pid:  # a cache variant: its items made before the workers start
+            from pitstop.train.script.item_cache import fill
+
+            fill(loader, probe)
         iterator: Any = iter_(loader)
         try:
             iterator._pitstop_loader = id(loader)
@@ -67,6 +71,7 @@ def watch(probe: Any) -> None:
         init(loader, *args, **kwargs)
         if os.getpid() == probe.pid:
             probe.sites["loaders"].append(loader_site(loader, args, kwargs))
+            probe.loader_objects.append(loader)  # the training one's items are checked for a cache (item_cache)
 
     # safe: calls the original with the same arguments and returns what it returns;
     # never undone: it lives in the script's own child process, which ends with the run
@@ -115,18 +120,19 @@ def _rng_drawn(probe: Any, iterator: Any, before: tuple[Any, ...]) -> None:
     probe._rng_checks += 1
     loader = next((x for x in probe.sites.get("loaders", []) if x["id"] == getattr(iterator, "_pitstop_loader",
                                                                                    None)), None)
-    if loader is not None and _rng_states() != before:
+    if loader is not None and rng_states() != before:
         loader["draws_random"] = True
 
 
-def _rng_states() -> tuple[Any, ...]:
-    """The global generators a ``__getitem__`` draws from: torch's (CPU), Python's, numpy's."""
-    import random
+def check_cache(probe: Any) -> None:
+    """The training loader's items, checked for a cache (``item_cache.check``): its site's ``cache``."""
+    from pitstop.train.script.item_cache import check
 
-    np = sys.modules.get("numpy")
-    state = np.random.get_state() if np is not None else None
-    return (bytes(torch.random.get_rng_state().numpy()), random.getstate(),
-            (state[0], bytes(state[1].tobytes()), *state[2:]) if state is not None else None)
+    index = probe.sites.get("train_loader")
+    if index is None or index >= len(probe.loader_objects):
+        return
+    loader = probe.loader_objects[index]
+    probe.sites["loaders"][index]["cache"] = check(loader, probe.loader_objects)
 
 
 def loader_site(loader: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -239,7 +245,7 @@ def loader_configs(found: dict[str, Any], settings: Any, one_thread: bool,
                          "from elsewhere)")
         return [], False
     share = input_share(found)
-    if share is not None and share < WORTH_WAIT and not set(settings.techniques) <= {"workers", "threads"}:
+    if share is not None and share < WORTH_WAIT and not set(settings.techniques) <= {"workers", "cache", "threads"}:
         notes.append(f"loader workers: not tried: the training steps of the discovery run waited at most {share:.0%} "
                      f"of their time for the DataLoader (removing all of it: at most {1 / (1 - share):.2f}x); "
                      "`--techniques workers` measures them anyway")
@@ -256,4 +262,10 @@ def loader_configs(found: dict[str, Any], settings: Any, one_thread: bool,
         left = max(1, cores - n)
         if "threads" in settings.techniques and not one_thread and left != settings.threads:
             configs.append(NAIVE.with_(workers=n, threads=left))
+    if "workers" not in settings.techniques:
+        configs = []
+    if "cache" in settings.techniques:
+        from pitstop.train.script.item_cache import offered
+
+        configs += [NAIVE.with_(cache=True)] if offered(found, loader, notes, settings.steps, WORTH_WAIT) else []
     return configs, share is None or share >= FIRST_WAIT

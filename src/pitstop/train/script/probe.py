@@ -21,6 +21,8 @@ from torch.optim import optimizer as optim_hooks
 from pitstop.train.clock import InStep
 from pitstop.train.script import amp
 from pitstop.train.script.frames import caller_site, site_of, user_frames
+from pitstop.train.script.loaders import check_cache
+from pitstop.train.script.loaders import watch as watch_loaders
 from pitstop.train.script.source_edit import deepest_shared
 
 
@@ -49,6 +51,9 @@ class Probe:
         # imports, data and model set-up, a loader's worker start-up and first batch (a one-time cost)
         self._last_loader: int | None = None  # the loader (its id) whose iterator handed over the last batch
         self._rng_checks = 0
+        # the DataLoaders built (discovery, in the order of sites["loaders"]); a cache variant's datasets filled
+        self.loader_objects: list[Any] = []  # at their first iter() (item_cache.fill), and the seconds that took
+        self.fill_cache, self.filled, self.fill_s = False, set[int](), 0.0
         self.loader_queue = 0  # batches the last iterator's workers make ahead (num_workers x prefetch_factor)
         self.backwards = 0  # backward() calls on a scalar in this process (iterations per step: accumulation)
         self.closure_seen = False  # a step(closure) evaluates the loss inside the step, maybe several times
@@ -98,17 +103,11 @@ class Probe:
         torch.optim.Optimizer.zero_grad = zero_grad  # type: ignore[method-assign,assignment]
         for cls in (torch.no_grad, torch.inference_mode):
             self._time_regions(cls)
-        self._watch_loaders()
+        watch_loaders(self)  # the input wait of each step, and (discovery) the DataLoaders
         amp.count_skips()  # every variant: the steps an fp16 GradScaler skipped
         if self.discover:
             self._watch_ddp()
             amp.watch(self.sites)  # where the optimizers step and the gradients are clipped
-
-    def _watch_loaders(self) -> None:
-        """The input wait of each step, and (discovery) the DataLoaders: ``loaders.watch``."""
-        from pitstop.train.script.loaders import watch
-
-        watch(self)
 
     def _watch_ddp(self) -> None:
         """Where the script builds its DistributedDataParallel (its knobs are keywords of that call)."""
@@ -179,6 +178,7 @@ class Probe:
                 loaders = self.sites.get("loaders", [])
                 self.sites["train_loader"] = next((i for i, x in enumerate(loaders) if x["id"] == self._last_loader),
                                                   None)
+                check_cache(self)  # its items: may they be cached?
             self.pause("start")
             self.data_s = 0.0
         return orig(module, *args, **kwargs)
