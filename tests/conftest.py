@@ -21,6 +21,7 @@ def models_py() -> str:
 HEAVY_FIRST = (
     "tests/train/test_train_script.py",  # 190 s
     "tests/reliability/test_train_faults.py",  # 126 s
+    "tests/train/test_item_cache.py",  # ~72 s alone (two cache searches; 2026-12-01, a slower machine)
     "tests/train/test_train_torchrun.py",  # ~75 s (63 s alone)
     "tests/reliability/test_profile_faults.py",  # 66 s
     "tests/reliability/test_properties.py",  # 50 s

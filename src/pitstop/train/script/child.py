@@ -40,7 +40,7 @@ class Server:
         self.drain = self.refill = 0  # a turn's untimed steps left (``_draining``), and how many more may follow
         self.first_start = 0.0
         self.probe = Probe(self.on_pause, bool(job.get("discover")))
-        self.probe.fill_cache = bool(job.get("fill_cache"))
+        self.probe.fill_cache, self.probe.cache_check = bool(job.get("fill_cache")), bool(job.get("check_cache"))
         self.counted: dict[str, Any] = {}
         self.flop_mode: Any = None
 

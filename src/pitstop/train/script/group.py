@@ -240,7 +240,7 @@ class ScriptGroup(TrainGroup):
         return {"script": self.script.script, "args": list(self.script.args),
                 "sources": self.sources(config) if config != NAIVE else {}, "seed": int(seed),
                 "reference": str(self.reference), "discover": discover, "threads": 1 if self.one_thread else None,
-                "fill_cache": config.cache}
+                "fill_cache": config.cache, "check_cache": discover and "cache" in self.settings.techniques}
 
 
 def _finite(x: float) -> bool:

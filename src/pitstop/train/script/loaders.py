@@ -125,12 +125,13 @@ def _rng_drawn(probe: Any, iterator: Any, before: tuple[Any, ...]) -> None:
 
 
 def check_cache(probe: Any) -> None:
-    """The training loader's items, checked for a cache (``item_cache.check``): its site's ``cache``."""
+    """The training loader's items, checked for a cache (``item_cache.check``) when the search tries
+    it: its site's ``cache``."""
     from pitstop.train.script.item_cache import check
 
     index = probe.sites.get("train_loader")
-    if index is None or index >= len(probe.loader_objects):
-        return
+    if not getattr(probe, "cache_check", False) or index is None or index >= len(probe.loader_objects):
+        return  # the search does not try the cache (--techniques without it): no item is made twice
     loader = probe.loader_objects[index]
     probe.sites["loaders"][index]["cache"] = check(loader, probe.loader_objects)
 
@@ -237,7 +238,10 @@ def loader_configs(found: dict[str, Any], settings: Any, one_thread: bool,
     it); a smaller one after the compute techniques (six loader variants probed first on loops that
     waited little took the 120 s budget that imagenet's bf16 needed: 1.60x in the probe, no final);
     one below ``WORTH_WAIT`` not at all unless the search is the loader's alone. None when the
-    script's loop reads no DataLoader. ``notes`` says why none were tried."""
+    script's loop reads no DataLoader. With ``cache`` among the techniques, the item cache too where
+    ``item_cache.offered`` says (the Dataset's items checked fixed, made twice in a longer run, and
+    costly enough); ``workers`` left out leaves out the worker counts. ``notes`` says why none were
+    tried."""
     index = (found.get("sites") or {}).get("train_loader")
     if index is None:
         if found:

@@ -51,9 +51,10 @@ class Probe:
         # imports, data and model set-up, a loader's worker start-up and first batch (a one-time cost)
         self._last_loader: int | None = None  # the loader (its id) whose iterator handed over the last batch
         self._rng_checks = 0
-        # the DataLoaders built (discovery, in the order of sites["loaders"]); a cache variant's datasets filled
-        self.loader_objects: list[Any] = []  # at their first iter() (item_cache.fill), and the seconds that took
-        self.fill_cache, self.filled, self.fill_s = False, set[int](), 0.0
+        # the DataLoaders built (discovery, in the order of sites["loaders"]), whose training one's items are
+        # checked (cache_check); a cache variant's datasets filled at their first iter() (item_cache.fill)
+        self.loader_objects: list[Any] = []
+        self.cache_check, self.fill_cache, self.filled, self.fill_s = False, False, set[int](), 0.0
         self.loader_queue = 0  # batches the last iterator's workers make ahead (num_workers x prefetch_factor)
         self.backwards = 0  # backward() calls on a scalar in this process (iterations per step: accumulation)
         self.closure_seen = False  # a step(closure) evaluates the loss inside the step, maybe several times
