@@ -17,7 +17,6 @@ from torch.utils.data import DataLoader, TensorDataset, random_split
 
 from pitstop.train.config import NAIVE
 from pitstop.train.script import cache_edit, edits, item_cache
-from pitstop.train.script.loaders import WORTH_WAIT
 from tests.train import cache_datasets as ds
 from tests.train.test_train_script import GIT, final_loss, repo, run
 
@@ -129,16 +128,16 @@ def test_one_persistent_worker_keeps_the_cache(tmp_path):
     assert {c.what for c in changes} >= {"after-class", "keyword"}
 
 
-def test_the_probe_tries_the_cache_only_where_items_are_made_twice_and_cost_time(tmp_path):
+def test_the_probe_tries_the_cache_only_where_items_are_made_twice(tmp_path):
     found = _found(tmp_path)
     loader, notes = found["sites"]["loaders"][0], []
-    assert item_cache.offered(found, loader, notes, None, WORTH_WAIT)
+    assert item_cache.offered(found, loader, notes, None)
     assert "Texts's items checked on 3" in notes[-1] and "10 items" in notes[-1]
-    assert not item_cache.offered(found, loader, notes, 20, WORTH_WAIT)  # one epoch of 20 batches
+    assert not item_cache.offered(found, loader, notes, 20)  # one epoch of 20 batches
     assert "is one epoch of 20 steps or less, so no item is made twice" in notes[-1]
-    loader["cache"]["item_ms"] = 0.01  # 0.16 ms of a 20 ms step
-    assert not item_cache.offered(found, loader, notes, 100, WORTH_WAIT)
-    assert "too little to gain" in notes[-1]
+    assert item_cache.offered(found, loader, notes, 21)
+    loader["cache"] = {"cannot": "Counting.__getitem__ stores self.calls"}
+    assert not item_cache.offered(found, loader, notes, 100) and notes[-1].startswith("item cache: not tried: Count")
 
 
 def test_after_class_needs_a_class_statement():

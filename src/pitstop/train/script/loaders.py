@@ -239,8 +239,8 @@ def loader_configs(found: dict[str, Any], settings: Any, one_thread: bool,
     waited little took the 120 s budget that imagenet's bf16 needed: 1.60x in the probe, no final);
     one below ``WORTH_WAIT`` not at all unless the search is the loader's alone. None when the
     script's loop reads no DataLoader. With ``cache`` among the techniques, the item cache too where
-    ``item_cache.offered`` says (the Dataset's items checked fixed, made twice in a longer run, and
-    costly enough); ``workers`` left out leaves out the worker counts. ``notes`` says why none were
+    ``item_cache.offered`` says (the Dataset's items checked fixed, and made twice in a run longer
+    than an epoch); ``workers`` left out leaves out the worker counts. ``notes`` says why none were
     tried."""
     index = (found.get("sites") or {}).get("train_loader")
     if index is None:
@@ -271,5 +271,5 @@ def loader_configs(found: dict[str, Any], settings: Any, one_thread: bool,
     if "cache" in settings.techniques:
         from pitstop.train.script.item_cache import offered
 
-        configs += [NAIVE.with_(cache=True)] if offered(found, loader, notes, settings.steps, WORTH_WAIT) else []
+        configs += [NAIVE.with_(cache=True)] if offered(found, loader, notes, settings.steps) else []
     return configs, share is None or share >= FIRST_WAIT
