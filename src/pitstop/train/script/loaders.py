@@ -259,15 +259,14 @@ def loader_configs(found: dict[str, Any], settings: Any, one_thread: bool,
     loader = found["sites"]["loaders"][index]
     cores = max(physical_cores(), 1)
     configs = []
-    for n in (k for k in (1, 2, 4, 8, 16, 32) if k <= max(cores, 4)):
+    counts = (1, 2, 4, 8, 16, 32) if "workers" in settings.techniques else ()
+    for n in (k for k in counts if k <= max(cores, 4)):
         if n == loader["num_workers"] and loader["persistent_workers"]:
             continue  # the script's own loader
         configs.append(NAIVE.with_(workers=n))
         left = max(1, cores - n)
         if "threads" in settings.techniques and not one_thread and left != settings.threads:
             configs.append(NAIVE.with_(workers=n, threads=left))
-    if "workers" not in settings.techniques:
-        configs = []
     if "cache" in settings.techniques:
         from pitstop.train.script.item_cache import offered
 
