@@ -52,8 +52,8 @@ def _codes() -> dict[str, str]:
     return {c: f"{CODES[c].name}: {CODES[c].summary}" for c in rw.SCORED}
 
 
-def packet(out: Path, files: Path) -> int:
-    manifest = json.loads(rw.MANIFEST.read_text(encoding="utf-8"))
+def packet(out: Path, files: Path, path: Path = rw.MANIFEST) -> int:
+    manifest = json.loads(path.read_text(encoding="utf-8"))
     held = rw.held_out(manifest)
     pooled, labelled = [], []
     with tempfile.TemporaryDirectory(prefix="pitstop-pool-") as tmp:
@@ -97,7 +97,7 @@ def packet(out: Path, files: Path) -> int:
     return 0
 
 
-def merge(out: Path) -> int:
+def merge(out: Path, path: Path = rw.MANIFEST) -> int:
     key = json.loads((out / "key.json").read_text(encoding="utf-8"))
     judged = json.loads((out / "judged.json").read_text(encoding="utf-8"))
     absent = sorted(set(key) - set(judged), key=int)
@@ -117,7 +117,7 @@ def merge(out: Path) -> int:
             agree += (kind == "trap") == (item["label"] == "trap")
         else:
             counts[kind] += 1
-    manifest = json.loads(rw.MANIFEST.read_text(encoding="utf-8"))
+    manifest = json.loads(path.read_text(encoding="utf-8"))
     added = 0
     for k, item in key.items():
         if item["role"] != "pooled":
@@ -129,10 +129,10 @@ def merge(out: Path) -> int:
         entry["labels"].append({"line": item["line"], "code": item["code"], "kind": judged[k]["kind"],
                                 "note": f"pooled judgment: {judged[k].get('note', '')}".strip(), "added": POOLED})
         added += 1
-    rw.MANIFEST.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"lint_pool: controls: the assessor agreed with the labels on {agree} of {controls} "
           f"({agree / max(1, controls):.2f}; trap against must/optional)")
-    print(f"lint_pool: pooled items judged {dict(counts)}; {added} labels added to {rw.MANIFEST.name}")
+    print(f"lint_pool: pooled items judged {dict(counts)}; {added} labels added to {path.name}")
     return 0
 
 
@@ -141,13 +141,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=("packet", "merge"))
     parser.add_argument("dir", type=Path)
     parser.add_argument("--files", type=Path, default=rw.DEFAULT_FILES)
+    parser.add_argument("--manifest", type=Path, default=rw.MANIFEST)
     args = parser.parse_args(argv)
     if args.command == "packet":
-        if rw.missing(json.loads(rw.MANIFEST.read_text(encoding="utf-8")), args.files):
+        if rw.missing(json.loads(args.manifest.read_text(encoding="utf-8")), args.files):
             print(f"lint_pool: corpus files absent under {args.files} (benchmarks/corpus_files.py); skipped")
             return 0
-        return packet(args.dir, args.files)
-    return merge(args.dir)
+        return packet(args.dir, args.files, args.manifest)
+    return merge(args.dir, args.manifest)
 
 
 if __name__ == "__main__":

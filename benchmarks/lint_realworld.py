@@ -128,12 +128,17 @@ def statement_lines(tree: ast.Module | None) -> dict[int, frozenset[int]]:
     return spans
 
 
-def load_labels(project: dict, root: Path) -> list[Label]:
+POOLED = "pooled-blind"  # held-out labels from lint_pool.py's blind judgments of unlabelled findings
+
+
+def load_labels(project: dict, root: Path, pooled: bool = True) -> list[Label]:
     labels = []
     for entry in project["files"]:
         tree = parse((root / entry["path"]).read_text(encoding="utf-8", errors="replace"))
         spans = statement_lines(tree)
         for lab in entry["labels"]:
+            if not pooled and lab.get("added") == POOLED:
+                continue
             lines = set(spans.get(lab["line"], {lab["line"]})) | set(lab.get("also", []))
             if lab["code"] in FUNCTION_LEVEL:
                 lines |= enclosing_def(tree, lab["line"])
@@ -284,6 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     held = held_out(manifest)
     part: dict[bool, dict[str, Tally]] = {h: {code: Tally() for code in SCORED} for h in (False, True)}
     part_counts = {h: {code: {"must": 0, "optional": 0, "trap": 0} for code in SCORED} for h in (False, True)}
+    # the held-out part as first labelled: lint_pool.py's blind judgments of unlabelled findings left out
+    first = {code: Tally() for code in SCORED}
+    first_counts = {code: {"must": 0, "optional": 0, "trap": 0} for code in SCORED}
+    n_pooled = 0
     # the projects labelled for issue 48 (two rounds, each before the rules changed after it), held-out part
     fresh = {tag: {code: Tally() for code in SCORED} for tag in FRESH}
     fresh_counts = {tag: {code: {"must": 0, "optional": 0, "trap": 0} for code in SCORED} for tag in FRESH}
@@ -299,6 +308,12 @@ def main(argv: list[str] | None = None) -> int:
             for lab in labels:
                 part_counts[i in held][lab.code][lab.kind] += 1
             score(labels, findings, part[i in held])
+            if i in held:
+                bare = load_labels(project, root, pooled=False)
+                n_pooled += len(labels) - len(bare)
+                for lab in bare:
+                    first_counts[lab.code][lab.kind] += 1
+                score(bare, findings, first)
             tag = project.get("added")
             if tag in FRESH and i in held:  # labelled before the rules changed after them, never tuned on
                 for lab in labels:
@@ -323,6 +338,10 @@ def main(argv: list[str] | None = None) -> int:
         n = sum(len(manifest[i]["files"]) for i in range(len(manifest)) if (i in held) == h)
         print(f"\n{title}: {sum((i in held) == h for i in range(len(manifest)))} projects, {n} files\n")
         print(table(part[h], part_counts[h]))
+    if n_pooled:
+        print(f"\nheld-out part as first labelled (the {n_pooled} blind pooled judgments of lint_pool.py left "
+              f"out: every finding on a line nobody judged counts as false)\n")
+        print(table(first, first_counts))
     for tag, title in FRESH.items():
         new_held = [i for i, p in enumerate(manifest) if p.get("added") == tag and i in held]
         if new_held:
@@ -350,6 +369,11 @@ def main(argv: list[str] | None = None) -> int:
                     fresh_key = "held_out_" + tag.replace("-", "_")
                     report[fresh_key] = report_json(fresh[tag], {"projects": n_tag, "labels": fresh_counts[tag]})
                     for row in report[fresh_key]["codes"].values():
+                        row.pop("false_positives"), row.pop("false_negatives")
+                if n_pooled:
+                    report["held_out_as_first_labelled"] = report_json(first, {"labels": first_counts,
+                                                                               "pooled_labels_left_out": n_pooled})
+                    for row in report["held_out_as_first_labelled"]["codes"].values():
                         row.pop("false_positives"), row.pop("false_negatives")
         args.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
     return 0

@@ -116,3 +116,45 @@ def test_lint_speed_says_in_one_line_when_torchfix_is_absent(monkeypatch: pytest
     monkeypatch.setattr(lint_speed.shutil, "which", lambda name: None)
     monkeypatch.setattr(lint_speed.sys, "executable", "/nonexistent/bin/python")
     assert lint_speed.find_torchfix() is None
+
+
+def test_pooled_judgments_of_unlabelled_findings_are_blind_and_reported_beside_the_first_labels(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """lint_pool.py: a held-out project's findings on lines nobody labelled become pooled items,
+    mixed with controls (lines already labelled with the code), written without the linter's
+    message or which is which; the merge scores the assessor on the controls, adds the pooled
+    judgments as labels, and lint_realworld prints the held-out part both with them and as first
+    labelled."""
+    from benchmarks import lint_pool
+
+    labels = [{"line": 16, "code": "PIT201", "kind": "trap", "note": "the training forward"},
+              {"line": 16, "code": "PIT109", "kind": "trap", "note": "trains in training mode"}]
+    files, path = write(tmp_path, labels)
+    held = manifest(labels)[0] | {"name": "tiny1"}  # sha256 "48:someone/tiny:tiny1" falls in the held-out part
+    path.write_text(json.dumps([held]), encoding="utf-8")
+    assert lr.held_out([held]) == {0}
+    pool = tmp_path / "pool"
+    assert lint_pool.main(["packet", str(pool), "--files", str(files), "--manifest", str(path)]) == 0
+    assert "2 pooled items and 2 controls" in capsys.readouterr().out  # evaluate(): PIT109 and PIT201 at line 5
+    items = json.loads((pool / "packet.json").read_text(encoding="utf-8"))["items"]
+    assert all(set(x) == {"id", "project_folder", "file", "line", "code", "code_means", "project_files"}
+               for x in items)  # nothing says which item is a finding
+    key = json.loads((pool / "key.json").read_text(encoding="utf-8"))
+    judged = {k: {"kind": "trap" if v["line"] == 16 else "must", "note": "read"} for k, v in key.items()}
+    (pool / "judged.json").write_text(json.dumps({k: judged[k] for k in list(judged)[:3]}), encoding="utf-8")
+    assert lint_pool.main(["merge", str(pool), "--manifest", str(path)]) == 2  # one item unjudged: nothing merged
+    (pool / "judged.json").write_text(json.dumps(judged), encoding="utf-8")
+    assert lint_pool.main(["merge", str(pool), "--manifest", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "agreed with the labels on 2 of 2" in out and "2 labels added" in out
+    added = [lab for lab in json.loads(path.read_text(encoding="utf-8"))[0]["files"][0]["labels"]
+             if lab.get("added") == "pooled-blind"]
+    assert sorted((lab["line"], lab["code"], lab["kind"]) for lab in added) == [(5, "PIT109", "must"),
+                                                                                 (5, "PIT201", "must")]
+    result = tmp_path / "result.json"
+    assert lr.main(["--files", str(files), "--manifest", str(path), "--json", str(result)]) == 0
+    doc = json.loads(result.read_text(encoding="utf-8"))
+    assert "held-out part as first labelled (the 2 blind pooled judgments" in capsys.readouterr().out
+    assert doc["held_out"]["codes"]["PIT201"]["tp"] == 1 and doc["held_out"]["codes"]["PIT201"]["fp"] == 0
+    first = doc["held_out_as_first_labelled"]["codes"]["PIT201"]
+    assert (first["tp"], first["fp"]) == (0, 1) and "false_positives" not in first
