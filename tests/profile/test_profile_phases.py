@@ -74,18 +74,21 @@ def test_steps_match_the_loops_own_clock_and_unmeasured_phases_are_not_zero():
             ends.append(time.perf_counter())
     report = prof.report
     assert report.steps == 30 and [s["step"] for s in report.timeline] == list(range(1, 31))
-    agree, ours, loops = 0, 0.0, 0.0
+    agree, ours, loops = [], 0.0, 0.0
     pairs = []
     for s, (a, b) in zip(report.timeline[1:], itertools.pairwise(ends[1:]), strict=False):
         assert sum(s["phases"].values()) == pytest.approx(s["wall_ms"], rel=1e-6)
         ours, loops = ours + s["wall_ms"], loops + (b - a) * 1e3
         pairs.append((round(s["wall_ms"], 2), round((b - a) * 1e3, 2)))
-        agree += ours == pytest.approx(loops, rel=0.05, abs=0.5)  # the loop's own clock, so far
+        agree.append(ours == pytest.approx(loops, rel=0.05, abs=0.5))  # the loop's own clock, so far
     # pitstop's step ends inside opt.step(), the loop's clock just after it: a core taken by another
     # process (or a garbage collection) between the two moves time from one step to the next in one
     # clock only (CI, one busy process: 3.6 ms against 1.2 ms; a clean-clone run once had 16 of 29
-    # single steps apart), but never adds up: the running totals agree step after step
-    assert agree >= 0.9 * (len(report.timeline) - 1), pairs
+    # single steps apart, another 4 of 29 running totals), but never adds up: running totals that
+    # part agree again within a few steps (a step's misplaced boundary would part them for good),
+    # and most steps agree
+    apart = "".join("." if ok else "x" for ok in agree)
+    assert "xxxxx" not in apart and agree[-1] and sum(agree) >= 0.6 * len(agree), (apart, pairs)
     assert sum(s["wall_ms"] for s in report.timeline[1:]) == pytest.approx((ends[-1] - ends[1]) * 1e3, rel=0.05, abs=5)
     # each step's phases add up to it exactly (above); medians of the parts add up to the median step
     # only roughly: 26 steps of ~0.6 ms (CI saw 0.564 against 0.601 over 6 steps)
