@@ -36,3 +36,26 @@ class Beam:
         best, idx = self.logits(x)[:, -1, :].log_softmax(-1).topk(k)  # logits: the stable form
         top, _ = self.logits(x).topk(k)
         return best, idx, torch.log(top)  # a log of raw logits' top-k: not a softmax, no finding
+
+    def next_scores(self, dec_output, scores, k):
+        best_k2_probs, best_k2_idx = dec_output[:, -1, :].topk(k)  # dec_output: what every caller passes
+        return torch.log(best_k2_probs).view(k, -1) + scores  # error: PIT602
+
+    def mixed_scores(self, out, k):
+        top, _ = out.topk(k)
+        return torch.log(top)  # one caller passes a softmax, the other logits: not certain, no finding
+
+    def search(self, x, k):
+        dec_output = self.decode(x)
+        scores, _ = self.first_scores(x, k)
+        self.mixed_scores(self.decode(x), k)
+        self.mixed_scores(self.logits(x), k)
+        return self.next_scores(dec_output, scores, k)
+
+
+def positive_scores(p):
+    return torch.log(p)  # its one caller passes a sigmoid: no softmax, no finding
+
+
+def run_positive(logits):
+    return positive_scores(torch.sigmoid(logits))

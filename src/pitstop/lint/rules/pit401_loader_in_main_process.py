@@ -12,7 +12,10 @@ from pitstop.lint.rules.common import training_loops
 # evaluation data by name: val_loader, testloader, dev_set (not "device", "interval")
 EVAL_DATA = re.compile(r"(?<![a-z])(val|valid|validation|test|testing|eval|evaluation|dev)(?![a-z])|"
                        r"(val|test|eval)_?(loader|set|data|ds|dataset)", re.I)
-_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader")
+_LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader",
+            # PyTorch Geometric's subclasses (the same num_workers/pin_memory), old and new homes
+            "torch_geometric.data.DataLoader", "torch_geometric.loader.DataLoader",
+            "torch_geometric.data.dataloader.DataLoader", "torch_geometric.loader.dataloader.DataLoader")
 
 
 class LoaderInMainProcess(Rule):
@@ -43,7 +46,7 @@ class LoaderInMainProcess(Rule):
         cuda = ctx.project.project.cuda if ctx.project is not None else "cuda" in mod.source
         iterated: dict[str, bool] | None = None
         for call in mod.calls:
-            if (mod.qualname(call.func) or "") not in _LOADERS or any(k.arg is None for k in call.keywords):
+            if _loader_name(ctx, call.func) not in _LOADERS or any(k.arg is None for k in call.keywords):
                 continue
             iterated = _iterated_by_training(mod) if iterated is None else iterated
             if not self.training(ctx, call, iterated):
@@ -70,6 +73,21 @@ class LoaderInMainProcess(Rule):
         shuffle = keyword(call, "shuffle")
         return (shuffle is not None and not is_const(shuffle.value, False)) or keyword(call, "sampler") is not None \
             or "train" in data.lower() or any("train" in n.lower() for n in names)
+
+
+def _loader_name(ctx: Context, func: ast.AST) -> str:
+    """What a call's name refers to, also where a ``from utils import *`` brought it: the name as the
+    project module ``utils`` imported it (``from torch_geometric.data import DataLoader``)."""
+    q = ctx.mod.qualname(func)
+    view = ctx.project
+    if q is not None or view is None or not isinstance(func, ast.Name):
+        return q or ""
+    project = view.project
+    for star in project.files[view.i].stars:
+        for j in project._modules(view.i, star):
+            if (found := project.files[j].aliases.get(func.id)) is not None:
+                return found
+    return ""
 
 
 def _iterated_by_training(mod: Module) -> dict[str, bool]:

@@ -46,6 +46,8 @@ class UnstableLogsumexp(Rule):
             if id(scope) not in origins:
                 origins[id(scope)] = _origins(scope)
             traced = _trace(inner, origins[id(scope)])
+            if isinstance(traced, ast.Name):  # a parameter (or unknown): what every caller passes, if one softmax
+                traced = _passed(mod, scope, traced.id, origins) or traced
             if traced is not inner:  # through names, indexing, gather or an epsilon: no rewrite offered
                 if _exp_sums(traced, mod):
                     self.report(ctx, call)
@@ -173,6 +175,39 @@ def _softmax_returners(mod: Module) -> frozenset[str]:
             if returns and all(r is not None and _softmax_of(r, mod) is not None for r in returns):
                 found.add(fn.name)
     return frozenset(found)
+
+
+def _passed(mod: Module, fn: ast.AST, param: str, origins: dict[int, dict[str, ast.AST]]) -> ast.AST | None:
+    """What the file's every call of ``fn`` passes for its parameter ``param``, traced in the caller
+    (``self._best(dec_output, ...)`` where ``dec_output = self._decode(...)``), when all of them are
+    one softmax (or one call of a function that returns one); None when any differs or none is found."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in fn.args.args]
+    if param not in params:
+        return None
+    method = isinstance(mod.parents.get(id(fn)), ast.ClassDef) and params[:1] in (["self"], ["cls"])
+    at = params.index(param) - (1 if method else 0)
+    found: ast.AST | None = None
+    for call in mod.calls:
+        f = call.func
+        if not ((isinstance(f, ast.Name) and f.id == fn.name and not method) or (
+                method and isinstance(f, ast.Attribute) and f.attr == fn.name
+                and isinstance(f.value, ast.Name) and f.value.id in ("self", "cls"))):
+            continue
+        arg = call.args[at] if 0 <= at < len(call.args) and not any(
+            isinstance(a, ast.Starred) for a in call.args[:at + 1]) else getattr(keyword(call, param), "value", None)
+        if arg is None:
+            return None
+        caller = mod.enclosing_function(call)
+        if id(caller) not in origins:
+            origins[id(caller)] = _origins(caller)
+        traced = _trace(arg, origins[id(caller)])
+        if _softmax_of(traced, mod) is None and not (isinstance(traced, ast.Call) and _calls_one_of(
+                traced, _softmax_returners(mod))):
+            return None
+        found = traced
+    return found
 
 
 def _calls_one_of(node: ast.AST, names: frozenset[str]) -> bool:

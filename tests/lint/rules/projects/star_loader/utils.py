@@ -1,0 +1,6 @@
+import torch
+from torch_geometric.data import DataLoader, InMemoryDataset
+
+
+class Molecules(InMemoryDataset):
+    pass
