@@ -90,6 +90,8 @@ class GraphNames:
         if q.startswith("torch.nn.functional."):
             return True
         name = dotted(value.func) or ""
+        if name.endswith(".forward") and name.count(".") == 1:
+            name = name.removesuffix(".forward")  # model.forward(input_ids=x, labels=y): the model's call
         if LOSS_NAME.search(name.rsplit(".", 1)[-1]) and name not in self.mod.functions:
             return any(self.carries(a, at, depth) or self.model_call(a, at, depth + 1)
                        for a in [*value.args, *(k.value for k in value.keywords)])  # crit(model(x), y)

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from pitstop.lint.analysis import Module, assigned_in, dotted, is_backward, walk_local
 from pitstop.lint.graph import LOSS_NAME, GraphNames, is_forward
+from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Edit, Fix, Rule
 from pitstop.lint.rules.common import helper_backwards, training_loops, trains
 
@@ -46,19 +47,22 @@ class GraphKeptAlive(Rule):
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
-        if not trains(mod):
+        training = trains(mod)
+        if not training and ctx.project is None:
             return
         done: set[int] = set()
-        trained = {id(loop) for loop, _ in training_loops(mod)}
+        trained = {id(loop) for loop, _ in training_loops(mod)} if training else set()
         evaluating = _evaluation_loops(mod, trained)
-        for loop in [*(loop for loop, _ in training_loops(mod)), *evaluating]:
+        if not training:  # an evaluation script: only where every way in runs with autograd on
+            evaluating = {loop: loss for loop, loss in evaluating.items() if _autograd_on(ctx, loop)}
+        for loop in [*(loop for loop, _ in training_loops(mod) if training), *evaluating]:
             graph = GraphNames(loop, mod)
             if not graph.names:
                 continue
             for n in walk_local(loop):
                 found = self.kept(n, loop, graph) if id(n) not in done else None
                 if found is not None and id(loop) not in trained and not (
-                        found[0] == "cat" or (found[0] == "sum" and evaluating[loop])):
+                        found[0] == "cat" or (found[0] == "sum" and (evaluating[loop] or _a_loss(found[2])))):
                     continue  # outside training: a concatenation, and a running total where a loss is computed
                 if found is not None and mod.under_no_grad(n, loop) is None:
                     done.add(id(n))
@@ -104,6 +108,24 @@ class GraphKeptAlive(Rule):
                        or (not numeric and not _used_by_torch(scope, holder, ctx.mod))):
             return self.make_fix("use .item()", Edit(*ctx.span(value), f"{name.id}.item()"))
         return self.make_fix("use .detach()", Edit(*ctx.span(value), f"{name.id}.detach()"))
+
+
+def _a_loss(value: ast.AST) -> bool:
+    """``total_loss += loss`` where ``loss`` came out of the model (``loss, logits = outputs[:2]``)."""
+    return bool(LOSS_NAME.search(dotted(value) or ""))
+
+
+def _autograd_on(ctx: Context, loop: ast.AST) -> bool:
+    """The loop's function runs with autograd on whenever it runs, in a file that trains nothing:
+    it has callers in the project, none under no_grad (nor theirs), nothing turns autograd off
+    for the process, and the file calls no ``set_grad_enabled``."""
+    view, mod = ctx.project, ctx.mod
+    scope = mod.enclosing_function(loop)
+    fid = view.fn_id(fn_key(mod, scope)) if view is not None and scope is not mod.tree else None
+    if fid is None or any((mod.qualname(c.func) or "").endswith("set_grad_enabled") for c in mod.calls):
+        return False
+    return bool(view.project.sites_of(fid)) and not view.project.always_no_grad(fid) and not any(
+        s.no_grad for _, s in view.project.sites_of(fid))
 
 
 def _concatenated(value: ast.AST, holder: str, graph: GraphNames, at: ast.AST) -> ast.AST | None:
