@@ -19,8 +19,8 @@ class WrongModuleMode(Rule):
         Finds `.eval()` in a training loop (directly or in a helper it calls, in any file) with no
         `.train()` in the loop; and an evaluation function (named eval/validate/predict/...) with
         forward passes, no backward and no `.eval()` of its own, when a caller anywhere in the
-        project runs it in training mode (no `.eval()` before the call), or, with no caller in the
-        project, in a file that never calls `.eval()`; and a script or function that trains, then
+        project runs it in training mode (no `.eval()` before the call; a function no project code
+        calls is left alone: its mode is its caller's); and a script or function that trains, then
         evaluates under `no_grad` with no `.eval()` switch in between.
 
     Why is this bad:
@@ -68,7 +68,6 @@ class WrongModuleMode(Rule):
             if where is not None and not train_calls(loop):
                 seen.add(id(loop))
                 self.report(ctx, where, call=ctx.text(where))
-        file_evals = any(mode_switch(c) == "eval" for c in mod.calls)
         for fn in mod.defs:
             name: str = fn.name  # type: ignore[attr-defined]
             if not (EVAL_NAME.search(name) or _EVAL_LIKE.search(name)) or any(is_backward(n) for n in mod.body(fn)):
@@ -79,7 +78,7 @@ class WrongModuleMode(Rule):
             verdict = self.callers_mode(ctx, fn)
             if verdict is None and not EVAL_NAME.search(name) and isinstance(mod.parents.get(id(fn)), ast.ClassDef):
                 continue  # a model's own generate()/sample(): its mode is the caller's business
-            if (verdict is None and not file_evals) or verdict == "train":
+            if verdict == "train":  # with no caller in the project, the mode it runs in is not known
                 self.report(ctx, fn, variant="no-eval", fn=name)
         for scope in [mod.tree, *mod.defs]:
             self.evaluation_after_training(ctx, scope)
