@@ -189,6 +189,7 @@ def _passed(mod: Module, fn: ast.AST, param: str, origins: dict[int, dict[str, a
     method = isinstance(mod.parents.get(id(fn)), ast.ClassDef) and params[:1] in (["self"], ["cls"])
     at = params.index(param) - (1 if method else 0)
     found: ast.AST | None = None
+    returners: frozenset[str] | None = None
     for call in mod.calls:
         f = call.func
         if not ((isinstance(f, ast.Name) and f.id == fn.name and not method) or (
@@ -203,9 +204,10 @@ def _passed(mod: Module, fn: ast.AST, param: str, origins: dict[int, dict[str, a
         if id(caller) not in origins:
             origins[id(caller)] = _origins(caller)
         traced = _trace(arg, origins[id(caller)])
-        if _softmax_of(traced, mod) is None and not (isinstance(traced, ast.Call) and _calls_one_of(
-                traced, _softmax_returners(mod))):
-            return None
+        if _softmax_of(traced, mod) is None:
+            returners = _softmax_returners(mod) if returners is None else returners  # one walk of the file
+            if not _calls_one_of(traced, returners):
+                return None
         found = traced
     return found
 
