@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Literal
 
 from pitstop.lint.analysis import DETACHING, NUMBER_FUNCS, SAFE_ATTRS, Module, block_of, dotted, is_backward
@@ -31,29 +31,31 @@ CUTS = DETACHING - {"detach", "detach_"}
 _STOP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
-def carried(expr: ast.AST | None) -> Iterator[str]:
-    """Names whose value flows into ``expr``'s value (not through what detaches)."""
+def carried(expr: ast.AST | None, cut: Callable[[ast.Call], bool] | None = None) -> Iterator[str]:
+    """Names whose value flows into ``expr``'s value (not through what detaches, nor through a call
+    ``cut`` says returns no graph)."""
     if expr is None:
         return
     if isinstance(expr, ast.Name):
         yield expr.id
     elif isinstance(expr, ast.Call):
         f = expr.func
-        if (isinstance(f, ast.Attribute) and f.attr in CUTS) or (isinstance(f, ast.Name) and f.id in NUMBER_FUNCS):
+        if (isinstance(f, ast.Attribute) and f.attr in CUTS) or (isinstance(f, ast.Name) and f.id in NUMBER_FUNCS) \
+                or (cut is not None and cut(expr)):
             return
         if isinstance(f, ast.Attribute):
-            yield from carried(f.value)
+            yield from carried(f.value, cut)
         for a in [*expr.args, *(k.value for k in expr.keywords)]:
-            yield from carried(a)
+            yield from carried(a, cut)
     elif isinstance(expr, ast.Attribute):
         if expr.attr not in SAFE_ATTRS:
-            yield from carried(expr.value)
+            yield from carried(expr.value, cut)
     elif isinstance(expr, ast.Subscript):
-        yield from carried(expr.value)
+        yield from carried(expr.value, cut)
     elif not isinstance(expr, (ast.Compare, ast.Constant, ast.JoinedStr, ast.Lambda, ast.BoolOp)):
         for c in ast.iter_child_nodes(expr):
             if isinstance(c, ast.expr):
-                yield from carried(c)
+                yield from carried(c, cut)
 
 
 def _targets(t: ast.AST) -> tuple[list[str], bool]:
@@ -75,6 +77,10 @@ def _targets(t: ast.AST) -> tuple[list[str], bool]:
     return [], True  # self.x = ..., obj.attr = ...
 
 
+def _reads(stmt: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt))
+
+
 class Flow:
     """Links and sinks of one scope; ``fate(expr)`` says where an expression's value ends."""
 
@@ -82,6 +88,8 @@ class Flow:
         """``after``: follow only what comes after that node in the source, so that a name an
         earlier training step reused (in the same loop too) does not count."""
         self.mod, self.scope = mod, scope
+        view = mod.view
+        self._cut = view.returns_no_graph if view is not None else None  # utils.to_np(t): no graph comes back
         self.sources: dict[str, set[str]] = {}  # target -> names flowing into it
         live: set[str] = set()
         sunk: set[str] = set()  # given to a backward or an update (not merely kept)
@@ -93,7 +101,7 @@ class Flow:
                 continue
             if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                names = set(carried(n.value))
+                names = set(self._carried(n.value))
                 for t in targets:
                     bound, escapes = _targets(t)
                     if escapes:
@@ -102,12 +110,12 @@ class Flow:
                         self.sources.setdefault(b, set()).update(names)
             elif isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension)):
                 for b in _targets(n.target)[0]:
-                    self.sources.setdefault(b, set()).update(carried(n.iter))
+                    self.sources.setdefault(b, set()).update(self._carried(n.iter))
             elif isinstance(n, ast.withitem) and n.optional_vars is not None:
                 for b in _targets(n.optional_vars)[0]:
-                    self.sources.setdefault(b, set()).update(carried(n.context_expr))
+                    self.sources.setdefault(b, set()).update(self._carried(n.context_expr))
             elif isinstance(n, ast.Return) or isinstance(n, (ast.Yield, ast.YieldFrom)):
-                ret.update(carried(n.value))
+                ret.update(self._carried(n.value))
             elif isinstance(n, ast.Call):
                 self._call(n, live, sunk)
         self.live = self._closure(live)
@@ -119,18 +127,21 @@ class Flow:
         args = [*n.args, *(k.value for k in n.keywords)]
         if isinstance(f, ast.Attribute) and f.attr in ("append", "extend", "insert", "add", "put", "appendleft") \
                 and isinstance(f.value, ast.Name) and n.args:
-            self.sources.setdefault(f.value.id, set()).update(carried(n.args[-1]))
+            self.sources.setdefault(f.value.id, set()).update(self._carried(n.args[-1]))
         elif (strict := self.sink(n, strict=True)) or self.sink(n):  # what it differentiates: its arguments
-            given = {x for a in [f, *args] for x in carried(a)}  # and its receiver (``loss.backward()``)
+            given = {x for a in [f, *args] for x in self._carried(a)}  # and its receiver (``loss.backward()``)
             live.update(given)
             if strict:
                 sunk.update(given)
         elif self.stores(n):  # what it keeps: its arguments (``ax.set_title(...)`` keeps nothing of ``ax``)
-            live.update(x for a in args for x in carried(a))
+            live.update(x for a in args for x in self._carried(a))
         elif (receiver := self.receiver(n)) is not None and args:
             # ``loss.eval_batch(out, y)`` then ``loss.backward()``: a method of a local object may keep
             # what it is given, so the argument goes where the object goes
-            self.sources.setdefault(receiver, set()).update(x for a in args for x in carried(a))
+            self.sources.setdefault(receiver, set()).update(x for a in args for x in self._carried(a))
+
+    def _carried(self, expr: ast.AST | None) -> Iterator[str]:
+        return carried(expr, self._cut)
 
     def receiver(self, call: ast.Call) -> str | None:
         """The local name a method is called on (``acc.update(...)``: ``acc``), not ``self`` (its
@@ -185,6 +196,8 @@ class Flow:
                     return "live"
                 elif isinstance(parent.func, ast.Name) and parent.func.id in NUMBER_FUNCS:
                     return "dead"
+                elif self.mod.view is not None and self.mod.view.returns_no_graph(parent):
+                    return "dead"  # utils.to_np(action): a project helper whose every return is cut from the graph
             elif isinstance(parent, ast.Attribute):
                 if parent.attr in SAFE_ATTRS or parent.attr in CUTS:
                     return "dead"
@@ -221,20 +234,26 @@ class Flow:
             return "dead"
         return "live"
 
-    def _cut_next(self, stmt: ast.stmt, name: str) -> bool:
+    def _cut_next(self, stmt: ast.stmt, name: str, depth: int = 0) -> bool:
         """The next statement of the block that reads ``name`` rebinds it from a value that cuts the
         graph (``out = model(x)`` then ``out = torch.sigmoid(out).detach().numpy()``): the first value
-        ends there, whatever the name holds later."""
+        ends there, whatever the name holds later. Also through a chain of single readers: ``y1 =
+        net(x)``, ``y = F.softmax(y1)`` (nothing else reads ``y1``), ``y = y.cpu().data.numpy()``."""
         block = block_of(self.mod.parents.get(id(stmt)), stmt)
         if block is None:
             return False
         k = next(i for i, x in enumerate(block) if x is stmt)
-        for later in block[k + 1:]:
-            if not any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(later)):
+        for j, later in enumerate(block[k + 1:], k + 1):
+            if not _reads(later, name):
                 continue
-            return isinstance(later, ast.Assign) and len(later.targets) == 1 \
-                and isinstance(later.targets[0], ast.Name) and later.targets[0].id == name \
-                and name not in set(carried(later.value))
+            if not (isinstance(later, ast.Assign) and len(later.targets) == 1
+                    and isinstance(later.targets[0], ast.Name)):
+                return False
+            other = later.targets[0].id
+            if other == name:
+                return name not in set(self._carried(later.value))
+            return depth < 3 and not any(_reads(s, name) for s in block[j + 1:]) \
+                and self._cut_next(later, other, depth + 1)
         return False
 
     def trains(self, expr: ast.AST) -> bool:

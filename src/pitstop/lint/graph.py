@@ -27,7 +27,7 @@ NO_GRAPH_METHODS = {"eq", "ne", "lt", "gt", "le", "ge", "argmax", "argmin", "arg
 # methods that run a model for inference when called on one (net.predict(x), model.generate(ids))
 MODEL_METHOD = re.compile(r"^(forward|predict\w*|generate\w*|sample\w*|infer\w*|decode\w*|encode\w*|beam_search\w*|"
                           r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*|"
-                          r"pi|q|v|act|get_action\w*|select_action\w*|policy|actor|critic)$")
+                          r"pi|q|v|act|get_action\w*|select_action\w*|policy|actor|critic|module)$")
 LOSS_NAME = re.compile(r"(^|_)(criterion|crit|loss_?fn|loss_?func|loss|metric)\d*$", re.I)
 CONSTRUCTOR = re.compile(r"^(create|build|make|get|load|init|new|setup|prepare|wrap|construct)_", re.I)
 
@@ -122,7 +122,7 @@ class GraphNames:
                 return False
             if (isinstance(f, ast.Name) and f.id in NUMBER_FUNCS) or self.mod.qualname(f) == "torch.tensor":
                 return False  # torch.tensor(x) copies into a new leaf, whatever x is
-            if self.mod.view is not None and self.mod.view.returns_number(expr):
+            if self.mod.view is not None and self.mod.view.returns_no_graph(expr):
                 return False  # get_accuracy(out, y) whose every return is float(...): a number, whatever it is given
             if at is not None and self.model_call(expr, at, depth):
                 return True  # crit(model(x), y): the model's output, inline

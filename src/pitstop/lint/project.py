@@ -355,10 +355,10 @@ class View:
         fid = self.callee(call)
         return fid is not None and self.project.fact("returns_graph", fid)
 
-    def returns_number(self, call: ast.Call) -> bool:
-        """Whether ``call`` calls a project function every return of which is a Python number."""
+    def returns_no_graph(self, call: ast.Call) -> bool:
+        """Whether ``call`` calls a project function every return of which is a number or cut from the graph."""
         fid = self.callee(call)
-        return fid is not None and self.project.files[fid[0]].functions[fid[1]].returns_number
+        return fid is not None and self.project.files[fid[0]].functions[fid[1]].returns_no_graph
 
     def graph_positions(self, call: ast.Call) -> tuple[int, ...] | None:
         """Which places of the tuple a project function returns hold graph-attached tensors (None: all)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import ClassVar
 
-from pitstop.lint.analysis import Module, assigned_in, dotted, is_backward, walk_local
+from pitstop.lint.analysis import Module, assigned_in, dotted, is_backward, target_names, walk_local
 from pitstop.lint.graph import LOSS_NAME, GraphNames, is_forward
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Edit, Fix, Rule
@@ -82,12 +82,14 @@ class GraphKeptAlive(Rule):
                 return "", holder, value
         elif isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add):
             holder = dotted(n.target)
-            if holder and graph.carries(n.value, n) and not assigned_in(loop, holder):
+            if holder and graph.carries(n.value, n) and (not assigned_in(loop, holder)
+                                                         or _reset_periodically(graph.mod, loop, holder, n)):
                 return "sum", holder, n.value
         elif isinstance(n, ast.Assign) and len(n.targets) == 1:
             target = n.targets[0]
             if isinstance(target, ast.Name) and isinstance(n.value, ast.BinOp) and isinstance(n.value.op, ast.Add) \
-                    and dotted(n.value.left) == target.id and graph.carries(n.value.right, n):
+                    and dotted(n.value.left) == target.id and graph.carries(n.value.right, n) \
+                    and not _rebound_each_iteration(graph.mod, n, target.id):
                 return "chain", target.id, n.value.right  # total = total + loss
             if isinstance(target, ast.Name) and graph.mod.enclosing_loops(n)[:1] == [loop] \
                     and (added := _concatenated(n.value, target.id, graph, n)) is not None:
@@ -126,6 +128,32 @@ def _autograd_on(ctx: Context, loop: ast.AST) -> bool:
         return False
     return bool(view.project.sites_of(fid)) and not view.project.always_no_grad(fid) and not any(
         s.no_grad for _, s in view.project.sites_of(fid))
+
+
+def _reset_periodically(mod: Module, loop: ast.AST, holder: str, added: ast.AST) -> bool:
+    """``loss_ += loss`` with ``loss_ = 0`` only under ``if step % 100 == 0:`` after it: a total over
+    many steps (never one the loop runs backward on). A reset before the sum starts a total of this
+    iteration."""
+    resets = [n for n in walk_local(loop) if isinstance(n, ast.Assign)
+              and any(holder in target_names(t) for t in n.targets)]
+    for n in resets:
+        if n.lineno <= added.lineno:  # type: ignore[attr-defined]
+            return False
+        cur = mod.parents.get(id(n))
+        while cur is not None and cur is not loop and not isinstance(cur, ast.If):
+            cur = mod.parents.get(id(cur))
+        if not isinstance(cur, ast.If):
+            return False
+    return not any(isinstance(n, ast.Call) and is_backward(n) and holder in
+                   {dotted(x) for x in [getattr(n.func, "value", n.func), *n.args]} for n in walk_local(loop))
+
+
+def _rebound_each_iteration(mod: Module, stmt: ast.Assign, name: str) -> bool:
+    """``loss = crit(out, y)`` then ``loss = loss + w * reg`` in the same iteration: one step's loss
+    built up before its backward, not a total carried across steps."""
+    inner = mod.enclosing_loops(stmt)[:1]
+    return bool(inner) and any(isinstance(n, ast.Assign) and n is not stmt and any(name in target_names(t)
+                               for t in n.targets) for n in walk_local(inner[0]))
 
 
 def _concatenated(value: ast.AST, holder: str, graph: GraphNames, at: ast.AST) -> ast.AST | None:

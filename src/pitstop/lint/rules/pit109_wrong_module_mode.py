@@ -7,7 +7,7 @@ import re
 from pathlib import PurePath
 from typing import ClassVar
 
-from pitstop.lint.analysis import EVAL_NAME, Module, is_backward, is_step, mode_switch, walk_local
+from pitstop.lint.analysis import EVAL_NAME, Module, dotted, is_backward, is_step, mode_switch, walk_local
 from pitstop.lint.project import MODE_LAYERS, FnId, Project
 from pitstop.lint.project_facts import Site, fn_key
 from pitstop.lint.rules.base import Context, Rule
@@ -73,7 +73,7 @@ class WrongModuleMode(Rule):
             if not (EVAL_NAME.search(name) or _EVAL_LIKE.search(name)) or any(is_backward(n) for n in mod.body(fn)):
                 self.evaluated_by_callers(ctx, fn)
                 continue
-            if eval_calls(fn) or not forwards(fn, mod) or self.trains_callers(ctx, fn):
+            if eval_calls(fn) or not forwards(fn, mod) or self.trains_callers(ctx, fn) or _eval_at_import(mod, fn):
                 continue
             verdict = self.callers_mode(ctx, fn)
             if verdict is None and not EVAL_NAME.search(name) and isinstance(mod.parents.get(id(fn)), ast.ClassDef):
@@ -222,6 +222,17 @@ def _evaluated_before(project: Project, i: int, site: Site) -> str | None:
 _EVAL_LIKE = re.compile(r"^(test|testing|sample|samples|generate|translate)$|^test_(model|net|network|epoch)$|"
                         r"^(sample|generate)_(text|texts|image|images|name|names|sequence|sentence|sentences|samples?)$|"
                         r"^(run|do)_test$", re.I)
+
+
+def _eval_at_import(mod: Module, fn: ast.AST) -> bool:
+    """The file's top level puts the model the function reads as a global in eval mode, and nothing in
+    the file switches it back (``model = checkpoint['model'].to(device); model.eval()`` above
+    ``def translate(...)``): the function runs in eval mode whoever calls it."""
+    top = {dotted(c.func.value) for c in mod.body(mod.tree)  # type: ignore[attr-defined]
+           if isinstance(c, ast.Call) and mode_switch(c) == "eval"}
+    read = {n.id for n in mod.body(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return bool(top & read) and not any(dotted(c.func.value) in top  # type: ignore[attr-defined]
+                                        for c in train_calls(mod.tree))
 
 
 def _mode_layers(mod: Module) -> bool:
