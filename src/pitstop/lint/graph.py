@@ -52,8 +52,8 @@ class GraphNames:
         plain = sorted((a for a in assigns if isinstance(a, ast.Assign)), key=lambda a: (a.lineno, a.col_offset))
         for p in plain:
             for t in p.targets:
-                if isinstance(t, ast.Name):
-                    self.defs.setdefault(t.id, []).append(p)
+                for name in target_names(t):  # ``loss, metric = eval_batch(...)`` binds ``loss`` here too
+                    self.defs.setdefault(name, []).append(p)
         self.augmented: dict[str, list[tuple[int, int]]] = {}  # name -> where ``name += ...`` runs
         for a in assigns:
             if isinstance(a, ast.AugAssign) and isinstance(a.target, ast.Name):
@@ -65,7 +65,7 @@ class GraphNames:
                 if value is None:
                     continue
                 targets = a.targets if isinstance(a, ast.Assign) else [a.target]
-                if (self.carries(value) or self.model_call(value)) and mod.under_no_grad(a, loop) is None:
+                if (self.carries(value, a) or self.model_call(value, a)) and mod.under_no_grad(a, loop) is None:
                     for t in targets:
                         self.names.update(self.bound(t, value))
             if len(self.names) == before:
@@ -114,8 +114,12 @@ class GraphNames:
             found = self.reaching(expr.id, at) if at is not None and depth < 6 else None
             if found is None:
                 return expr.id in self.names
-            return self.mod.under_no_grad(found, self.loop) is None and (
-                self.carries(found.value, found, depth + 1) or self.model_call(found.value, found, depth + 1))
+            if self.mod.under_no_grad(found, self.loop) is not None:
+                return False
+            if not any(isinstance(t, ast.Name) and t.id == expr.id for t in found.targets):  # an unpacking
+                return expr.id in self.bound(found.targets[0], found.value) and (
+                    self.carries(found.value, found, depth + 1) or self.model_call(found.value, found, depth + 1))
+            return self.carries(found.value, found, depth + 1) or self.model_call(found.value, found, depth + 1)
         if isinstance(expr, ast.Call):
             f = expr.func
             if isinstance(f, ast.Attribute) and (f.attr in DETACHING or f.attr in NO_GRAPH_METHODS):

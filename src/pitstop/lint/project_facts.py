@@ -228,6 +228,8 @@ def _cut(value: ast.AST, mod: Module) -> bool:
     feed a loss (a target computed for it)."""
     if isinstance(value, ast.Constant):
         return value.value is None
+    if isinstance(value, ast.IfExp):  # ``var.cpu().data.numpy() if USE_CUDA else var.data.numpy()``
+        return _cut(value.body, mod) and _cut(value.orelse, mod)
     return isinstance(value, ast.Call) and (
         (isinstance(value.func, ast.Attribute) and value.func.attr in ("numpy", "tolist", "item"))
         or (mod.qualname(value.func) or "").startswith("numpy."))

@@ -59,3 +59,17 @@ def positive_scores(p):
 
 def run_positive(logits):
     return positive_scores(torch.sigmoid(logits))
+
+
+def two_gaussians(z):
+    # a two-term logsumexp written out: exp of each term, added, then the log
+    return torch.log(torch.exp(-0.5 * ((z - 2) / 0.6) ** 2) + torch.exp(-0.5 * ((z + 2) / 0.6) ** 2) + 1e-10)  # warning: PIT602
+
+
+def two_gaussians_shifted(a, b):
+    m = torch.maximum(a, b)
+    return m + torch.log(torch.exp(a - m) + torch.exp(b - m))  # shifted by hand: the stable form
+
+
+def one_term(a):
+    return torch.log(torch.exp(a) + 1e-10)  # a single exp: no sum to rewrite

@@ -70,9 +70,18 @@ class LoaderInMainProcess(Rule):
             return False
         if any(iterated.get(n) for n in names):
             return True
+        if names and all("." not in n for n in names) and not _read(ctx.mod, call, set(names)):
+            return False  # built and never used (a test script's copy of the training loader)
         shuffle = keyword(call, "shuffle")
         return (shuffle is not None and not is_const(shuffle.value, False)) or keyword(call, "sampler") is not None \
             or "train" in data.lower() or any("train" in n.lower() for n in names)
+
+
+def _read(mod: Module, call: ast.Call, names: set[str]) -> bool:
+    """Whether a name bound to ``call`` is read anywhere it is visible (the whole file for a global)."""
+    scope = mod.enclosing_function(call)
+    nodes = ast.walk(mod.tree) if scope is mod.tree else mod.body(scope)
+    return any(isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load) for n in nodes)
 
 
 def _loader_name(ctx: Context, func: ast.AST) -> str:

@@ -61,6 +61,9 @@ class UnstableLogsumexp(Rule):
             exp_sum = _sum_of_exp(inner, mod)
             if exp_sum is not None and isinstance(exp_sum[0], ast.BinOp) and isinstance(exp_sum[0].op, ast.Sub):
                 continue  # exp(x - max): shifted by hand, the stable form
+            if exp_sum is None and _exp_sums(inner, mod):
+                self.report(ctx, call)  # log(exp(a) + exp(b)): no single rewrite
+                continue
             if exp_sum is not None:
                 x, dim, keepdim = exp_sum
                 fix = None
@@ -241,8 +244,28 @@ def _trace(node: ast.AST, origins: dict[str, ast.AST], depth: int = 0) -> ast.AS
 
 
 def _exp_sums(node: ast.AST, mod: Module) -> bool:
-    """A sum of exps, or several added together (``sum(exp(a)) + sum(exp(b))``), not shifted by hand."""
+    """A sum of exps, or several added together (``sum(exp(a)) + sum(exp(b))``; also two or more bare
+    exps, ``exp(a) + exp(b)``: a two-term logsumexp), not shifted by hand."""
+    terms: list[ast.AST] = []
+    _addends(node, terms)
+    if len(terms) == 1:
+        found = _sum_of_exp(node, mod)
+        return found is not None and not _shifted(found[0])
+    sums = [_sum_of_exp(t, mod) for t in terms]
+    bare = [_exp_arg(t, mod) for t in terms]
+    if not all(f is not None or x is not None for f, x in zip(sums, bare, strict=True)):
+        return False
+    shifts = [f[0] if f is not None else x for f, x in zip(sums, bare, strict=True)]
+    return not any(_shifted(x) for x in shifts) and (any(f is not None for f in sums) or len(terms) >= 2)
+
+
+def _addends(node: ast.AST, out: list[ast.AST]) -> None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _exp_sums(node.left, mod) and _exp_sums(node.right, mod)
-    found = _sum_of_exp(node, mod)
-    return found is not None and not (isinstance(found[0], ast.BinOp) and isinstance(found[0].op, ast.Sub))
+        _addends(node.left, out)
+        _addends(node.right, out)
+    else:
+        out.append(node)
+
+
+def _shifted(x: ast.AST | None) -> bool:
+    return isinstance(x, ast.BinOp) and isinstance(x.op, ast.Sub)
