@@ -109,6 +109,7 @@ class Module:
         bodies = m.bodies  # every scope's walk_local, filled by this one walk
         bodies[id(tree)] = []
         stack: list[tuple[ast.AST, list[ast.AST], int]] = [(tree, bodies[id(tree)], 0)]
+        copies: list[tuple[str, str]] = []  # ``single_mt = mt``: a second name for what was built
         deepest = 0
         while stack:
             node, body, level = stack.pop()
@@ -129,6 +130,10 @@ class Module:
                 if is_backward(node):
                     m.backwards.append(node)  # type: ignore[arg-type]
                     m.trains = True
+            elif t is ast.Assign:
+                asg: ast.Assign = node  # type: ignore[assignment]
+                if isinstance(asg.value, ast.Name) and len(asg.targets) == 1 and isinstance(asg.targets[0], ast.Name):
+                    copies.append((asg.targets[0].id, asg.value.id))  # ``single_mt = mt``
             elif t in (ast.For, ast.AsyncFor, ast.While):
                 m.loop_nodes.append(node)
             elif t in (ast.With, ast.AsyncWith):
@@ -182,6 +187,9 @@ class Module:
                 for target in parent.targets:  # `model = Model()` from a module named model does not
                     if (d := dotted(target)) and callee and not local.startswith(d + "."):
                         m.constructed[d] = callee
+        for name, source in copies:
+            if source in m.constructed:
+                m.constructed.setdefault(name, m.constructed[source])
         return m
 
     def body(self, scope: ast.AST) -> list[ast.AST]:

@@ -332,8 +332,9 @@ def _frozen(mod: Module) -> set[str]:
     for loop in mod.loop_nodes:
         if isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.iter, ast.Call) \
                 and isinstance(loop.iter.func, ast.Attribute) and loop.iter.func.attr in ("parameters",):
-            if any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad"
-                                                     for t in n.targets) for n in walk_local(loop)):
+            if any(isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is False
+                   and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in n.targets)
+                   for n in walk_local(loop)):  # ``p.requires_grad = True`` unfreezes: not this
                 if (d := dotted(loop.iter.func.value)) is not None:
                     found.add(d)
     return found

@@ -16,8 +16,9 @@ class PreferInferenceMode(Rule):
     """What it does:
         Finds `torch.no_grad()` (a block or a decorator) in a file that never runs backward or an
         optimizer step, or, in a file that does, in a function that only a script's entry point
-        reaches through callers that never train (`runner.sample()` beside `runner.train()`; not
-        an action chosen in the loop that also learns). Blocks that copy into or initialise
+        reaches through callers that never train (`runner.sample()` beside `runner.train()`, or
+        features extracted once before a probe is fitted; not an action chosen in the loop that
+        also learns, nor anything called from a training script's top-level loop). Blocks that copy into or initialise
         weights in place (`p.copy_(...)`, `torch.nn.init.*`, `p.data = ...`, `w.mul_(...)`) and,
         in a project that trains, blocks inside nn.Module methods (a frozen teacher or encoder in
         the training forward) are left alone.
@@ -167,15 +168,16 @@ def _apart_from_training(ctx: Context, node: ast.AST) -> bool:
 
 def _callers_apart(project: Project, fid: FnId, depth: int) -> bool:
     """Every call of the function comes down from a script's entry point (a top level that does not
-    train) through callers that run no backward or step themselves and call it in no loop that also
-    trains (``agent.act(s)`` beside ``agent.learn()``); unknown callers (a framework's) do not count."""
+    train, or does so only in its loops: a call outside them) through callers that run no backward
+    or step themselves and call it in no loop that also trains (``agent.act(s)`` beside
+    ``agent.learn()``); unknown callers (a framework's) do not count."""
     sites = project.sites_of(fid)
     if not sites or depth > 3:
         return False
     for i, site in sites:
         caller = project.files[i].functions.get(site.caller) if site.caller is not None else None
         if caller is None:
-            if project.files[i].trains:  # called at a training script's top level
+            if project.files[i].trains and site.loop:  # in a training script's top-level loop
                 return False
             continue
         if caller.backward or caller.step or (site.loop and any(
