@@ -12,9 +12,8 @@ from typing import Any
 NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode",
            "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"}
 DETACHING = {"item", "detach", "detach_", "tolist", "numpy", "__float__", "__int__"}
-# builtins that make a Python value, and the usual helpers that turn a tensor into an array: no graph comes out
-NUMBER_FUNCS = {"float", "int", "bool", "str", "len", "print", "round", "abs", "repr", "format", "to_numpy", "to_np",
-                "tonumpy"}
+NUMBER_FUNCS = {"float", "int", "bool", "str", "len", "print", "round", "abs", "repr", "format",
+                "to_numpy", "to_np", "tonumpy"}  # Python values, and the usual tensor-to-array helpers: no graph
 SAFE_ATTRS = {"data", "shape", "dtype", "device", "requires_grad", "ndim", "is_cuda", "grad_fn", "size"}
 # what a forward call looks like: the callee's last name (lower case: not a class) ends in one of these
 MODEL_NAME = re.compile(r"(^|_)(model|[a-z]*net|net_?[gd]|network|mlp|cnn|dqn|criterion|crit|encoder|decoder|"

@@ -13,7 +13,7 @@ from pitstop.lint.analysis import MODEL_NAME, Module, dotted, is_backward, is_st
 from pitstop.lint.flow import Flow
 from pitstop.lint.graph import GraphNames
 from pitstop.lint.reach import Sources, in_comprehension, shares_graph
-from pitstop.lint.shapes import GENERIC_METHODS, guarded
+from pitstop.lint.shapes import GENERIC_METHODS, built_here, guarded
 
 Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit"), ("qual", "utils.evaluate"), ("star", "evaluate")
 # calls into these packages are never project functions
@@ -256,7 +256,7 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
     out.zeroes = _zeroes(body)
     for c in calls:
         mode = mode_switch(c)
-        if mode == "eval":
+        if mode == "eval" and not built_here(mod, fn, dotted(c.func.value)):  # type: ignore[attr-defined]
             out.sets_eval = True
         elif isinstance(c.func, ast.Attribute) and c.func.attr == "train":  # train() or train(flag)
             out.sets_train = True

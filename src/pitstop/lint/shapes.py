@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.analysis import Module, dotted
+from pitstop.lint.analysis import RETURNS_SELF, Module, dotted, target_names
 
 # method names too common to say which class an object of unknown type is
 GENERIC_METHODS = {"forward", "step", "train", "eval", "update", "run", "apply", "get", "set", "reset", "save",
@@ -57,3 +57,31 @@ def guarded(mod: Module, body: list[ast.AST], calls: list[ast.Call]) -> bool:
     return all(mod.under_no_grad(c) is not None or mod.is_no_grad(c)
                or (c.func.attr if isinstance(c.func, ast.Attribute) else dotted(c.func)) in _CHECKS
                or (isinstance(c.func, ast.Attribute) and root(c.func.value) in made) for c in calls)
+
+
+def built_here(mod: Module, fn: ast.AST, name: str | None) -> bool:
+    """``net = BiSeNet(n)`` (``net.cuda()``, ...) inside ``fn``, only ever called or given methods (never
+    stored, passed or returned): a model the function makes for itself, its ``eval()`` not the caller's."""
+    if not name or "." in name or (a := getattr(fn, "args", None)) is None:
+        return False
+    body = mod.body(fn)
+    binds = [n for n in body if isinstance(n, ast.Assign) and any(name in target_names(t) for t in n.targets)]
+    if name in {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]} and not (
+            binds and fn.body[0] is binds[0] and _copied(binds[0].value)):  # type: ignore[attr-defined]
+        return False  # a parameter: the caller's model, unless the first statement copies it (``deepcopy(model)``)
+    inside = {id(x) for b in binds for x in ast.walk(b.value)}  # ``model = deepcopy(model)`` reads it once
+    loose = any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in inside
+                and not (isinstance(p := mod.parents.get(id(n)), ast.Attribute) or (isinstance(p, ast.Call)
+                                                                                  and p.func is n)) for n in body)
+    return bool(binds) and not loose and all(_constructs(b.value, name) for b in binds)
+
+
+def _constructs(value: ast.AST, name: str) -> bool:
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in RETURNS_SELF:
+        value = value.func.value  # BiSeNet(n).cuda(), net.to(device)
+    last = (dotted(value.func) or "").rsplit(".", 1)[-1] if isinstance(value, ast.Call) else ""
+    return (isinstance(value, ast.Name) and value.id == name) or last[:1].isupper() or _copied(value)
+
+
+def _copied(value: ast.AST) -> bool:
+    return isinstance(value, ast.Call) and (dotted(value.func) or "").rsplit(".", 1)[-1] == "deepcopy"

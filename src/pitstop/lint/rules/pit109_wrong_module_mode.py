@@ -12,6 +12,7 @@ from pitstop.lint.project import MODE_LAYERS, FnId, Project
 from pitstop.lint.project_facts import Site, fn_key
 from pitstop.lint.rules.base import Context, Rule
 from pitstop.lint.rules.common import eval_calls, evaluating_sites, forwards, train_calls, training_loops
+from pitstop.lint.shapes import built_here
 
 
 class WrongModuleMode(Rule):
@@ -63,7 +64,8 @@ class WrongModuleMode(Rule):
         for loop, _ in training_loops(mod):
             if id(loop) in seen or not any(is_step(n, mod) for n in walk_local(loop)):
                 continue
-            evals = [c for c in walk_local(loop) if isinstance(c, ast.Call) and mode_switch(c) == "eval"]
+            evals = [c for c in walk_local(loop) if isinstance(c, ast.Call) and mode_switch(c) == "eval"
+                     and not _teacher(mod, loop, dotted(c.func.value))]  # type: ignore[attr-defined]
             where = evals[0] if evals else _calls_eval_helper(loop, mod)
             if where is not None and not train_calls(loop):
                 seen.add(id(loop))
@@ -251,12 +253,21 @@ def _conditional(mod: Module, node: ast.AST, fn: ast.AST) -> bool:
     return False
 
 
+def _teacher(mod: Module, loop: ast.AST, name: str | None) -> bool:
+    """``swa_model.eval()`` before ``with torch.no_grad(): out2 = swa_model(x)``: a model the loop only
+    runs without autograd (a teacher, an EMA copy), not the one it trains."""
+    runs = [c for c in walk_local(loop) if isinstance(c, ast.Call) and name and dotted(c.func) == name]
+    return bool(runs) and all(mod.under_no_grad(c, loop) is not None for c in runs)
+
+
 def _calls_eval_helper(loop: ast.AST, mod: Module) -> ast.Call | None:
     """A call in the loop to a local function that sets a module to eval mode."""
     for n in walk_local(loop):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in mod.functions:
             fn = mod.functions[n.func.id]
-            if eval_calls(fn) and not train_calls(fn):
+            evals = [c for c in eval_calls(fn) if isinstance(c.func, ast.Attribute)
+                     and not built_here(mod, fn, dotted(c.func.value))]  # its own model's eval() is not ours
+            if evals and not train_calls(fn):
                 return n
         if isinstance(n, ast.Call) and mod.view is not None and mod.view.runs("sets_eval", n) \
                 and not mod.view.runs("sets_train", n):

@@ -164,7 +164,9 @@ class InferenceWithGrad(Rule):
                 continue
             fate = flow.fate(call)
             if fate != "dead" and len(calls) <= 64:  # what runs after it only (a name reused by training)
-                fate = Flow(scope, mod, after=call).fate(call)
+                loops = mod.enclosing_loops(call)  # a value the next iteration reads first: its loop counts too
+                carried_over = bool(loops) and _read_first(loops[0], _bound_by(mod, call))
+                fate = Flow(scope, mod, after=loops[0] if carried_over else call).fate(call)  # type: ignore[arg-type]
             if fate == "returned":
                 dropped = self.dropped_by_callers(ctx, scope) if dropped is None else dropped
                 fate = "dead" if dropped else fate
@@ -306,6 +308,32 @@ def _in_env_loop(mod: Module, call: ast.Call) -> bool:
                     and "env" in (dotted(n.func.value) or "").rsplit(".", 1)[-1].lower():
                 return True
     return False
+
+
+def _read_first(loop: ast.AST, names: set[str]) -> bool:
+    """The first statement of the loop's body that mentions one of ``names`` reads it (``loss2 =
+    crit(outputs, t)`` at the top, ``outputs = model(x)`` at the end): a value carried to the next
+    iteration, not one each iteration makes afresh."""
+    names = names - {"_"}
+    return bool(names) and _first_mention(getattr(loop, "body", []), names) == "read"
+
+
+def _first_mention(block: list[ast.stmt], names: set[str]) -> str | None:
+    for stmt in block:
+        if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try)):  # its statements in order
+            head = [getattr(stmt, k) for k in ("test", "iter", "target") if hasattr(stmt, k)]
+            if any(isinstance(n, ast.Name) and n.id in names for h in head for n in ast.walk(h)):
+                return "read"
+            inner = [*stmt.body, *getattr(stmt, "orelse", []), *(x for h in getattr(stmt, "handlers", [])
+                                                                 for x in h.body), *getattr(stmt, "finalbody", [])]
+            if (found := _first_mention(inner, names)) is not None:
+                return found
+            continue
+        mentions = [n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id in names]
+        if mentions:
+            stored = isinstance(stmt, ast.Assign) and all(isinstance(n.ctx, ast.Store) for n in mentions)
+            return "written" if stored else "read"
+    return None
 
 
 def _bound_by(mod: Module, call: ast.Call) -> set[str]:
