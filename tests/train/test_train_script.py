@@ -103,7 +103,10 @@ def test_a_compute_bound_loop_gets_bf16_autocast_where_it_is_native(tmp_path):
     script = repo(tmp_path, "compute_loop.py")
     proc = run("train", "--time-budget-s", "45", "--techniques", "precision", "--replicas", "1",
                "--json", "t.json", "--patch", "speedup.diff", script.name, "--iters", "300", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr + proc.stdout
+    # a load that moves the final's ratio beyond its noise twice is refused, exit 1 (a clean-clone run
+    # beside other work: bf16 1.28x -> 1.67x by CPU time): no choice, no patch; the edit is still checked
+    refused = proc.returncode == 1 and "could not measure reliably" in proc.stdout
+    assert proc.returncode == 0 or refused, proc.stderr + proc.stdout
     doc = json.loads((tmp_path / "t.json").read_text())
     rows = [(r["variant"], r["stage"], r["status"], r.get("speedup")) for r in doc["results"]]
     final = [r for r in doc["results"] if r["variant"] == "bf16-autocast" and r["stage"].startswith("final")]
@@ -115,7 +118,12 @@ def test_a_compute_bound_loop_gets_bf16_autocast_where_it_is_native(tmp_path):
     verdict = (final or probe)[-1]["speedup"]["verdict"]
     busy = any((s["load"] or {}).get("busy") for s in doc["search"]["stages"])
     assert busy or verdict != "slower", rows  # native bf16 on float32 matmuls is never slower on a quiet machine
-    if doc["winner"]["variant"] == "bf16-autocast":  # chosen only when measured faster beyond noise
+    if refused:
+        assert not (tmp_path / "speedup.diff").exists() and "Nothing recommended" in proc.stdout
+        found = {"sites": doc["script"]["sites"], "trainers": []}
+        patch = edits.diff(edits.apply(edits.plan(NAIVE.with_(precision="bf16-autocast"), found, "cpu")),
+                           str(tmp_path))
+    elif doc["winner"]["variant"] == "bf16-autocast":  # chosen only when measured faster beyond noise
         assert verdict == "faster" and doc["winner"]["speedup"]["ci95"][0] > 1.0, doc["winner"]["speedup"]
         patch = (tmp_path / "speedup.diff").read_text()
     else:  # within noise (or faster on a machine found busy): keeping the script is the honest answer
