@@ -196,7 +196,7 @@ class Flow:
                     return "live"
                 elif isinstance(parent.func, ast.Name) and parent.func.id in NUMBER_FUNCS:
                     return "dead"
-                elif self.mod.view is not None and self.mod.view.returns_no_graph(parent):
+                elif self._cut is not None and self._cut(parent):
                     return "dead"  # utils.to_np(action): a project helper whose every return is cut from the graph
             elif isinstance(parent, ast.Attribute):
                 if parent.attr in SAFE_ATTRS or parent.attr in CUTS:
