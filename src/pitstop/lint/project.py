@@ -223,8 +223,7 @@ class Project:
     def _duck(self, ref: Ref, methods: dict[str, list[FnId]]) -> list[FnId]:
         """The project methods a call on an attribute of unknown type may run (``self.task_helper.eval_step(b)``
         where the helper comes from a registry): every project method of that name, when the name is
-        particular (not ``forward``, ``step`` ...) and its classes are one family (overrides of one
-        base class's method) or at most four."""
+        particular (not ``forward``, ``step`` ...) and its classes are one family or at most four."""
         kind, name = ref
         if kind != "attr":
             return []
@@ -268,11 +267,13 @@ class Project:
                     changed = True
 
     def is_model_constructor(self, i: int, callee: str) -> bool:
-        """Whether calling ``callee`` (as stored for file ``i``) builds a model."""
+        """Whether calling ``callee`` (as stored for file ``i``) builds a model, or gets one from a project factory."""
         if MODEL_FACTORIES.match(callee) or callee.endswith(".from_pretrained"):
             return True
-        cls = self.class_of(i, callee)
-        return cls in self.module_classes and cls[1] not in self.files[cls[0]].weightless
+        if (cls := self.class_of(i, callee)) is not None:
+            return cls in self.module_classes and cls[1] not in self.files[cls[0]].weightless
+        fid = self.resolve(i, ("local" if callee in self.files[i].functions else "qual", callee))
+        return fid is not None and self.files[fid[0]].functions[fid[1]].returns_model
 
     # -- transitive facts --------------------------------------------------------------------
 
@@ -372,8 +373,7 @@ class View:
         return fid is not None and self.project.fact(what, fid)
 
     def forward_of(self, call: ast.Call) -> FnId | None:
-        """``model(x)`` with ``model = Net(...)`` from a project class: ``Net.forward`` (or the
-        forward it inherits from a project base class)."""
+        """``model(x)`` with ``model = Net(...)`` from a project class: ``Net.forward`` (or one it inherits)."""
         cls = self.built_from(dotted(call.func) or "") if isinstance(call.func, (ast.Name, ast.Attribute)) else None
         if cls is None:
             return None

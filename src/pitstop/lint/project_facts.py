@@ -13,7 +13,7 @@ from pitstop.lint.analysis import MODEL_NAME, Module, dotted, is_backward, is_st
 from pitstop.lint.flow import Flow
 from pitstop.lint.graph import GraphNames
 from pitstop.lint.reach import Sources, in_comprehension, shares_graph
-from pitstop.lint.shapes import GENERIC_METHODS, built_here, guarded
+from pitstop.lint.shapes import GENERIC_METHODS, built_here, cut, guarded, module_returned
 
 Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit"), ("qual", "utils.evaluate"), ("star", "evaluate")
 # calls into these packages are never project functions
@@ -38,6 +38,7 @@ class Fn:
     forwards: bool = False  # model forward calls with autograd on
     returns_graph: bool = False  # returns a graph-attached tensor
     returns_no_graph: bool = False  # every return is a number or an array (``x.item()``, ``t.numpy()``)
+    returns_model: bool = False  # every return is a module it loaded or switched (``model.load_state_dict``)
     graph_positions: tuple[int, ...] | None = None  # when every return is a tuple: the graph-attached places
     retain: tuple[tuple[int, int], ...] = ()  # backward(retain_graph=True) calls no later backward reuses
     gates: tuple[str, ...] = ()  # parameters every backward is conditional on (``if adjust: loss.backward()``)
@@ -222,19 +223,6 @@ def _numbers(body: list[ast.AST], values: list[ast.expr], mod: Module | None = N
     return all(number(v, 0) for v in values)
 
 
-def _cut(value: ast.AST, mod: Module) -> bool:
-    """A value with no graph whatever went in: None, ``t.cpu().detach().numpy()``, ``x.tolist()``,
-    ``np.array(...)`` (``def to_np(t)`` of an RL codebase); not ``.detach()``, whose tensor may still
-    feed a loss (a target computed for it)."""
-    if isinstance(value, ast.Constant):
-        return value.value is None
-    if isinstance(value, ast.IfExp):  # ``var.cpu().data.numpy() if USE_CUDA else var.data.numpy()``
-        return _cut(value.body, mod) and _cut(value.orelse, mod)
-    return isinstance(value, ast.Call) and (
-        (isinstance(value.func, ast.Attribute) and value.func.attr in ("numpy", "tolist", "item"))
-        or (mod.qualname(value.func) or "").startswith("numpy."))
-
-
 def _local_number(name: str, mod: Module | None, calls: int) -> bool:
     """A function of this file (``get_F1`` calling ``get_sensitivity``) whose every return is a number
     (followed 4 calls deep)."""
@@ -267,8 +255,9 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
     out.retain = _retain(fn, body, mod) if out.backward else ()
     out.gates = _gates(fn, [c for c in calls if is_backward(c)], mod, set(out.params)) if out.backward else ()
     returns = [n for n in body if isinstance(n, ast.Return) and n.value is not None]
-    out.returns_no_graph = bool(returns) and all(_numbers(body, [r.value], mod) or _cut(r.value, mod)  # type: ignore
+    out.returns_no_graph = bool(returns) and all(_numbers(body, [r.value], mod) or cut(r.value, mod)  # type: ignore
                                                  for r in returns)
+    out.returns_model = bool(returns) and all(module_returned(body, r.value) for r in returns)  # type: ignore
     if not returns or out.no_grad or not (out.backward or any(_graph_source(c, mod) for c in calls)):
         return out  # nothing in it makes a graph-attached tensor of its own
     graph = GraphNames(fn, mod)

@@ -1,6 +1,6 @@
 """Shapes of code the project index records, decided from the syntax alone: module classes that hold
-no weights, functions that open no_grad around their own work, and method names too common to
-say which class an object of unknown type is."""
+no weights, functions that open no_grad around their own work, values cut from the graph, factories
+that hand out a model, and method names too common to say which class an object of unknown type is."""
 
 from __future__ import annotations
 
@@ -85,3 +85,29 @@ def _constructs(value: ast.AST, name: str) -> bool:
 
 def _copied(value: ast.AST) -> bool:
     return isinstance(value, ast.Call) and (dotted(value.func) or "").rsplit(".", 1)[-1] == "deepcopy"
+
+
+def cut(value: ast.AST, mod: Module) -> bool:
+    """A value with no graph whatever went in: None, ``t.cpu().detach().numpy()``, ``x.tolist()``,
+    ``np.array(...)`` (``def to_np(t)`` of an RL codebase); not ``.detach()``, whose tensor may still
+    feed a loss (a target computed for it)."""
+    if isinstance(value, ast.Constant):
+        return value.value is None
+    if isinstance(value, ast.IfExp):  # ``var.cpu().data.numpy() if USE_CUDA else var.data.numpy()``
+        return cut(value.body, mod) and cut(value.orelse, mod)
+    return isinstance(value, ast.Call) and (
+        (isinstance(value.func, ast.Attribute) and value.func.attr in ("numpy", "tolist", "item"))
+        or (mod.qualname(value.func) or "").startswith("numpy."))
+
+
+_MODULE_METHODS = {"load_state_dict", "eval", "train", "parameters", "named_parameters", "requires_grad_"}
+
+
+def module_returned(body: list[ast.AST], value: ast.AST) -> bool:
+    """``return model`` (or ``model.to(device)``) where the function calls a method only a module has on
+    it (``model.load_state_dict(ckpt)``, ``model.eval()``): a factory that hands out a model."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("to", "cuda"):
+        value = value.func.value
+    return isinstance(value, ast.Name) and any(
+        isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _MODULE_METHODS
+        and isinstance(n.func.value, ast.Name) and n.func.value.id == value.id for n in body)

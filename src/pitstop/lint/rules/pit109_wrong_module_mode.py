@@ -8,6 +8,7 @@ from pathlib import PurePath
 from typing import ClassVar
 
 from pitstop.lint.analysis import EVAL_NAME, Module, dotted, is_backward, is_step, mode_switch, walk_local
+from pitstop.lint.graph import MODEL_METHOD
 from pitstop.lint.project import MODE_LAYERS, FnId, Project
 from pitstop.lint.project_facts import Site, fn_key
 from pitstop.lint.rules.base import Context, Rule
@@ -21,8 +22,9 @@ class WrongModuleMode(Rule):
         `.train()` in the loop; and an evaluation function (named eval/validate/predict/...) with
         forward passes, no backward and no `.eval()` of its own, when a caller anywhere in the
         project runs it in training mode (no `.eval()` before the call; a function no project code
-        calls is left alone: its mode is its caller's); and a script or function that trains, then
-        evaluates under `no_grad` with no `.eval()` switch in between.
+        calls is left alone: its mode is its caller's); a script or function that trains, then
+        evaluates under `no_grad` with no `.eval()` switch in between; and an inference script that
+        loads trained weights into a model it built and runs it with no mode switch anywhere.
 
     Why is this bad:
         In eval mode dropout is off and batch-norm stops updating its statistics, so training
@@ -56,6 +58,9 @@ class WrongModuleMode(Rule):
                      "nothing puts the model in eval mode: dropout stays active and batch-norm uses batch statistics",
         "after-training": "`{fn}(...)` evaluates after training with no model.eval() in between: dropout stays "
                           "active and batch-norm uses batch statistics",
+        "loaded": "`{fn}` gets trained weights (`{name}.load_state_dict`, line {line}) and runs here, but nothing "
+                  "in this script puts it in eval mode: dropout stays active and batch-norm uses batch statistics "
+                  "(call {name}.eval() after loading)",
     }
 
     def check(self, ctx: Context) -> None:
@@ -85,6 +90,39 @@ class WrongModuleMode(Rule):
         for scope in [mod.tree, *mod.defs]:
             self.evaluation_after_training(ctx, scope)
         self.gated_calls(ctx)
+        self.loaded_without_eval(ctx)
+
+    def loaded_without_eval(self, ctx: Context) -> None:
+        """An inference script (it trains nothing) that loads trained weights into a model it built
+        (``netG = Generator(p); netG.load_state_dict(ckpt)``) and runs it (``netG(noise)``,
+        ``diffusion.sample(n)``), where nothing in the file, and no project function it calls,
+        switches any model's mode: a freshly built module is in training mode, and loading weights
+        does not change that. Only where the project has dropout or batch-norm layers."""
+        mod, view = ctx.mod, ctx.project
+        if mod.trains or mod.optimizers or not _mode_layers(mod) or any(mode_switch(c) for c in mod.calls):
+            return
+        if view is not None and any(view.runs("sets_eval", c) or view.runs("sets_train", c)
+                                    or view.runs("backward", c) for c in mod.calls):
+            return
+        for scope in [mod.tree, *mod.defs]:
+            body = [n for n in mod.body(scope) if isinstance(n, ast.Call)]
+            built = {d for n in mod.body(scope) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                     and not (dotted(_base_call(n.value).func) or "").endswith(_PRETRAINED)
+                     for t in n.targets if (d := dotted(t)) and "." not in d}
+            loads = {}
+            for c in body:
+                if isinstance(c.func, ast.Attribute) and c.func.attr == "load_state_dict" \
+                        and (d := dotted(c.func.value)) in built:
+                    loads.setdefault(d, c.lineno)
+            for c in sorted(body, key=lambda n: (n.lineno, n.col_offset)):
+                name = dotted(c.func) or ""
+                base = name if name in loads else name.rpartition(".")[0] if isinstance(c.func, ast.Attribute) \
+                    and MODEL_METHOD.match(c.func.attr) else ""
+                fid = view.callee(c) if view is not None else None
+                if fid is not None and (EVAL_NAME.search(m := fid[1].rpartition(".")[2]) or _EVAL_LIKE.search(m)):
+                    continue  # ``netG.sample(n)`` of a project class: reported at its def (its caller's mode)
+                if base in loads and c.lineno > loads[base]:
+                    self.report(ctx, c, variant="loaded", fn=ctx.text(c.func), name=base, line=loads[base])
 
     def gated_calls(self, ctx: Context) -> None:
         """``model.train(x, adjust=False)``: a call into another file's function that trains only
@@ -165,6 +203,16 @@ class WrongModuleMode(Rule):
         view = ctx.project
         fid = view.fn_id(fn_key(ctx.mod, fn)) if view is not None else None
         return _mode(view.project, fid, 0) if fid is not None else None
+
+
+_PRETRAINED = ("from_pretrained", "jit.load", "hub.load")
+
+
+def _base_call(call: ast.Call) -> ast.Call:
+    """``Net(cfg).to(device).cuda()``: the call the chain starts from (``Net(cfg)``)."""
+    while isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call):
+        call = call.func.value
+    return call
 
 
 def _mode(project: Project, fid: FnId, depth: int) -> str | None:
