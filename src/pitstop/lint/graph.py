@@ -104,7 +104,8 @@ class GraphNames:
         if name in self.mod.functions:
             return False  # a local helper, not a model
         last = name.rsplit(".", 1)[-1]
-        return bool(last) and last == last.lower() and bool(MODEL_NAME.search(last)) and not q.startswith("torch.")
+        named = (last == last.lower() and bool(MODEL_NAME.search(last))) or bool(_GAN_NAME.fullmatch(last))
+        return bool(last) and named and not q.startswith("torch.")  # self.G(z): a GAN's model, as is_forward has it
 
     def carries(self, expr: ast.AST, at: ast.AST | None = None, depth: int = 0) -> bool:
         """Whether ``expr`` evaluates to something still attached to a graph name. With ``at``, a

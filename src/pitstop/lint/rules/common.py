@@ -1,13 +1,15 @@
 """Helpers the loop rules share: training loops, the innermost loop, eval()/train() calls and
-forward passes."""
+forward passes (also those made one project call away)."""
 
 from __future__ import annotations
 
 import ast
+import re
 
-from pitstop.lint.analysis import Module, is_backward, method_calls, mode_switch, walk_local
+from pitstop.lint.analysis import EVAL_NAME, Module, is_backward, method_calls, mode_switch, walk_local
 from pitstop.lint.graph import is_forward
 from pitstop.lint.project_facts import Fn, Site
+from pitstop.lint.rules.base import Context
 
 
 def training_loops(mod: Module) -> list[tuple[ast.AST, list[ast.Call]]]:
@@ -137,3 +139,23 @@ def _value(e: ast.expr, given: dict[str, object]) -> object:
             return True
         return _UNKNOWN if any(v is _UNKNOWN for v in values) else False
     return _UNKNOWN
+
+
+def helper_forwards(ctx: Context, scope: ast.AST) -> list[ast.Call]:
+    """In an evaluation function by name (``sample``, ``evaluate``, ``predict``), the calls of project
+    functions that return a graph-attached tensor and train nothing (``self.sample_generator(n)``,
+    whose ``self.G(z)`` comes back): forwards made one call away. Only helpers some other caller trains
+    on: one whose every caller drops its value is reported at its own forward."""
+    view, name = ctx.project, getattr(scope, "name", "")
+    if view is None or not (EVAL_NAME.search(name) or _EVAL_FN.search(name)):
+        return []
+    found = []
+    for c in ctx.mod.body(scope):
+        fid = view.callee(c) if isinstance(c, ast.Call) else None
+        if fid is not None and view.returns_graph(c) and not view.runs("backward", c) and not view.runs("step", c) \
+                and any(s.result_used for _, s in view.project.sites_of(fid)):  # else reported where it is
+            found.append(c)
+    return found
+
+
+_EVAL_FN = re.compile(r"^(test|testing|sample|samples|generate|translate)$", re.I)

@@ -11,7 +11,7 @@ from pitstop.lint.analysis import Module, dotted, is_backward, is_step, names_in
 from pitstop.lint.flow import Flow, carried
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Rule
-from pitstop.lint.rules.common import evaluating_sites, forwards
+from pitstop.lint.rules.common import evaluating_sites, forwards, helper_forwards
 
 # hooks a framework calls with autograd already off (Lightning, HF Trainer)
 _FRAMEWORK_NO_GRAD = re.compile(r"^(validation|test|predict|prediction)_step$|_epoch_end$")
@@ -93,7 +93,7 @@ class InferenceWithGrad(Rule):
             return
         for scope in [mod.tree, *mod.defs]:
             calls = [c for c in forwards(scope, mod)
-                     if dotted(c.func) not in frozen and not _receiver_frozen(c, frozen)]
+                     if dotted(c.func) not in frozen and not _receiver_frozen(c, frozen)] + helper_forwards(ctx, scope)
             if not calls or (scope is not mod.tree and self.exempt(ctx, scope)):
                 continue
             self.phased(ctx, scope, calls)
