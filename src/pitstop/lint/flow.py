@@ -28,6 +28,7 @@ STORE_CALL = re.compile(r"^(push\w*|put\w*|add|append\w*|extend|insert|store\w*|
 # where a value stops mattering here: numbers and arrays. ``.detach()`` does not stop it: a detached
 # target (a GAN's real features, a DQN's next-state values) still feeds the loss it was computed for
 CUTS = DETACHING - {"detach", "detach_"}
+_LIST_ADD = ("append", "extend", "insert", "add", "appendleft")  # what ``_call`` links into a local list
 _STOP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
@@ -192,6 +193,9 @@ class Flow:
             if isinstance(parent, ast.Call):
                 if node is parent.func:  # x.method(...) with x = node's value... handled at Attribute
                     pass
+                elif isinstance(parent.func, ast.Attribute) and parent.func.attr in _LIST_ADD \
+                        and isinstance(parent.func.value, ast.Name) and parent.args and node is parent.args[-1]:
+                    return self._names_fate([parent.func.value])  # outputs.append(out): where the list goes
                 elif self.sink(parent) or self.stores(parent):
                     return "live"
                 elif isinstance(parent.func, ast.Name) and parent.func.id in NUMBER_FUNCS:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import Any
 
 from pitstop.lint.analysis import (
     DETACHING,
@@ -29,7 +30,10 @@ MODEL_METHOD = re.compile(r"^(forward|predict\w*|generate\w*|sample\w*|infer\w*|
                           r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*|"
                           r"pi|q|v|act|get_action\w*|select_action\w*|policy|actor|critic|module)$")
 LOSS_NAME = re.compile(r"(^|_)(criterion|crit|loss_?fn|loss_?func|loss|metric)\d*$", re.I)
-CONSTRUCTOR = re.compile(r"^(create|build|make|get|load|init|new|setup|prepare|wrap|construct)_", re.I)
+CONSTRUCTOR = re.compile(r"^(create|build|make|get|load|init|new|setup|prepare|wrap|construct|"
+                         # what is done to a model, not a model (serialize_model(m), save_model(m))
+                         r"serialize|deserialize|save|copy|export|dump|print|summari[sz]e|count|freeze|unfreeze|"
+                         r"swap|average|sync|convert|quantize|prune)_", re.I)
 
 
 class GraphNames:
@@ -164,6 +168,12 @@ class GraphNames:
 
 
 # a GAN's networks by the usual names (``self.G(z)``, ``netD(x)``): variables, not classes
+def _quiet_everywhere(project: Any, method: str) -> bool:  # a pitstop.lint.project.Project
+    """Every project method of that name opens no_grad around its own work and trains nothing."""
+    found = project.methods.get(method, [])
+    return bool(found) and all(project.files[i].functions[k].quiet for i, k in found)
+
+
 _GAN_NAME = re.compile(r"(net_?)?[GD]\d*")
 
 
@@ -195,6 +205,8 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
             return False  # local_model = LocalUpdate(...): local_model.inference(...) is a project method
         if fid is not None and view.project.files[fid[0]].functions[fid[1]].no_grad:
             return False  # translator.translate_sentence(x) opens no_grad around its forwards itself
+        if fid is None and view is not None and _quiet_everywhere(view.project, call.func.attr):
+            return False  # model.sample(...) of an unknown class, where every project sample() opens no_grad
         if recv in models or (end == end.lower() and MODEL_NAME.search(end) and not LOSS_NAME.search(end)):
             return bool(MODEL_METHOD.match(call.func.attr))  # a method of a model: only the inference ones
         if recv.split(".")[0] not in ("self", "cls"):

@@ -87,6 +87,7 @@ class Project:
     module_classes: set[tuple[int, str]] = field(default_factory=set)
     callers: dict[FnId, list[tuple[int, Site]]] = field(default_factory=dict)
     model_params: dict[FnId, set[int]] = field(default_factory=dict)  # parameter positions given a model
+    methods: dict[str, list[FnId]] = field(default_factory=dict)  # method name -> the project methods of that name
     model_functions: dict[int, set[str]] = field(default_factory=dict)  # file -> its functions in model_params
     retain_flagged: set[FnId] = field(default_factory=set)
     cuda: bool = False
@@ -105,16 +106,15 @@ class Project:
         p.mode_layers = any(f.mode_layers for f in p.files)
         p.trains = any(f.trains for f in p.files)
         p._find_module_classes()
-        methods: dict[str, list[FnId]] = {}  # method name -> the project methods of that name
         for i, f in enumerate(p.files):
             for key in f.functions:
                 owner, _, name = key.rpartition(".")
                 if owner and not name.startswith("__"):
-                    methods.setdefault(name, []).append((i, key))
+                    p.methods.setdefault(name, []).append((i, key))
         for i, f in enumerate(p.files):
             for site in f.sites:
                 target = p.resolve(i, site.ref)
-                for fid in [target] if target is not None else p._duck(site.ref, methods):
+                for fid in [target] if target is not None else p._duck(site.ref, p.methods):
                     p.callers.setdefault(fid, []).append((i, site))
                     if site.model_args:
                         p.model_params.setdefault(fid, set()).update(site.model_args)

@@ -36,6 +36,7 @@ class Fn:
     sets_train: bool = False
     no_grad: bool = False  # decorated with no_grad / inference_mode
     forwards: bool = False  # model forward calls with autograd on
+    quiet: bool = False  # opens no_grad around its own work and trains nothing (``sample()`` of PixelCNN)
     returns_graph: bool = False  # returns a graph-attached tensor
     returns_no_graph: bool = False  # every return is a number or an array (``x.item()``, ``t.numpy()``)
     returns_model: bool = False  # every return is a module it loaded or switched (``model.load_state_dict``)
@@ -183,8 +184,9 @@ def _from_project(expr: ast.AST, at: ast.AST, graph: GraphNames, mod: Module) ->
 
 def _numbers(body: list[ast.AST], values: list[ast.expr], mod: Module | None = None, calls: int = 0) -> bool:
     """Whether every one of ``values`` is a Python number: a constant, ``float()``/``int()``/``len()``
-    ..., ``.item()``/``.tolist()``, arithmetic of numbers, or a local name every binding of which in
-    the function is one (a loop or ``with`` target, an unpacking, a parameter: not known, so not)."""
+    ..., ``.item()``/``.tolist()``/``.size(0)``, what numpy returns, arithmetic of numbers, or a local name
+    every binding of which in the function is one (a loop or ``with`` target, an unpacking, a parameter:
+    not known, so not)."""
     unknown = ast.Pass()  # a binding whose value is not followed
     bound: dict[str, list[ast.AST]] = {}
     seen: set[int] = set()  # the Name nodes bound by an assignment statement
@@ -209,8 +211,10 @@ def _numbers(body: list[ast.AST], values: list[ast.expr], mod: Module | None = N
         if isinstance(e, ast.Call):
             f = e.func
             return (isinstance(f, ast.Name) and f.id in ("float", "int", "len", "round", "bool")) or \
-                (isinstance(f, ast.Attribute) and f.attr in ("item", "tolist", "__float__", "__int__")) or \
-                (isinstance(f, ast.Name) and _local_number(f.id, mod, calls))
+                (isinstance(f, ast.Attribute) and (f.attr in ("item", "tolist", "__float__", "__int__", "numel", "dim")
+                                                   or (f.attr == "size" and bool(e.args)))) or \
+                (isinstance(f, ast.Name) and _local_number(f.id, mod, calls)) or \
+                (mod is not None and (mod.qualname(f) or "").startswith("numpy."))  # np.float(correct) / n
         if isinstance(e, ast.BinOp):
             return number(e.left, depth + 1) and number(e.right, depth + 1)
         if isinstance(e, ast.UnaryOp):
@@ -252,6 +256,9 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
         if r is not None:
             out.refs.append(r)
     out.no_grad = any(mod.is_no_grad(d) for d in fn.decorator_list) or guarded(mod, body, calls)
+    quiet = [mod.under_no_grad(c) is not None for c in calls]
+    out.quiet = out.no_grad or (not out.backward and not out.step and any(quiet)
+                                and not any(_graph_source(c, mod) and not q for c, q in zip(calls, quiet, strict=True)))
     out.retain = _retain(fn, body, mod) if out.backward else ()
     out.gates = _gates(fn, [c for c in calls if is_backward(c)], mod, set(out.params)) if out.backward else ()
     returns = [n for n in body if isinstance(n, ast.Return) and n.value is not None]

@@ -1,0 +1,23 @@
+"""PIT102: a metric helper whose return is what numpy makes of the prediction (``np.float(correct) /
+(target.size(0) * target.size(1))``, NRI's edge accuracy) is a number, so a list of them keeps no
+graph; the loss appended beside it does."""
+import numpy as np
+import torch.nn.functional as F
+
+
+def edge_accuracy(preds, target):
+    _, preds = preds.max(-1)
+    correct = preds.float().data.eq(target.float().data.view_as(preds)).cpu().sum()
+    return np.float64(correct) / (target.size(0) * target.size(1))
+
+
+def train(encoder, optimizer, loader, acc_train, loss_train):
+    for data, relations in loader:
+        optimizer.zero_grad()
+        logits = encoder(data)
+        loss = F.cross_entropy(logits.view(-1, 2), relations.view(-1))
+        acc = edge_accuracy(logits, relations)
+        acc_train.append(acc)
+        loss_train.append(loss)  # error: PIT102
+        loss.backward()
+        optimizer.step()
