@@ -149,12 +149,12 @@ def helper_forwards(ctx: Context, scope: ast.AST) -> list[ast.Call]:
     view, name = ctx.project, getattr(scope, "name", "")
     if view is None or not (EVAL_NAME.search(name) or _EVAL_FN.search(name)):
         return []
-    found = []
+    found: list[ast.Call] = []
     for c in ctx.mod.body(scope):
         fid = view.callee(c) if isinstance(c, ast.Call) else None
-        if fid is not None and view.returns_graph(c) and not view.runs("backward", c) and not view.runs("step", c) \
-                and any(s.result_used for _, s in view.project.sites_of(fid)):  # else reported where it is
-            found.append(c)
+        if isinstance(c, ast.Call) and fid is not None and view.returns_graph(c) and not view.runs("backward", c) \
+                and not view.runs("step", c) and any(s.result_used for _, s in view.project.sites_of(fid)):
+            found.append(c)  # (a helper no caller uses is reported where it is)
     return found
 
 

@@ -109,7 +109,7 @@ class WrongModuleMode(Rule):
             built = {d for n in mod.body(scope) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
                      and not (dotted(_base_call(n.value).func) or "").endswith(_PRETRAINED)
                      for t in n.targets if (d := dotted(t)) and "." not in d}
-            loads = {}
+            loads: dict[str, int] = {}
             for c in body:
                 if isinstance(c.func, ast.Attribute) and c.func.attr == "load_state_dict" \
                         and (d := dotted(c.func.value)) in built:
