@@ -21,7 +21,8 @@ class PreferInferenceMode(Rule):
         also learns, nor anything called from a training script's top-level loop). Blocks that copy into or initialise
         weights in place (`p.copy_(...)`, `torch.nn.init.*`, `p.data = ...`, `w.mul_(...)`) and,
         in a project that trains, blocks inside nn.Module methods (a frozen teacher or encoder in
-        the training forward) are left alone.
+        the training forward) are left alone, except a model's sampling methods (`sample()`,
+        `generate()`, `predict()` and what only they call) whose result no training uses.
 
     Why is this bad:
         In pure inference code torch.inference_mode() does everything no_grad does and also skips
@@ -190,9 +191,23 @@ def _callers_apart(project: Project, fid: FnId, depth: int) -> bool:
 
 def _in_module_class(ctx: Context, node: ast.AST) -> bool:
     """Inside a method of an nn.Module subclass of a project that trains: part of a model (a frozen
-    teacher or encoder) that may run inside training, not serving code."""
+    teacher or encoder) that may run inside training, not serving code. Not a sampling method
+    (``sample()``, ``generate()``, ``predict()`` ...) nor a method only such methods call (a
+    diffusion model's ``remove_noise()``): those are the model's inference entry points."""
     view = ctx.project
-    cur = ctx.mod.parents.get(id(node))
+    cur, method = ctx.mod.parents.get(id(node)), node if isinstance(node, ast.FunctionDef) else None
     while cur is not None and not isinstance(cur, ast.ClassDef):
+        method = cur if isinstance(cur, ast.FunctionDef) else method
         cur = ctx.mod.parents.get(id(cur))
-    return cur is not None and view is not None and (view.i, cur.name) in view.project.module_classes
+    if cur is None or view is None or (view.i, cur.name) not in view.project.module_classes:
+        return False
+    if method is None:
+        return True
+    if _SAMPLING.match(method.name):
+        return False
+    sites = view.project.sites_of((view.i, f"{cur.name}.{method.name}"))
+    return not sites or not all(s.caller is not None and _SAMPLING.match(s.caller.rpartition(".")[2])
+                                for _, s in sites)
+
+
+_SAMPLING = re.compile(r"^(sample|generate|predict|infer|inference|translate|beam_search|evaluate)(_|$|s$)")
