@@ -167,13 +167,13 @@ class GraphNames:
         return expr if isinstance(expr, ast.Name) and expr.id in self.names else None
 
 
-# a GAN's networks by the usual names (``self.G(z)``, ``netD(x)``): variables, not classes
 def _quiet_everywhere(project: Any, method: str) -> bool:  # a pitstop.lint.project.Project
     """Every project method of that name opens no_grad around its own work and trains nothing."""
     found = project.methods.get(method, [])
     return bool(found) and all(project.files[i].functions[k].quiet for i, k in found)
 
 
+# a GAN's networks by the usual names (``self.G(z)``, ``netD(x)``): variables, not classes
 _GAN_NAME = re.compile(r"(net_?)?[GD]\d*")
 
 

@@ -99,7 +99,8 @@ class WrongModuleMode(Rule):
         switches any model's mode: a freshly built module is in training mode, and loading weights
         does not change that. Only where the project has dropout or batch-norm layers."""
         mod, view = ctx.mod, ctx.project
-        if mod.trains or mod.optimizers or not _mode_layers(mod) or any(mode_switch(c) for c in mod.calls):
+        if mod.trains or mod.optimizers or "load_state_dict" not in mod.source or not _mode_layers(mod) \
+                or any(mode_switch(c) for c in mod.calls):
             return
         if view is not None and any(view.runs("sets_eval", c) or view.runs("sets_train", c)
                                     or view.runs("backward", c) for c in mod.calls):
@@ -118,10 +119,11 @@ class WrongModuleMode(Rule):
                 name = dotted(c.func) or ""
                 base = name if name in loads else name.rpartition(".")[0] if isinstance(c.func, ast.Attribute) \
                     and MODEL_METHOD.match(c.func.attr) else ""
+                if base not in loads or c.lineno <= loads[base]:
+                    continue
                 fid = view.callee(c) if view is not None else None
-                if fid is not None and (EVAL_NAME.search(m := fid[1].rpartition(".")[2]) or _EVAL_LIKE.search(m)):
-                    continue  # ``netG.sample(n)`` of a project class: reported at its def (its caller's mode)
-                if base in loads and c.lineno > loads[base]:
+                if fid is None or not (EVAL_NAME.search(m := fid[1].rpartition(".")[2]) or _EVAL_LIKE.search(m)):
+                    # (``netG.sample(n)`` of a project class is reported at its def: its caller's mode)
                     self.report(ctx, c, variant="loaded", fn=ctx.text(c.func), name=base, line=loads[base])
 
     def gated_calls(self, ctx: Context) -> None:
