@@ -2,6 +2,7 @@
 for the accounting; real loops for the events and for the wall time measured independently)."""
 
 import itertools
+import statistics
 import time
 
 import pytest
@@ -74,21 +75,22 @@ def test_steps_match_the_loops_own_clock_and_unmeasured_phases_are_not_zero():
             ends.append(time.perf_counter())
     report = prof.report
     assert report.steps == 30 and [s["step"] for s in report.timeline] == list(range(1, 31))
-    agree, ours, loops = [], 0.0, 0.0
-    pairs = []
+    apart, ours, loops, pairs = [], 0.0, 0.0, []
     for s, (a, b) in zip(report.timeline[1:], itertools.pairwise(ends[1:]), strict=False):
         assert sum(s["phases"].values()) == pytest.approx(s["wall_ms"], rel=1e-6)
         ours, loops = ours + s["wall_ms"], loops + (b - a) * 1e3
         pairs.append((round(s["wall_ms"], 2), round((b - a) * 1e3, 2)))
-        agree.append(ours == pytest.approx(loops, rel=0.05, abs=0.5))  # the loop's own clock, so far
-    # pitstop's step ends inside opt.step(), the loop's clock just after it: a core taken by another
-    # process (or a garbage collection) between the two moves time from one step to the next in one
-    # clock only (CI, one busy process: 3.6 ms against 1.2 ms; a clean-clone run once had 16 of 29
-    # single steps apart, another 4 of 29 running totals), but never adds up: running totals that
-    # part agree again within a few steps (a step's misplaced boundary would part them for good),
-    # and most steps agree
-    apart = "".join("." if ok else "x" for ok in agree)
-    assert "xxxxx" not in apart and agree[-1] and sum(agree) >= 0.6 * len(agree), (apart, pairs)
+        apart.append((ours - loops, loops))
+    # pitstop's step ends inside opt.step(), the loop's clock just after it: the running totals part by
+    # the gap between the two at the first boundary minus the gap now. A core taken by another process
+    # (or a garbage collection) in one gap moves time from one step to the next in one clock only, and
+    # when that gap is the first one every later total is off by it (CI, busy: 2.3 ms at step 1, 24 of
+    # 29 totals apart, none by more). So the reference is the totals' usual offset, not the first
+    # gap: most totals sit on it (a step's misplaced boundary would move them off it for good)
+    usual = statistics.median(d for d, _ in apart)
+    agree = [abs(d - usual) <= 0.05 * total + 0.5 for d, total in apart]
+    marks = "".join("." if ok else "x" for ok in agree)
+    assert "xxxxx" not in marks and sum(agree) >= 0.6 * len(agree), (marks, usual, pairs)
     assert sum(s["wall_ms"] for s in report.timeline[1:]) == pytest.approx((ends[-1] - ends[1]) * 1e3, rel=0.05, abs=5)
     # each step's phases add up to it exactly (above); medians of the parts add up to the median step
     # only roughly: 26 steps of ~0.6 ms (CI saw 0.564 against 0.601 over 6 steps)
