@@ -96,13 +96,16 @@ class Flow:
         sunk: set[str] = set()  # given to a backward or an update (not merely kept)
         ret: set[str] = set()
         start = after.lineno if after is not None else 0
+        # ``get = lambda i: hidden[i][idx[i]]``: calling ``get`` reads what its body names
+        self.lambdas = {t.id for n in mod.body(scope) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Lambda)
+                        for t in n.targets if isinstance(t, ast.Name)}
         for n in mod.body(scope):
             line = getattr(n, "lineno", None)
             if after is not None and line is not None and line < start:
                 continue
             if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                names = set(self._carried(n.value))
+                names = set(self._carried(n.value.body if isinstance(n.value, ast.Lambda) else n.value))
                 for t in targets:
                     bound, escapes = _targets(t)
                     if escapes:
@@ -142,7 +145,10 @@ class Flow:
             self.sources.setdefault(receiver, set()).update(x for a in args for x in self._carried(a))
 
     def _carried(self, expr: ast.AST | None) -> Iterator[str]:
-        return carried(expr, self._cut)
+        yield from carried(expr, self._cut)
+        if self.lambdas and expr is not None:
+            yield from (c.func.id for c in ast.walk(expr) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                        and c.func.id in self.lambdas)
 
     def receiver(self, call: ast.Call) -> str | None:
         """The local name a method is called on (``acc.update(...)``: ``acc``), not ``self`` (its

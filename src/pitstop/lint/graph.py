@@ -29,7 +29,7 @@ NO_GRAPH_METHODS = {"eq", "ne", "lt", "gt", "le", "ge", "argmax", "argmin", "arg
 MODEL_METHOD = re.compile(r"^(forward|predict\w*|generate\w*|sample\w*|infer\w*|decode\w*|encode\w*|beam_search\w*|"
                           r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*|"
                           r"pi|q|v|act|get_action\w*|select_action\w*|policy|actor|critic|module)$")
-LOSS_NAME = re.compile(r"(^|_)(criterion|crit|loss_?fn|loss_?func|loss|metric)\d*$", re.I)
+LOSS_NAME = re.compile(r"(^|_)(criterion|crit|loss_?fn|loss_?func(tion)?|loss|metric)\d*$", re.I)
 CONSTRUCTOR = re.compile(r"^(create|build|make|get|load|init|new|setup|prepare|wrap|construct|"
                          # what is done to a model, not a model (serialize_model(m), save_model(m))
                          r"serialize|deserialize|save|copy|export|dump|print|summari[sz]e|count|freeze|unfreeze|"
@@ -137,6 +137,9 @@ class GraphNames:
                 return True  # crit(model(x), y): the model's output, inline
             if isinstance(f, ast.Attribute) and self.carries(f.value, at, depth):
                 return True  # out.view(-1), a.add(b): what the method runs on
+            if isinstance(f, ast.Name) and depth < 6 and (fn := self.defs.get(f.id)) \
+                    and isinstance(fn[-1].value, ast.Lambda) and self.carries(fn[-1].value.body, at, depth + 1):
+                return True  # get = lambda i: hidden[i][idx[i]]; torch.stack([get(i) for i in ...])
             return any(self.carries(a, at, depth) for a in [*expr.args, *(k.value for k in expr.keywords)])
         if isinstance(expr, ast.Attribute):
             return expr.attr not in SAFE_ATTRS and self.carries(expr.value, at, depth)

@@ -73,3 +73,34 @@ def two_gaussians_shifted(a, b):
 
 def one_term(a):
     return torch.log(torch.exp(a) + 1e-10)  # a single exp: no sum to rewrite
+
+
+class Contrastive(torch.nn.Module):
+    def __init__(self, tau):
+        super().__init__()
+        self.tau = tau
+        self.softmax = torch.nn.Softmax(dim=1)
+
+    def info_nce(self, z1, z2):
+        f = lambda x: torch.exp(x / self.tau)  # noqa: E731
+        refl, between = f(z1 @ z1.t()), f(z1 @ z2.t())
+        return -torch.log(between.diag() / (refl.sum(1) + between.sum(1) - refl.diag()))  # warning: PIT602
+
+    def masked(self, sim, pos, mask):
+        numerator = torch.exp(pos / self.tau)
+        denominator = mask * torch.exp(sim / self.tau)
+        return -torch.log(numerator / torch.sum(denominator, dim=1))  # warning: PIT602
+
+    def shifted(self, sim, pos):
+        m = sim.max(1, keepdim=True)[0]
+        return -torch.log(torch.exp(pos - m) / torch.exp(sim - m).sum(1))  # shifted by hand: the stable form
+
+    def ratio_of_counts(self, hits, total):
+        return torch.log(hits / total.sum())  # no exp: a ratio of counts, no finding
+
+    def module_softmax(self, scores):
+        probs = self.softmax(scores)
+        return (probs[:, 0] + 1e-6).log()  # warning: PIT602
+
+    def sigmoid_module(self, scores):
+        return torch.log(torch.sigmoid(scores))  # no softmax: no finding

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.analysis import EVAL_NAME, Module, is_backward, method_calls, mode_switch, walk_local
+from pitstop.lint.analysis import EVAL_NAME, Module, dotted, is_backward, method_calls, mode_switch, walk_local
 from pitstop.lint.graph import is_forward
 from pitstop.lint.project_facts import Fn, Site
 from pitstop.lint.rules.base import Context
@@ -147,15 +147,29 @@ def helper_forwards(ctx: Context, scope: ast.AST) -> list[ast.Call]:
     whose ``self.G(z)`` comes back): forwards made one call away. Only helpers some other caller trains
     on: one whose every caller drops its value is reported at its own forward."""
     view, name = ctx.project, getattr(scope, "name", "")
-    if view is None or not (EVAL_NAME.search(name) or _EVAL_FN.search(name)):
+    if view is None:
         return []
+    named = bool(EVAL_NAME.search(name) or _EVAL_FN.search(name))
     found: list[ast.Call] = []
     for c in ctx.mod.body(scope):
         fid = view.callee(c) if isinstance(c, ast.Call) else None
-        if isinstance(c, ast.Call) and fid is not None and view.returns_graph(c) and not view.runs("backward", c) \
+        if isinstance(c, ast.Call) and fid is not None and (named or (_evaluating(ctx.mod, scope, c) and any(
+                dotted(a) in view.models for a in c.args))) \
+                and view.returns_graph(c) and not view.runs("backward", c) \
                 and not view.runs("step", c) and any(s.result_used for _, s in view.project.sites_of(fid)):
             found.append(c)  # (a helper no caller uses is reported where it is)
     return found
+
+
+def _evaluating(mod: Module, scope: ast.AST, call: ast.Call) -> bool:
+    """``model.eval()`` last before ``call`` in its function, and no backward in its loop: the test pass
+    of a function that trains and then tests (SR-GNN's ``train_test``, whose helper is given the model)."""
+    at = (call.lineno, call.col_offset)
+    switches = [c for c in mod.body(scope) if isinstance(c, ast.Call) and (c.lineno, c.col_offset) < at
+                and mode_switch(c) is not None]
+    loops = mod.enclosing_loops(call)
+    return bool(switches) and mode_switch(max(switches, key=lambda c: (c.lineno, c.col_offset))) == "eval" \
+        and bool(loops) and not any(isinstance(n, ast.Call) and is_backward(n) for n in mod.body(loops[0]))
 
 
 _EVAL_FN = re.compile(r"^(test|testing|sample|samples|generate|translate)$", re.I)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import ClassVar
 
-from pitstop.lint.analysis import Module, walk_local
+from pitstop.lint.analysis import Module, dotted, walk_local
 from pitstop.lint.rules.base import Context, Edit, Rule, keyword
 
 
@@ -30,7 +30,11 @@ class UnstableLogsumexp(Rule):
     code = "PIT602"
     name = "unstable-logsumexp"
     message = "log(sum(exp(x))) overflows for large x: use torch.logsumexp"
-    variants: ClassVar[dict[str, str]] = {"softmax": "log(softmax(x)) underflows to -inf: use torch.log_softmax"}
+    variants: ClassVar[dict[str, str]] = {
+        "softmax": "log(softmax(x)) underflows to -inf: use torch.log_softmax",
+        "ratio": "log(exp(x) / sum(exp(...))) is a softmax written by hand: exp overflows for large x (fp16 past "
+                 "11), use torch.log_softmax or F.cross_entropy on the logits",
+    }
     fix = "safe"
 
     def check(self, ctx: Context) -> None:
@@ -46,6 +50,9 @@ class UnstableLogsumexp(Rule):
             if id(scope) not in origins:
                 origins[id(scope)] = _origins(scope)
             traced = _trace(inner, origins[id(scope)])
+            if _ratio_softmax(traced, origins[id(scope)], mod):  # InfoNCE by hand: -log(exp(pos) / exp(all).sum(1))
+                self.report(ctx, call, variant="ratio")
+                continue
             if isinstance(traced, ast.Name):  # a parameter (or unknown): what every caller passes, if one softmax
                 traced = _passed(mod, scope, traced.id, origins) or traced
             if traced is not inner:  # through names, indexing, gather or an epsilon: no rewrite offered
@@ -137,7 +144,63 @@ def _softmax_of(node: ast.AST, mod: Module) -> tuple[ast.AST, ast.AST | None] | 
         return node.args[0], _arg(node, list(node.args), 1, "dim")
     if isinstance(node.func, ast.Attribute) and node.func.attr == "softmax" and not q:
         return node.func.value, _arg(node, list(node.args), 0, "dim")
+    if mod.constructed.get(dotted(node.func) or "") in _SOFTMAX_MODULES and len(node.args) == 1:
+        return node.args[0], None  # ``self.softmax = nn.Softmax(dim=1)`` ... ``self.softmax(scores)``
     return None
+
+
+_SOFTMAX_MODULES = ("torch.nn.Softmax", "torch.nn.modules.activation.Softmax")
+
+
+def _exp_like(node: ast.AST, origins: dict[str, ast.AST], mod: Module, depth: int = 0) -> bool:
+    """An exp not shifted by hand, followed through names, indexing, ``.diag()``, a local
+    ``f = lambda x: torch.exp(x / tau)`` and a mask multiplied in."""
+    node = _trace(node, origins)
+    if depth > 4:
+        return False
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("diag", "diagonal"):
+        return _exp_like(node.func.value, origins, mod, depth + 1)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords:
+        helper = origins.get(node.func.id)
+        body = helper.body if isinstance(helper, ast.Lambda) else None
+        fn = mod.functions.get(node.func.id)
+        if body is None and fn is not None and len(fn.body) == 1 and isinstance(fn.body[0], ast.Return):
+            body = fn.body[0].value
+        if body is not None:
+            return _exp_like(body, {}, mod, depth + 1)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _exp_like(node.left, origins, mod, depth + 1) or _exp_like(node.right, origins, mod, depth + 1)
+    x = _exp_arg(node, mod)
+    return x is not None and not _shifted(x)
+
+
+def _ratio_softmax(node: ast.AST, origins: dict[str, ast.AST], mod: Module) -> bool:
+    """``exp(a) / (sum(exp(b)) [+ or - exp terms])``: a softmax written out, its log taken next."""
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)) or not _exp_like(node.left, origins, mod):
+        return False
+    terms: list[ast.AST] = []
+    _terms(_trace(node.right, origins), terms)
+    summed = False
+    for t in terms:
+        t = _trace(t, origins)
+        torch_sum = isinstance(t, ast.Call) and (mod.qualname(t.func) or "") == "torch.sum" and bool(t.args)
+        if isinstance(t, ast.Call) and (torch_sum or (
+                isinstance(t.func, ast.Attribute) and t.func.attr == "sum" and mod.qualname(t.func) is None)):
+            inner = t.args[0] if torch_sum else t.func.value  # type: ignore[attr-defined]
+            if not _exp_like(inner, origins, mod):
+                return False
+            summed = True
+        elif not _exp_like(t, origins, mod):
+            return False
+    return summed
+
+
+def _terms(node: ast.AST, out: list[ast.AST]) -> None:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+        _terms(node.left, out)
+        _terms(node.right, out)
+    else:
+        out.append(node)
 
 
 def _log_helpers(mod: Module) -> frozenset[str]:
@@ -161,6 +224,8 @@ def _origins(scope: ast.AST) -> dict[str, ast.AST]:
         for t in n.targets:
             if isinstance(t, ast.Name):
                 found[t.id] = n.value
+            elif isinstance(t, ast.Tuple) and isinstance(n.value, ast.Tuple) and len(t.elts) == len(n.value.elts):
+                found.update((a.id, v) for a, v in zip(t.elts, n.value.elts, strict=True) if isinstance(a, ast.Name))
             elif isinstance(t, ast.Tuple) and t.elts and isinstance(t.elts[0], ast.Name) \
                     and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute) \
                     and n.value.func.attr in _SELECTS and n.value.args:
