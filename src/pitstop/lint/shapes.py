@@ -95,6 +95,8 @@ def cut(value: ast.AST, mod: Module) -> bool:
         return value.value is None
     if isinstance(value, ast.IfExp):  # ``var.cpu().data.numpy() if USE_CUDA else var.data.numpy()``
         return cut(value.body, mod) and cut(value.orelse, mod)
+    if isinstance(value, ast.Subscript):  # ``var.view(-1).data.tolist()[0]``: an element of what has no graph
+        return cut(value.value, mod)
     return isinstance(value, ast.Call) and (
         (isinstance(value.func, ast.Attribute) and value.func.attr in ("numpy", "tolist", "item"))
         or (mod.qualname(value.func) or "").startswith("numpy."))

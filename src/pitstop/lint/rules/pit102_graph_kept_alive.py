@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from typing import ClassVar
 
-from pitstop.lint.analysis import Module, assigned_in, dotted, is_backward, target_names, walk_local
+from pitstop.lint.analysis import Module, assigned_in, dotted, is_backward, is_step, target_names, walk_local
 from pitstop.lint.graph import LOSS_NAME, GraphNames, is_forward
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Edit, Fix, Rule
@@ -64,6 +64,8 @@ class GraphKeptAlive(Rule):
                 if found is not None and id(loop) not in trained and not (
                         found[0] == "cat" or (found[0] == "sum" and (evaluating[loop] or _a_loss(found[2])))):
                     continue  # outside training: a concatenation, and a running total where a loss is computed
+                if found is not None and found[0] in ("sum", "chain") and _meta_loss(mod, loop, found[1]):
+                    continue
                 if found is not None and mod.under_no_grad(n, loop) is None:
                     done.add(id(n))
                     variant, holder, value = found
@@ -146,6 +148,18 @@ def _reset_periodically(mod: Module, loop: ast.AST, holder: str, added: ast.AST)
             return False
     return not any(isinstance(n, ast.Call) and is_backward(n) and holder in
                    {dotted(x) for x in [getattr(n.func, "value", n.func), *n.args]} for n in walk_local(loop))
+
+
+def _meta_loss(mod: Module, loop: ast.AST, holder: str) -> bool:
+    """``mean_outer_loss += outer_loss`` over a batch of tasks, returned for the caller's one backward
+    (MAML's ``get_outer_loss``): the loop runs no backward or step of its own (only a helper's inner
+    ``autograd.grad``), and the function returns the total."""
+    scope = mod.enclosing_function(loop)
+    if scope is mod.tree or any(isinstance(n, ast.Call) and (is_backward(n) or is_step(n, mod) or (
+            mod.view is not None and mod.view.runs("step", n))) for n in walk_local(loop)):
+        return False
+    return any(isinstance(r, ast.Return) and r.value is not None and holder in {
+        dotted(e) for e in (r.value.elts if isinstance(r.value, ast.Tuple) else [r.value])} for r in mod.body(scope))
 
 
 def _rebound_each_iteration(mod: Module, stmt: ast.Assign, name: str) -> bool:

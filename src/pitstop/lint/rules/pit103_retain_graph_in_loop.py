@@ -106,6 +106,7 @@ class RetainGraphInLoop(Rule):
             targets = {name for t in n.targets for name in target_names(t)}
             args = {name for a in [*n.value.args, *(k.value for k in n.value.keywords)] for name in target_names(a)}
             carried = sorted(targets & args) or _aliased(loop, n, targets, args)
+            carried = [c for c in carried if _may_hold_graph(n, c, ctx.mod)]
             if not carried or any(_reset(loop, name, n, ctx.mod) for name in carried):
                 continue
             self.report(ctx, n, variant="carried", names=", ".join(carried))
@@ -130,6 +131,19 @@ def _stateful(call: ast.Call, mod: Module) -> bool:
     name = parts[-1]
     return bool(_STATEFUL.search(name)) or any(_STATEFUL.search(p) for p in parts[1:-1]) \
         or (mod.view is not None and mod.view.returns_graph(call))
+
+
+def _may_hold_graph(carrier: ast.Assign, name: str, mod: Module) -> bool:
+    """Not when ``name`` gets a place of a project function's tuple that never holds a graph
+    (``_, train_state = run_epoch(...)`` whose ``train_state`` is a counter object)."""
+    target = carrier.targets[0]
+    if mod.view is None or len(carrier.targets) != 1 or not isinstance(target, ast.Tuple) \
+            or not isinstance(carrier.value, ast.Call):
+        return True
+    positions = mod.view.graph_positions(carrier.value)
+    if positions is None:
+        return True
+    return any(k in positions for k, e in enumerate(target.elts) if name in target_names(e))
 
 
 def _aliased(loop: ast.AST, carrier: ast.Assign, targets: set[str], args: set[str]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.analysis import Module, dotted, is_step
+from pitstop.lint.analysis import Module, dotted, is_step, target_names
 from pitstop.lint.graph import is_forward
 from pitstop.lint.project import FnId, Project
 from pitstop.lint.project_facts import fn_key
@@ -87,12 +87,19 @@ def _is_parameter(receiver: ast.AST) -> bool:
 def _writes_parameters(node: ast.AST, mod: Module) -> bool:
     """The block copies into or initialises tensors in place (``p.copy_(...)``, ``w.normal_()``,
     ``torch.nn.init.*``, ``p.data = ...``): loading or initialising weights, not inference, and
-    inference_mode would be wrong there."""
+    inference_mode would be wrong there. Also in place on what the function is given (DINO's
+    ``trunc_normal_(tensor, ...)``: ``tensor.uniform_(...)``, an initialiser)."""
+    fn = mod.enclosing_function(node)
+    given: set[str] = set()
+    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):  # its parameters, never rebound
+        given = {a.arg for a in fn.args.args} - {"self", "cls"} - {
+            x for n in mod.body(fn) if isinstance(n, ast.Assign) for t in n.targets for x in target_names(t)}
     for n in ast.walk(node):
         if isinstance(n, ast.Call):
             f = n.func
             if isinstance(f, ast.Attribute) and (f.attr == "copy_" or (
-                    f.attr.endswith("_") and not f.attr.startswith("_") and _is_parameter(f.value))):
+                    f.attr.endswith("_") and not f.attr.startswith("_") and (
+                        _is_parameter(f.value) or (isinstance(f.value, ast.Name) and f.value.id in given)))):
                 return True
             if (mod.qualname(f) or "").startswith("torch.nn.init."):
                 return True
