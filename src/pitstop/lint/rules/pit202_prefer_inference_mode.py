@@ -8,7 +8,7 @@ import re
 from pitstop.lint.analysis import Module, dotted, is_step, target_names
 from pitstop.lint.graph import is_forward
 from pitstop.lint.project import FnId, Project
-from pitstop.lint.project_facts import fn_key
+from pitstop.lint.project_facts import Site, fn_key
 from pitstop.lint.rules.base import Context, Edit, Rule
 
 
@@ -171,7 +171,42 @@ def _apart_from_training(ctx: Context, node: ast.AST) -> bool:
         return False
     fid = view.fn_id(fn_key(mod, fn))
     return fid is not None and not view.project.fact("backward", fid) and not view.project.fact("step", fid) \
-        and _callers_apart(view.project, fid, 0)
+        and (_callers_apart(view.project, fid, 0) or (
+            _some_caller_apart(view.project, fid, 0) and not _used_in_training_loops(view.project, fid)))
+
+
+def _some_caller_apart(project: Project, fid: FnId, depth: int) -> bool:
+    """Some call of the function comes down from an entry point apart from training (``else:
+    exp.test(setting)`` of a test-only run beside ``exp.train(); exp.test()``)."""
+    sites = project.sites_of(fid)
+    if depth > 3:
+        return False
+    for i, site in sites:
+        caller = project.files[i].functions.get(site.caller) if site.caller is not None else None
+        if caller is None:
+            if not (project.files[i].trains and site.loop):
+                return True
+            continue
+        if not (caller.backward or caller.step) and not (site.loop and any(
+                project.fact("backward", f) or project.fact("step", f)
+                for f in (project.resolve(i, r) for r in site.loop_refs))) \
+                and _some_caller_apart(project, (i, caller.key), depth + 1):
+            return True
+    return False
+
+
+def _used_in_training_loops(project: Project, fid: FnId) -> bool:
+    """A call in a loop that trains uses the result (``action = agent.act(state)`` beside
+    ``agent.learn()``), not a statement whose value is dropped (``exp.test(setting)`` after ``exp.train()``)."""
+    for i, site in project.sites_of(fid):
+        caller = project.files[i].functions.get(site.caller) if site.caller is not None else None
+        trains = (caller is not None and (caller.backward or caller.step)) or (site.loop and (
+            (caller is None and project.files[i].trains) or any(
+                project.fact("backward", f) or project.fact("step", f)
+                for f in (project.resolve(i, r) for r in site.loop_refs))))
+        if trains and site.result_used:
+            return True
+    return False
 
 
 def _callers_apart(project: Project, fid: FnId, depth: int) -> bool:
@@ -185,8 +220,8 @@ def _callers_apart(project: Project, fid: FnId, depth: int) -> bool:
     for i, site in sites:
         caller = project.files[i].functions.get(site.caller) if site.caller is not None else None
         if caller is None:
-            if project.files[i].trains and site.loop:  # in a training script's top-level loop
-                return False
+            if site.loop and (project.files[i].trains or _loop_trains(project, i, site)):
+                return False  # in a training script's top-level loop (``agent.act(s)`` beside ``agent.learn()``)
             continue
         if caller.backward or caller.step or (site.loop and any(
                 project.fact("backward", f) or project.fact("step", f)
@@ -194,6 +229,11 @@ def _callers_apart(project: Project, fid: FnId, depth: int) -> bool:
                 or not _callers_apart(project, (i, caller.key), depth + 1):
             return False
     return True
+
+
+def _loop_trains(project: Project, i: int, site: Site) -> bool:
+    return any(project.fact("backward", f) or project.fact("step", f)
+               for f in (project.resolve(i, r) for r in site.loop_refs))
 
 
 def _in_module_class(ctx: Context, node: ast.AST) -> bool:
