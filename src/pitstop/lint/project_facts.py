@@ -194,7 +194,7 @@ def _numbers(body: list[ast.AST], values: list[ast.expr], mod: Module | None = N
         if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             for t in targets:
-                for leaf in ast.walk(t):
+                for leaf in ast.walk(t) if not isinstance(t, ast.Subscript) else ():  # a[i] += v: no rebinding
                     if isinstance(leaf, ast.Name):
                         seen.add(id(leaf))
                         simple = isinstance(t, ast.Name) and n.value is not None

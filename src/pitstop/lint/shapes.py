@@ -80,7 +80,9 @@ def _constructs(value: ast.AST, name: str) -> bool:
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in RETURNS_SELF:
         value = value.func.value  # BiSeNet(n).cuda(), net.to(device)
     last = (dotted(value.func) or "").rsplit(".", 1)[-1] if isinstance(value, ast.Call) else ""
-    return (isinstance(value, ast.Name) and value.id == name) or last[:1].isupper() or _copied(value)
+    made = isinstance(value, ast.Call) and (last == "eval" or (  # eval("XvecTDNN(...)"), getattr(models, arch)(...)
+        isinstance(value.func, ast.Call) and dotted(value.func.func) == "getattr"))
+    return (isinstance(value, ast.Name) and value.id == name) or last[:1].isupper() or _copied(value) or made
 
 
 def _copied(value: ast.AST) -> bool:

@@ -2,6 +2,7 @@
 forward at the bottom prints shapes of an untrained model (not PIT201)."""
 import torch
 import torch.nn as nn
+from omegaconf import OmegaConf
 
 
 class Encoder(nn.Module):
@@ -14,6 +15,7 @@ class Encoder(nn.Module):
 
 
 if __name__ == "__main__":
+    hp = OmegaConf.load("config/default.yaml")  # a config, not weights
     encoder = Encoder(4)
     w = encoder(torch.randn(2, 1, 16))
     print("w", w.size())

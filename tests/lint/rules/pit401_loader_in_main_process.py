@@ -1,4 +1,4 @@
-from torch.utils.data import DataLoader
+from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
 
 
 def loaders(train_set, val_set):
@@ -12,3 +12,12 @@ def test_script(train_set, test_set, model):
     train = DataLoader(train_set, batch_size=32, shuffle=True)  # built, never used: no training through it
     test = DataLoader(test_set, batch_size=1)
     return [model(x) for x, _ in test]
+
+
+def evaluation_loaders(dataset, datasets, transforms):
+    mnist = datasets.MNIST(root="./data", train=False, download=True, transform=transforms.ToTensor())
+    shown = DataLoader(dataset=mnist, batch_size=64, shuffle=True)  # train=False: shuffled only for display
+    sampler = SequentialSampler(dataset)
+    predict = DataLoader(dataset, sampler=sampler, batch_size=32)  # a sequential sampler: inference order
+    sampled = DataLoader(dataset, sampler=RandomSampler(dataset), batch_size=32)  # info: PIT401
+    return shown, predict, sampled

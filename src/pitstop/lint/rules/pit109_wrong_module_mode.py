@@ -80,7 +80,8 @@ class WrongModuleMode(Rule):
             if not (EVAL_NAME.search(name) or _EVAL_LIKE.search(name)) or any(is_backward(n) for n in mod.body(fn)):
                 self.evaluated_by_callers(ctx, fn)
                 continue
-            if eval_calls(fn) or not forwards(fn, mod) or self.trains_callers(ctx, fn) or _eval_at_import(mod, fn):
+            if eval_calls(fn) or not forwards(fn, mod) or self.trains_callers(ctx, fn) or _eval_at_import(mod, fn) \
+                    or _calls_eval_helper(fn, mod) is not None:  # model = load_model(...), which calls eval()
                 continue
             verdict = self.callers_mode(ctx, fn)
             if verdict is None and not EVAL_NAME.search(name) and isinstance(mod.parents.get(id(fn)), ast.ClassDef):

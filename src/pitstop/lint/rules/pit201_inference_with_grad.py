@@ -283,6 +283,7 @@ def _deliberate(mod: Module, call: ast.Call) -> bool:
     return isinstance(mod.parents.get(id(call)), ast.Expr)
 
 
+_CONFIG = re.compile(r"^(OmegaConf|omegaconf|yaml|json|toml|configparser|pickle|np|numpy)\.")  # a config, no weights
 _LOADS = re.compile(r"^(load|load_state_dict|from_pretrained|load_checkpoint|load_from_checkpoint|restore\w*|"
                     r"load_weights?|load_model)$")
 
@@ -296,7 +297,8 @@ def _smoke_test(mod: Module, call: ast.Call) -> bool:
     block = next((s for s in mod.tree.body if isinstance(s, ast.If) and s.lineno <= call.lineno <= (s.end_lineno or 0)
                   and "__name__" in {n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)}), None)
     return block is not None and bool(mod.classes) and not any(
-        isinstance(n, ast.Call) and _LOADS.match((dotted(n.func) or "").rsplit(".", 1)[-1]) for n in ast.walk(block))
+        isinstance(n, ast.Call) and _LOADS.match((dotted(n.func) or "").rsplit(".", 1)[-1])
+        and not _CONFIG.match(dotted(n.func) or "") for n in ast.walk(block))
 
 
 def _in_env_loop(mod: Module, call: ast.Call) -> bool:

@@ -70,11 +70,39 @@ class LoaderInMainProcess(Rule):
             return False
         if any(iterated.get(n) for n in names):
             return True
+        if _evaluation_split(ctx.mod, call, dataset):
+            return False  # DataLoader(mnist_data) with mnist_data = datasets.MNIST(..., train=False)
         if names and all("." not in n for n in names) and not _read(ctx.mod, call, set(names)):
             return False  # built and never used (a test script's copy of the training loader)
         shuffle = keyword(call, "shuffle")
-        return (shuffle is not None and not is_const(shuffle.value, False)) or keyword(call, "sampler") is not None \
+        sampler = keyword(call, "sampler")
+        made = _bound_value(ctx.mod, call, sampler.value) if sampler is not None else None  # SequentialSampler(ds)
+        sequential = isinstance(made, ast.Call) and "Sequential" in (dotted(made.func) or "")
+        return (shuffle is not None and not is_const(shuffle.value, False)) \
+            or (sampler is not None and not sequential) \
             or "train" in data.lower() or any("train" in n.lower() for n in names)
+
+
+def _bound_value(mod: Module, call: ast.Call, value: ast.AST | None) -> ast.AST | None:
+    """A name followed to its one assignment in the loader's scope (None when there are several)."""
+    if not isinstance(value, ast.Name):
+        return value
+    scope = mod.enclosing_function(call)
+    binds = [n.value for n in (mod.body(scope) if scope is not mod.tree else mod.tree.body)
+             if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == value.id for t in n.targets)]
+    return binds[0] if len(binds) == 1 else None
+
+
+def _evaluation_split(mod: Module, call: ast.Call, dataset: ast.AST | None) -> bool:
+    """The dataset is built for evaluation: ``train=False`` (torchvision) or ``split="test"`` / ``"val"``,
+    inline or through its name's one assignment in the loader's scope."""
+    dataset = _bound_value(mod, call, dataset)
+    if not isinstance(dataset, ast.Call):
+        return False
+    train, split = keyword(dataset, "train"), keyword(dataset, "split")
+    return (train is not None and is_const(train.value, False)) or (
+        split is not None and isinstance(split.value, ast.Constant) and isinstance(split.value.value, str)
+        and bool(EVAL_DATA.search(split.value.value)))
 
 
 def _read(mod: Module, call: ast.Call, names: set[str]) -> bool:
