@@ -150,6 +150,8 @@ def helper_forwards(ctx: Context, scope: ast.AST) -> list[ast.Call]:
     if view is None:
         return []
     named = bool(EVAL_NAME.search(name) or _EVAL_FN.search(name))
+    if not named and not any(isinstance(c, ast.Call) and mode_switch(c) == "eval" for c in ctx.mod.body(scope)):
+        return []  # neither named for evaluation nor switching a model to eval(): the common case, decided cheaply
     found: list[ast.Call] = []
     for c in ctx.mod.body(scope):
         fid = view.callee(c) if isinstance(c, ast.Call) else None
