@@ -89,6 +89,7 @@ class Module:
     star_modules: list[str] = field(default_factory=list)  # the X of each
     bodies: dict[int, list[ast.AST]] = field(default_factory=dict)  # Module.body's cache
     view: Any = None  # what the project knows about this file (pitstop.lint.project.View), once built
+    given_parameters: set[str] | None = None  # names whose .parameters() something reads (graph.py, lazily)
 
     calls: list[ast.Call] = field(default_factory=list)  # every call, in one walk
     loop_nodes: list[ast.AST] = field(default_factory=list)

@@ -19,9 +19,9 @@ from typing import Literal
 from pitstop.lint.analysis import DETACHING, NUMBER_FUNCS, SAFE_ATTRS, Module, block_of, dotted, is_backward
 
 Fate = Literal["live", "returned", "dead"]
-# a call that consumes a graph for training: its arguments are sinks
-SINK_CALL = re.compile(r"backward|^((train|training|optimi[sz]er|optim|opt|update|sgd|learn)_?)?step$|update|(^|_)fit$|"
-                       r"optimi[sz]e|minimize|accumulate|^scale$|scaler$", re.I)
+# a call that consumes a graph for training: its arguments are sinks (update_params, not save_updated_image)
+SINK_CALL = re.compile(r"backward|^((train|training|optimi[sz]er|optim|opt|update|sgd|learn)_?)?step$|"
+                       r"update(?!d)|(^|_)fit$|optimi[sz]e|minimize|accumulate|^scale$|scaler$", re.I)
 # methods called to keep what they are given (a replay memory, a rollout buffer, a list on an object)
 STORE_CALL = re.compile(r"^(push\w*|put\w*|add|append\w*|extend|insert|store\w*|record\w*|remember|memorize|"
                         r"cache\w*|register\w*|set_\w+|save_\w+)$")

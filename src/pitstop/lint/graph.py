@@ -190,14 +190,15 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
     view = mod.view
     models: set[str] = view.models if view is not None else set()
     last = name.rsplit(".", 1)[-1]
-    if name not in models and not MODEL_NAME.search(last.lower()) and not MODEL_METHOD.match(last):
+    if name not in models and not MODEL_NAME.search(last.lower()) and not MODEL_METHOD.match(last) \
+            and name not in _given_parameters(mod):
         return False  # the common case, decided without resolving anything
     if (mod.qualname(call.func) or "").startswith(("torch.", "torchvision.", "timm.", "torchaudio.")):
         return False  # torch's own functions, and model factories (``resnet18(pretrained=True)`` builds one)
     if LOSS_NAME.search(last):
         return False
-    if name in models:
-        return True
+    if name in models or name in _given_parameters(mod):
+        return True  # built from a model constructor, or its .parameters() go to an optimizer (model_test)
     if CONSTRUCTOR.match(last):
         return False
     if isinstance(call.func, ast.Attribute):
@@ -223,4 +224,13 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
             and not (view is not None and view.runs("backward", call))
     return (last == last.lower() and bool(MODEL_NAME.search(last))) or bool(_GAN_NAME.fullmatch(last))
 
+
+def _given_parameters(mod: Module) -> set[str]:
+    """Names (not ``self``) whose ``.parameters()`` / ``.named_parameters()`` the file reads: modules,
+    whatever built them (``model_test = model_unet(U_Net, 3, 1)``; ``optim.Adam(model_test.parameters())``)."""
+    if mod.given_parameters is None:
+        mod.given_parameters = {d for c in mod.calls if isinstance(c.func, ast.Attribute) and not c.args
+                                and c.func.attr in ("parameters", "named_parameters")
+                                and (d := dotted(c.func.value)) and d.split(".")[0] not in ("self", "cls")}
+    return mod.given_parameters
 

@@ -79,6 +79,28 @@ def evaluating_sites(mod: Module, fn: ast.AST, info: Fn, sites: list[tuple[int, 
     return found
 
 
+def evaluation_side(mod: Module, fn: ast.AST, info: Fn, site: Site, calls: list[ast.Call]) -> list[ast.Call]:
+    """Of ``calls`` (forwards in ``fn``), those that run when ``site`` calls it (not known to be skipped by
+    the constants it passes: ``training=False`` skips the ``if training:`` branch), the first of each
+    innermost ``if`` branch (TranAD's ``backprop``: one evaluation forward per model family)."""
+    given = {info.params[int(k[1:])] if k.startswith("#") and int(k[1:]) < len(info.params) else k: v
+             for k, v in site.consts}
+    found: list[ast.Call] = []
+    groups: set[tuple[int, bool]] = set()
+    for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
+        if _runs(mod, fn, c, given) is False:
+            continue
+        child: ast.AST = c
+        cur = mod.parents.get(id(c))
+        while cur is not None and cur is not fn and not isinstance(cur, ast.If):
+            child, cur = cur, mod.parents.get(id(cur))
+        group = (id(cur), any(child is b for b in getattr(cur, "body", ())))
+        if group not in groups:
+            groups.add(group)
+            found.append(c)
+    return found
+
+
 def _runs(mod: Module, fn: ast.AST, node: ast.AST, given: dict[str, object]) -> bool | None:
     """Whether ``node`` inside ``fn`` runs with the parameters ``given`` (constants a caller passed):
     False when an ``if`` around it is known to take the other branch, True when every ``if``

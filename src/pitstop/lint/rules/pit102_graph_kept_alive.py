@@ -62,7 +62,9 @@ class GraphKeptAlive(Rule):
             for n in walk_local(loop):
                 found = self.kept(n, loop, graph) if id(n) not in done else None
                 if found is not None and id(loop) not in trained and not (
-                        found[0] == "cat" or (found[0] == "sum" and (evaluating[loop] or _a_loss(found[2])))):
+                        found[0] == "cat" or (found[0] == "sum" and (evaluating[loop] or _a_loss(found[2])))
+                        or (found[0] == "" and _gated_off(mod, mod.enclosing_function(loop), loop)
+                            and _autograd_on(ctx, loop))):
                     continue  # outside training: a concatenation, and a running total where a loss is computed
                 if found is not None and found[0] in ("sum", "chain") and _meta_loss(mod, loop, found[1]):
                     continue
@@ -209,9 +211,26 @@ def _evaluation_loops(mod: Module, trained: set[int]) -> dict[ast.AST, bool]:
         if id(loop) in trained or mod.under_no_grad(loop) is not None or mod.enclosing_loops(loop):
             continue
         scope = mod.enclosing_function(loop)
-        if scope is mod.tree or any(is_backward(n) or id(n) in helpers for n in mod.body(scope)):
+        if scope is mod.tree or (any(is_backward(n) or id(n) in helpers for n in mod.body(scope))
+                                 and not _gated_off(mod, scope, loop)):
             continue  # per-timestep losses summed before the step's backward: that graph is needed
         body = mod.body(loop)
         if any(isinstance(n, ast.Call) and is_forward(n, mod) and mod.under_no_grad(n, loop) is None for n in body):
             found[loop] = any(isinstance(n, ast.Call) and LOSS_NAME.search(dotted(n.func) or "") for n in body)
     return found
+
+
+def _gated_off(mod: Module, scope: ast.AST, loop: ast.AST) -> bool:
+    """The loop sits in the branch of ``if training:`` (a parameter every backward of the function is
+    conditional on) that runs no backward: the evaluation side of TranAD's ``backprop(..., training)``."""
+    view = mod.view
+    fid = view.fn_id(fn_key(mod, scope)) if view is not None else None
+    gates = set(view.project.files[fid[0]].functions[fid[1]].gates) if fid is not None else set()
+    child, cur = loop, mod.parents.get(id(loop))
+    while gates and cur is not None and cur is not scope:
+        if isinstance(cur, ast.If) and gates & {n.id for n in ast.walk(cur.test) if isinstance(n, ast.Name)}:
+            branch = cur.body if any(child is b for b in cur.body) else cur.orelse
+            return not any(isinstance(n, ast.Call) and is_backward(n) for b in branch for n in ast.walk(b))
+        child, cur = cur, mod.parents.get(id(cur))
+    return False
+

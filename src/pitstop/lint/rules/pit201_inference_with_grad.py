@@ -11,7 +11,7 @@ from pitstop.lint.analysis import Module, dotted, is_backward, is_step, names_in
 from pitstop.lint.flow import Flow, carried
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Rule
-from pitstop.lint.rules.common import evaluating_sites, forwards, helper_forwards
+from pitstop.lint.rules.common import evaluating_sites, evaluation_side, forwards, helper_forwards
 
 # hooks a framework calls with autograd already off (Lightning, HF Trainer)
 _FRAMEWORK_NO_GRAD = re.compile(r"^(validation|test|predict|prediction)_step$|_epoch_end$")
@@ -81,9 +81,9 @@ class InferenceWithGrad(Rule):
                     and view.project.always_no_grad((i, site.caller)):
                 continue
             where = f"line {site.line}" if i == fid[0] else f"{PurePath(view.project.files[i].path).name}:{site.line}"
-            first = min(calls, key=lambda c: (c.lineno, c.col_offset))
-            self.report(ctx, first, variant="gated", name=fn.name, fn=ctx.text(first.func),  # type: ignore[attr-defined]
-                        where=where, gate=sorted(gates)[0])
+            for first in evaluation_side(ctx.mod, fn, info, site, calls) or calls[:1]:  # each branch it evaluates in
+                self.report(ctx, first, variant="gated", name=fn.name, fn=ctx.text(first.func),  # type: ignore
+                            where=where, gate=sorted(gates)[0])
             return
 
     def check(self, ctx: Context) -> None:
