@@ -161,8 +161,9 @@ class WrongModuleMode(Rule):
         for call in forwards(scope, mod):
             pos = (call.lineno, call.col_offset)
             before = [mode for at, mode in marks if at < pos]
-            if mod.under_no_grad(call) is None or pos < min(trained) or (before and before[-1] == "eval"):
-                continue
+            if mod.under_no_grad(call) is None or pos < min(trained) or (before and before[-1] == "eval") \
+                    or pos < max(trained):
+                continue  # a backward after it: targets for the next update (SAC's learn()), not an evaluation
             loops = mod.enclosing_loops(call)
             if loops and any(is_backward(n) for n in mod.body(loops[0])) and not (
                     _mode_layers(mod) and not any(is_backward(n) and mod.enclosing_loops(n)[:1] == loops[:1]
