@@ -94,6 +94,8 @@ def _writes_parameters(node: ast.AST, mod: Module) -> bool:
     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):  # its parameters, never rebound
         given = {a.arg for a in fn.args.args} - {"self", "cls"} - {
             x for n in mod.body(fn) if isinstance(n, ast.Assign) for t in n.targets for x in target_names(t)}
+    looped = {x for n in ast.walk(node) if isinstance(n, (ast.For, ast.AsyncFor))
+              and _PARAMETER.search(ast.unparse(n.iter)) for x in target_names(n.target)}  # zip(net.weights(), dw)
     for n in ast.walk(node):
         if isinstance(n, ast.Call):
             f = n.func
@@ -105,8 +107,11 @@ def _writes_parameters(node: ast.AST, mod: Module) -> bool:
                 return True
         elif isinstance(n, (ast.Assign, ast.AugAssign)):
             for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
-                if isinstance(t, ast.Attribute) and t.attr in ("data", "weight", "bias"):
-                    return True
+                if isinstance(t, ast.Attribute) and t.attr in ("data", "weight", "bias", "grad"):
+                    return True  # also alpha.grad = da - xi * h (DARTS)
+            if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) and n.target.id in looped \
+                    and isinstance(n.op, (ast.Add, ast.Sub, ast.Mult)):
+                return True  # for p, d in zip(net.weights(), dw): p += eps * d, in place on what it walks
     return False
 
 
