@@ -376,7 +376,7 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
         loop = _LoopCalls.of(loops[0], mod, loop_calls) if loops else _NO_LOOP
         later_from = bisect.bisect_right(loop.positions, pos)
         later_backward = pos < loop.last_grad
-        offset = 1 if (ref[0] == "local" and "." in ref[1]) or ref[0] == "attr" else 0  # self
+        offset = 1 if (ref[0] == "local" and "." in ref[1]) or ref[0] in ("attr", "method") else 0  # self
         self_at = 1 if ref[0] in ("method", "attr") or (ref[0] == "local" and "." in ref[1]) else 0
         model_args = tuple(k + offset for k, arg in enumerate(call.args)
                            if (d := dotted(arg)) and (d in models or MODEL_NAME.search(d.rsplit(".", 1)[-1])))
