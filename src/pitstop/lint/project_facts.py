@@ -214,7 +214,7 @@ def _numbers(body: list[ast.AST], values: list[ast.expr], mod: Module | None = N
                 (isinstance(f, ast.Attribute) and (f.attr in ("item", "tolist", "__float__", "__int__", "numel", "dim")
                                                    or (f.attr == "size" and bool(e.args)))) or \
                 (isinstance(f, ast.Name) and _local_number(f.id, mod, calls)) or \
-                (mod is not None and (mod.qualname(f) or "").startswith("numpy."))  # np.float(correct) / n
+                (mod is not None and (mod.qualname(f) or "").startswith(("numpy.", "math.")))  # np.float(c) / n
         if isinstance(e, ast.BinOp):
             return number(e.left, depth + 1) and number(e.right, depth + 1)
         if isinstance(e, ast.UnaryOp):
