@@ -177,27 +177,7 @@ def _apart_from_training(ctx: Context, node: ast.AST) -> bool:
     fid = view.fn_id(fn_key(mod, fn))
     return fid is not None and not view.project.fact("backward", fid) and not view.project.fact("step", fid) \
         and (_callers_apart(view.project, fid, 0) or (
-            _some_caller_apart(view.project, fid, 0) and not _used_in_training_loops(view.project, fid)))
-
-
-def _some_caller_apart(project: Project, fid: FnId, depth: int) -> bool:
-    """Some call of the function comes down from an entry point apart from training (``else:
-    exp.test(setting)`` of a test-only run beside ``exp.train(); exp.test()``)."""
-    sites = project.sites_of(fid)
-    if depth > 3:
-        return False
-    for i, site in sites:
-        caller = project.files[i].functions.get(site.caller) if site.caller is not None else None
-        if caller is None:
-            if not (project.files[i].trains and site.loop):
-                return True
-            continue
-        if not (caller.backward or caller.step) and not (site.loop and any(
-                project.fact("backward", f) or project.fact("step", f)
-                for f in (project.resolve(i, r) for r in site.loop_refs))) \
-                and _some_caller_apart(project, (i, caller.key), depth + 1):
-            return True
-    return False
+            _callers_apart(view.project, fid, 0, every=False) and not _used_in_training_loops(view.project, fid)))
 
 
 def _used_in_training_loops(project: Project, fid: FnId) -> bool:
@@ -206,34 +186,31 @@ def _used_in_training_loops(project: Project, fid: FnId) -> bool:
     for i, site in project.sites_of(fid):
         caller = project.files[i].functions.get(site.caller) if site.caller is not None else None
         trains = (caller is not None and (caller.backward or caller.step)) or (site.loop and (
-            (caller is None and project.files[i].trains) or any(
-                project.fact("backward", f) or project.fact("step", f)
-                for f in (project.resolve(i, r) for r in site.loop_refs))))
+            (caller is None and project.files[i].trains) or _loop_trains(project, i, site)))
         if trains and site.result_used:
             return True
     return False
 
 
-def _callers_apart(project: Project, fid: FnId, depth: int) -> bool:
-    """Every call of the function comes down from a script's entry point (a top level that does not
-    train, or does so only in its loops: a call outside them) through callers that run no backward
-    or step themselves and call it in no loop that also trains (``agent.act(s)`` beside
-    ``agent.learn()``); unknown callers (a framework's) do not count."""
+def _callers_apart(project: Project, fid: FnId, depth: int, every: bool = True) -> bool:
+    """Every call of the function (``every=False``: some call) comes down from a script's entry point
+    (a top level that does not train, or does so only in its loops: a call outside them) through
+    callers that run no backward or step themselves and call it in no loop that also trains
+    (``agent.act(s)`` beside ``agent.learn()``); unknown callers (a framework's) do not count. Some
+    call: ``else: exp.test(setting)`` of a test-only run beside ``exp.train(); exp.test()``."""
     sites = project.sites_of(fid)
     if not sites or depth > 3:
         return False
     for i, site in sites:
         caller = project.files[i].functions.get(site.caller) if site.caller is not None else None
-        if caller is None:
-            if site.loop and (project.files[i].trains or _loop_trains(project, i, site)):
-                return False  # in a training script's top-level loop (``agent.act(s)`` beside ``agent.learn()``)
-            continue
-        if caller.backward or caller.step or (site.loop and any(
-                project.fact("backward", f) or project.fact("step", f)
-                for f in (project.resolve(i, r) for r in site.loop_refs))) \
-                or not _callers_apart(project, (i, caller.key), depth + 1):
-            return False
-    return True
+        if caller is None:  # a top level: apart unless in a training script's loop
+            apart = not (site.loop and (project.files[i].trains or _loop_trains(project, i, site)))
+        else:
+            apart = not (caller.backward or caller.step or (site.loop and _loop_trains(project, i, site))) \
+                and _callers_apart(project, (i, caller.key), depth + 1, every)
+        if apart != every:  # every: the first call that is not apart decides; some: the first that is
+            return apart
+    return every
 
 
 def _loop_trains(project: Project, i: int, site: Site) -> bool:
