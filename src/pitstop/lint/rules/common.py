@@ -69,8 +69,7 @@ def evaluating_sites(mod: Module, fn: ast.AST, info: Fn, sites: list[tuple[int, 
     backwards = [n for n in mod.body(fn) if isinstance(n, ast.Call) and is_backward(n)]
     found = []
     for i, site in sites:
-        given = {info.params[int(k[1:])] if k.startswith("#") and int(k[1:]) < len(info.params) else k: v
-                 for k, v in site.consts}
+        given = _given(info, site)
         runs = [_runs(mod, fn, b, given) for b in backwards]
         if backwards and all(r is False for r in runs):
             found.append((i, site))  # the constants it passes skip every backward
@@ -83,8 +82,7 @@ def evaluation_side(mod: Module, fn: ast.AST, info: Fn, site: Site, calls: list[
     """Of ``calls`` (forwards in ``fn``), those that run when ``site`` calls it (not known to be skipped by
     the constants it passes: ``training=False`` skips the ``if training:`` branch), the first of each
     innermost ``if`` branch (TranAD's ``backprop``: one evaluation forward per model family)."""
-    given = {info.params[int(k[1:])] if k.startswith("#") and int(k[1:]) < len(info.params) else k: v
-             for k, v in site.consts}
+    given = _given(info, site)
     found: list[ast.Call] = []
     groups: set[tuple[int, bool]] = set()
     for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
@@ -99,6 +97,12 @@ def evaluation_side(mod: Module, fn: ast.AST, info: Fn, site: Site, calls: list[
             groups.add(group)
             found.append(c)
     return found
+
+
+def _given(info: Fn, site: Site) -> dict[str, object]:
+    """The constants a call passes, by parameter name (``("#1", False)``: the second positional)."""
+    return {info.params[int(k[1:])] if k.startswith("#") and int(k[1:]) < len(info.params) else k: v
+            for k, v in site.consts}
 
 
 def _runs(mod: Module, fn: ast.AST, node: ast.AST, given: dict[str, object]) -> bool | None:
