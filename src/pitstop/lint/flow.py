@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import Literal
 
 from pitstop.lint.analysis import DETACHING, NUMBER_FUNCS, SAFE_ATTRS, Module, block_of, dotted, is_backward
+from pitstop.lint.graph import NO_GRAPH_METHODS
 
 Fate = Literal["live", "returned", "dead"]
 # a call that consumes a graph for training: its arguments are sinks (update_params, not save_updated_image)
@@ -30,6 +31,31 @@ STORE_CALL = re.compile(r"^(push\w*|put\w*|add|append\w*|extend|insert|store\w*|
 CUTS = DETACHING - {"detach", "detach_"}
 _LIST_ADD = ("append", "extend", "insert", "add", "appendleft")  # what ``_call`` links into a local list
 _STOP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+# what returns (values, indices): the indices carry no graph (``_, pred = torch.max(out, 1)``, ``out.max(1)[1]``)
+_WITH_INDICES = {"max", "min", "sort", "topk", "kthvalue", "median", "mode"}
+
+
+def _no_graph_call(call: ast.Call) -> bool:
+    """``out.argmax(1)``, ``torch.argmax(out)``, ``pred.eq(y)``, ``torch.multinomial(probs, 1)``: indices,
+    comparisons and integers, never attached to a graph."""
+    f = call.func
+    return isinstance(f, ast.Attribute) and (f.attr in NO_GRAPH_METHODS or f.attr == "multinomial")
+
+
+def _indices(expr: ast.AST) -> bool:
+    """``out.max(1)[1]``, ``torch.topk(out, 5)[1]``, ``out.max(1).indices``: the indices of a reduction."""
+    if isinstance(expr, ast.Attribute):
+        return expr.attr == "indices" and isinstance(expr.value, ast.Call) and _reduction(expr.value)
+    return isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) and expr.slice.value == 1 \
+        and isinstance(expr.value, ast.Call) and _reduction(expr.value)
+
+
+def _reduction(call: ast.Call) -> bool:
+    """A call of one of ``_WITH_INDICES`` with a dimension (``x.max()`` alone returns one value)."""
+    f = call.func
+    return isinstance(f, ast.Attribute) and f.attr in _WITH_INDICES and (
+        len(call.args) >= (2 if dotted(f.value) == "torch" else 1) or any(k.arg == "dim" for k in call.keywords)
+        or f.attr in ("sort", "topk"))
 
 
 def carried(expr: ast.AST | None, cut: Callable[[ast.Call], bool] | None = None) -> Iterator[str]:
@@ -39,10 +65,12 @@ def carried(expr: ast.AST | None, cut: Callable[[ast.Call], bool] | None = None)
         return
     if isinstance(expr, ast.Name):
         yield expr.id
+    elif _indices(expr):
+        return
     elif isinstance(expr, ast.Call):
         f = expr.func
         if (isinstance(f, ast.Attribute) and f.attr in CUTS) or (isinstance(f, ast.Name) and f.id in NUMBER_FUNCS) \
-                or (cut is not None and cut(expr)):
+                or _no_graph_call(expr) or (cut is not None and cut(expr)):
             return
         if isinstance(f, ast.Attribute):
             yield from carried(f.value, cut)
@@ -107,6 +135,9 @@ class Flow:
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 names = set(self._carried(n.value.body if isinstance(n.value, ast.Lambda) else n.value))
                 for t in targets:
+                    if isinstance(t, ast.Tuple) and len(t.elts) == 2 and isinstance(n.value, ast.Call) \
+                            and _reduction(n.value):
+                        t = t.elts[0]  # values, indices = out.max(1): the indices carry nothing
                     bound, escapes = _targets(t)
                     if escapes:
                         live |= names

@@ -62,7 +62,8 @@ class PreferInferenceMode(Rule):
             for e in exprs:
                 target = e.func if isinstance(e, ast.Call) else e
                 if (mod.qualname(target) or "") not in ("torch.no_grad", "torch.autograd.no_grad") \
-                        or _writes_parameters(n, mod) or (in_training_project and _in_module_class(ctx, n)) \
+                        or _writes_parameters(n, mod) \
+                        or (in_training_project and _in_module_class(ctx, n) and not _arrays_only(n)) \
                         or (in_training_project and _returns_to_training(ctx, n)) or _no_model(ctx, n):
                     continue
                 fix = None
@@ -119,6 +120,20 @@ def _stores_state(node: ast.AST) -> bool:
     return any(isinstance(n, (ast.Assign, ast.AugAssign)) and any(
         isinstance(t, (ast.Attribute, ast.Subscript)) for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
         for n in ast.walk(node))
+
+
+_ARRAY_ENDS = ("numpy", "tolist", "item")
+
+
+def _arrays_only(node: ast.AST) -> bool:
+    """A block whose every statement binds a name to an array or a number made from its forward
+    (``batch = self.forward(x).data.cpu().numpy()``, InferSent's ``encode()``): nothing it makes can
+    reach autograd, whoever calls the method."""
+    body = getattr(node, "body", [])
+    return bool(body) and all(
+        isinstance(s, ast.Assign) and all(isinstance(t, ast.Name) for t in s.targets)
+        and isinstance(s.value, ast.Call) and isinstance(s.value.func, ast.Attribute)
+        and s.value.func.attr in _ARRAY_ENDS for s in body)
 
 
 def _no_model(ctx: Context, node: ast.AST) -> bool:
