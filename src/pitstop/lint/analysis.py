@@ -110,6 +110,7 @@ class Module:
         bodies[id(tree)] = []
         stack: list[tuple[ast.AST, list[ast.AST], int]] = [(tree, bodies[id(tree)], 0)]
         copies: list[tuple[str, str]] = []  # ``single_mt = mt``: a second name for what was built
+        stores: dict[str, int] = {}  # how often each plain name is assigned
         deepest = 0
         while stack:
             node, body, level = stack.pop()
@@ -132,6 +133,9 @@ class Module:
                     m.trains = True
             elif t is ast.Assign:
                 asg: ast.Assign = node  # type: ignore[assignment]
+                for tg in asg.targets:
+                    if isinstance(tg, ast.Name):
+                        stores[tg.id] = stores.get(tg.id, 0) + 1
                 if isinstance(asg.value, ast.Name) and len(asg.targets) == 1 and isinstance(asg.targets[0], ast.Name):
                     copies.append((asg.targets[0].id, asg.value.id))  # ``single_mt = mt``
             elif t in (ast.For, ast.AsyncFor, ast.While):
@@ -166,6 +170,13 @@ class Module:
                 m.aliases.setdefault(name, qual)
         for name in local_defs:  # a module-level def shadows an import of the same name
             m.aliases.pop(name, None)
+        class_copies: dict[str, str] = {}
+        for name, source in copies:  # ``Exp = Exp_Main`` (bound once): a second name for an imported or local class
+            if stores.get(name) == 1 and name not in m.aliases and name not in local_defs:
+                if source in m.aliases and source[:1].isupper():
+                    m.aliases[name] = m.aliases[source]
+                elif source in m.classes:
+                    class_copies[name] = source
         m.calls.sort(key=lambda c: (c.lineno, c.col_offset))
         for node in m.calls:
             parent = parents.get(id(node))
@@ -183,6 +194,7 @@ class Module:
                 if built is not node:
                     q = m.qualname(built.func) or ""
                 callee = q or dotted(built.func) or ""
+                callee = class_copies.get(callee, callee)
                 local = dotted(built.func) or callee  # as written: `model = model.to(dev)` keeps what it was,
                 for target in parent.targets:  # `model = Model()` from a module named model does not
                     if (d := dotted(target)) and callee and not local.startswith(d + "."):
