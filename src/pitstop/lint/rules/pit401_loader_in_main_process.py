@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 from pitstop.lint.analysis import Module, dotted
 from pitstop.lint.rules.base import Context, Rule, is_const, keyword
 from pitstop.lint.rules.common import training_loops
+from pitstop.lint.settings import config_value
 
 # evaluation data by name: val_loader, testloader, dev_set (not "device", "interval")
 EVAL_DATA = re.compile(r"(?<![a-z])(val|valid|validation|test|testing|eval|evaluation|dev)(?![a-z])|"
@@ -22,8 +24,9 @@ class LoaderInMainProcess(Rule):
     """What it does:
         Finds a training `DataLoader` (shuffled, with a sampler, over a dataset named like training
         data, or iterated by a loop that runs backward; never one named like test/val/eval data)
-        left at `num_workers=0`; when the project uses CUDA anywhere (in any file), the message
-        also names the missing `pin_memory=True`.
+        left at `num_workers=0`, also where the value comes from a YAML config beside the code that
+        sets it to 0 (`num_workers=CONFIG.DATALOADER.NUM_WORKERS`); when the project uses CUDA anywhere
+        (in any file), the message also names the missing `pin_memory=True`.
 
     Why is this bad:
         With no workers every batch is loaded and collated in the training process while the model
@@ -54,8 +57,13 @@ class LoaderInMainProcess(Rule):
             workers = keyword(call, "num_workers")
             pin = keyword(call, "pin_memory")
             unpinned = cuda and (pin is None or is_const(pin.value, False))
+            pinning = " and no pin_memory=True although CUDA is used" if unpinned else ""
             if workers is None or (isinstance(workers.value, ast.Constant) and workers.value.value == 0):
-                self.report(ctx, call, extra=" and no pin_memory=True although CUDA is used" if unpinned else "")
+                self.report(ctx, call, extra=pinning)
+            elif not isinstance(workers.value, ast.Constant) and (found := config_value(workers.value, ctx.path)) \
+                    and found.value == 0 and not isinstance(found.value, bool):
+                where = f"{Path(found.path).parent.name}/{Path(found.path).name}:{found.line}"
+                self.report(ctx, call, extra=f"{pinning}: `{ctx.text(workers.value)}` is 0 in {where}")
 
     def training(self, ctx: Context, call: ast.Call, iterated: dict[str, bool]) -> bool:
         """Shuffled, sampled, over a dataset named like training data, or iterated by a training loop;
