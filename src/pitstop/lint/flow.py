@@ -2,8 +2,10 @@
 
 One scope (a function body or the module's top level) at a time, no type inference: names are
 linked by the assignments between them (``loss = crit(out, y)`` links ``out`` to ``loss``), except
-through what turns a tensor into numbers (``.item()``, ``.data``, ``float()``, ``.numpy()``); a
-detached value still flows (a target computed for a loss). Sinks are what backward runs on
+through what turns a tensor into numbers (``.item()``, ``.data``, ``float()``, ``.numpy()``) and,
+between names, through ``.detach()`` (``t = teacher(x)`` then ``loss(s, t.detach())``: the teacher's
+graph never reaches the backward); a forward detached where it is made (``fake = G(z).detach()``)
+is followed to where that name goes, as a target computed for a loss is. Sinks are what backward runs on
 (``loss.backward()``, ``torch.autograd.grad``, a project function that runs backward, a call named
 like an update step), what is kept on an object (escapes the scope) and what is returned. A forward
 whose value reaches none of them built a graph nothing uses. ``after=`` follows only what comes
@@ -26,8 +28,8 @@ SINK_CALL = re.compile(r"backward|^((train|training|optimi[sz]er|optim|opt|updat
 # methods called to keep what they are given (a replay memory, a rollout buffer, a list on an object)
 STORE_CALL = re.compile(r"^(push\w*|put\w*|add|append\w*|extend|insert|store\w*|record\w*|remember|memorize|"
                         r"cache\w*|register\w*|set_\w+|save_\w+)$")
-# where a value stops mattering here: numbers and arrays. ``.detach()`` does not stop it: a detached
-# target (a GAN's real features, a DQN's next-state values) still feeds the loss it was computed for
+# where a forward's own expression stops mattering: numbers and arrays. ``.detach()`` there does not stop
+# it: a detached target (a GAN's fake batch, a DQN's next-state values) still feeds the loss it was made for
 CUTS = DETACHING - {"detach", "detach_"}
 _LIST_ADD = ("append", "extend", "insert", "add", "appendleft")  # what ``_call`` links into a local list
 _STOP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -69,8 +71,9 @@ def carried(expr: ast.AST | None, cut: Callable[[ast.Call], bool] | None = None)
         return
     elif isinstance(expr, ast.Call):
         f = expr.func
-        if (isinstance(f, ast.Attribute) and f.attr in CUTS) or (isinstance(f, ast.Name) and f.id in NUMBER_FUNCS) \
-                or _no_graph_call(expr) or (cut is not None and cut(expr)):
+        if (isinstance(f, ast.Attribute) and f.attr in DETACHING) or (  # names do not flow through .detach()
+                isinstance(f, ast.Name) and f.id in NUMBER_FUNCS) or _no_graph_call(expr) or (
+                cut is not None and cut(expr)):
             return
         if isinstance(f, ast.Attribute):
             yield from carried(f.value, cut)
@@ -232,6 +235,8 @@ class Flow:
                     pass
                 elif isinstance(parent.func, ast.Attribute) and parent.func.attr in _LIST_ADD \
                         and isinstance(parent.func.value, ast.Name) and parent.args and node is parent.args[-1]:
+                    if self._cut_after_loop(parent, parent.func.value.id):
+                        return "dead"  # values.append(v) in the loop, values = torch.cat(values).detach() after it
                     return self._names_fate([parent.func.value])  # outputs.append(out): where the list goes
                 elif self.sink(parent) or self.stores(parent):
                     return "live"
@@ -296,6 +301,12 @@ class Flow:
             return depth < 3 and not any(_reads(s, name) for s in block[j + 1:]) \
                 and self._cut_next(later, other, depth + 1)
         return False
+
+    def _cut_after_loop(self, node: ast.AST, name: str) -> bool:
+        """``name`` (a list filled inside a loop) is next read, after the loop, by a statement that
+        rebinds it from a value that cuts the graph: what the loop collected ends there."""
+        loops = self.mod.enclosing_loops(node)
+        return bool(loops) and isinstance(loops[0], ast.stmt) and self._cut_next(loops[0], name)
 
     def trains(self, expr: ast.AST) -> bool:
         """The value of ``expr`` reaches a backward or an update in this scope (being kept on an

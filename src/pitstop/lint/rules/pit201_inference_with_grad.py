@@ -7,11 +7,12 @@ import re
 from pathlib import PurePath
 from typing import ClassVar
 
-from pitstop.lint.analysis import Module, dotted, is_backward, is_step, names_in, walk_local
+from pitstop.lint.analysis import Module, dotted, is_backward, is_step, walk_local
 from pitstop.lint.flow import Flow, carried
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Rule
 from pitstop.lint.rules.common import evaluating_sites, evaluation_side, forwards, helper_forwards
+from pitstop.lint.rules.idioms import bound_by, detached_into_forward, in_env_loop, target_network
 
 # hooks a framework calls with autograd already off (Lightning, HF Trainer)
 _FRAMEWORK_NO_GRAD = re.compile(r"^(validation|test|predict|prediction)_step$|_epoch_end$")
@@ -21,14 +22,16 @@ class InferenceWithGrad(Rule):
     """What it does:
         Finds model forward passes whose result never reaches a backward: evaluation and sampling
         functions, prediction after training, inference scripts, accuracy computed inside a
-        training loop. A forward counts as used when its value flows (through assignments, losses
-        and calls, not through `.item()`, `.detach()` or `.data`) into `backward()`,
+        training loop, a teacher's or a rollout's outputs that only reach the loss detached. A forward
+        counts as used when its value flows (through assignments, losses and calls, not through
+        `.item()`, `.data` or a later `.detach()`) into `backward()`,
         `torch.autograd.grad`, an update call, a project function that runs backward, or is stored
         on an object; a returned value is used unless every caller in the project drops it.
         Forwards under `no_grad`/`inference_mode` (also where every caller opens one), of frozen
         models (`requires_grad_(False)`), in framework evaluation hooks, bare `model(x)` warm-up
-        statements, action selection in an environment loop that trains, and files that test
-        autograd with gradcheck are left alone.
+        statements, action selection in an environment loop that trains, a target network's value
+        and a GAN's fake batch detached into the discriminator (the usual idioms in code that trains),
+        and files that test autograd with gradcheck are left alone.
 
     Why is this bad:
         Autograd records a graph for every forward and keeps the activations it would need for a
@@ -158,24 +161,24 @@ class InferenceWithGrad(Rule):
         reported: set[str] = set()
         for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
             if mod.under_no_grad(call) is not None or _deliberate(mod, call) or _smoke_test(mod, call) \
-                    or _used_as_module(mod, scope, call) or (
-                    trains and _in_env_loop(mod, call)) or (mod.view is not None and mod.view.runs("backward", call)):
+                    or _used_as_module(mod, scope, call) or (mod.view is not None and mod.view.runs("backward", call)) \
+                    or (trains and (in_env_loop(mod, call) or target_network(call))):
                 # the last: maml(x_spt, y_spt, ...) whose class's forward runs the backward and step itself
                 continue
             fate = flow.fate(call)
             if fate != "dead" and len(calls) <= 64:  # what runs after it only (a name reused by training)
                 loops = mod.enclosing_loops(call)  # a value the next iteration reads first: its loop counts too
-                carried_over = bool(loops) and _read_first(loops[0], _bound_by(mod, call))
+                carried_over = bool(loops) and _read_first(loops[0], bound_by(mod, call))
                 fate = Flow(scope, mod, after=loops[0] if carried_over else call).fate(call)  # type: ignore[arg-type]
             if fate == "returned":
                 dropped = self.dropped_by_callers(ctx, scope) if dropped is None else dropped
                 fate = "dead" if dropped else fate
-            if fate != "dead":
+            if fate != "dead" or (trains and detached_into_forward(mod, scope, call, calls)):
                 continue
             inputs = {x for a in [*call.args, *(k.value for k in call.keywords)] for x in carried(a)}
             if not inputs & reported:
                 found.append(call)
-            reported |= _bound_by(mod, call)
+            reported |= bound_by(mod, call)
         return found
 
     def dropped_by_callers(self, ctx: Context, scope: ast.AST) -> bool:
@@ -269,7 +272,7 @@ _MODULE_ONLY = {"load_state_dict", "state_dict", "parameters", "named_parameters
 def _used_as_module(mod: Module, scope: ast.AST, call: ast.Call) -> bool:
     """``model = resnet34()`` then ``model.load_state_dict(...)`` / ``model.eval()``: what the call
     returned is a module (a factory built it), not a forward's output (tensors have no such methods)."""
-    bound = _bound_by(mod, call)
+    bound = bound_by(mod, call)
     if len(bound) != 1 or not isinstance(mod.parents.get(id(call)), ast.Assign):
         return False
     (name,) = bound
@@ -301,17 +304,6 @@ def _smoke_test(mod: Module, call: ast.Call) -> bool:
         and not _CONFIG.match(dotted(n.func) or "") for n in ast.walk(block))
 
 
-def _in_env_loop(mod: Module, call: ast.Call) -> bool:
-    """Acting in an environment while training (reinforcement learning): a loop around the forward
-    calls ``env.step(action)``; the action is chosen with the policy as it stands."""
-    for loop in mod.enclosing_loops(call):
-        for n in walk_local(loop):
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "step" \
-                    and "env" in (dotted(n.func.value) or "").rsplit(".", 1)[-1].lower():
-                return True
-    return False
-
-
 def _read_first(loop: ast.AST, names: set[str]) -> bool:
     """The first statement of the loop's body that mentions one of ``names`` reads it (``loss2 =
     crit(outputs, t)`` at the top, ``outputs = model(x)`` at the end): a value carried to the next
@@ -336,17 +328,6 @@ def _first_mention(block: list[ast.stmt], names: set[str]) -> str | None:
             stored = isinstance(stmt, ast.Assign) and all(isinstance(n.ctx, ast.Store) for n in mentions)
             return "written" if stored else "read"
     return None
-
-
-def _bound_by(mod: Module, call: ast.Call) -> set[str]:
-    """Names the statement holding ``call`` binds (the rest of its chain)."""
-    cur = mod.parents.get(id(call))
-    while cur is not None and not isinstance(cur, ast.stmt):
-        cur = mod.parents.get(id(cur))
-    if isinstance(cur, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-        targets = cur.targets if isinstance(cur, ast.Assign) else [cur.target]
-        return {n for t in targets for n in names_in(t)}
-    return set()
 
 
 def _frozen(mod: Module) -> set[str]:
