@@ -64,7 +64,8 @@ class PreferInferenceMode(Rule):
                 if (mod.qualname(target) or "") not in ("torch.no_grad", "torch.autograd.no_grad") \
                         or _writes_parameters(n, mod) \
                         or (in_training_project and _in_module_class(ctx, n) and not _arrays_only(n)) \
-                        or (in_training_project and _returns_to_training(ctx, n)) or _no_model(ctx, n):
+                        or (in_training_project and _returns_to_training(ctx, n)) or _no_model(ctx, n) \
+                        or _autograd_machinery(mod, n):
                     continue
                 fix = None
                 if isinstance(target, ast.Attribute) and not _stores_state(n):
@@ -120,6 +121,21 @@ def _stores_state(node: ast.AST) -> bool:
     return any(isinstance(n, (ast.Assign, ast.AugAssign)) and any(
         isinstance(t, (ast.Attribute, ast.Subscript)) for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
         for n in ast.walk(node))
+
+
+def _autograd_machinery(mod: Module, node: ast.AST) -> bool:
+    """The block belongs to autograd's own work: its function calls ``torch.autograd.grad`` (a
+    Neumann-series vector-Jacobian product fed back as ``grad_outputs``) or is a method of a custom
+    ``torch.autograd.Function`` (gradients scaled in place in ``backward``): no inference here."""
+    fn = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else mod.enclosing_function(node)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    owner = mod.parents.get(id(fn))
+    if isinstance(owner, ast.ClassDef) and any((mod.qualname(b) or "") in ("torch.autograd.Function",
+                                                                        "torch.autograd.function.Function")
+                                               for b in owner.bases):
+        return True
+    return any(isinstance(c, ast.Call) and mod.qualname(c.func) == "torch.autograd.grad" for c in mod.body(fn))
 
 
 _ARRAY_ENDS = ("numpy", "tolist", "item")
