@@ -6,6 +6,7 @@ import ast
 from typing import ClassVar
 
 from pitstop.lint.analysis import Module, assigned_in, dotted, is_backward, is_step, target_names, walk_local
+from pitstop.lint.flow import Flow
 from pitstop.lint.graph import LOSS_NAME, GraphNames, is_forward
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Edit, Fix, Rule
@@ -18,7 +19,9 @@ class GraphKeptAlive(Rule):
         criterion and `torch.nn.functional` calls, and arithmetic on them) appended to a list built
         outside the iteration, added to a running total, concatenated onto a tensor the loop carries
         (`preds = torch.cat((preds, out))`), or stored on an attribute; in an evaluation loop that
-        runs with autograd on, a running total or a concatenation.
+        runs with autograd on, a running total or a concatenation; in a rollout inside a training
+        loop (steps without backward), outputs collected and then detached after it
+        (`values = torch.cat(values).detach()`).
 
     Why is this bad:
         The stored tensor keeps its whole autograd graph (every saved activation) alive, so memory
@@ -75,6 +78,34 @@ class GraphKeptAlive(Rule):
                     fix = self.detach_fix(ctx, graph, value, mod.enclosing_function(loop), holder, numeric,
                                           tensor=variant == "cat")
                     self.report(ctx, n, fix, variant=variant, holder=holder, value=ctx.text(value))
+        if training:
+            self.collected_then_detached(ctx, done)
+
+    def collected_then_detached(self, ctx: Context, done: set[int]) -> None:
+        """A loop of steps (``while``, ``for t in range(n)``) without backward inside a training loop
+        (a rollout) appends graph-attached outputs to a list made before it, and the first statement
+        after it that reads the list rebinds it detached (``values = torch.cat(values).detach()``):
+        every step's graph stays alive until then, and none is ever used."""
+        mod = ctx.mod
+        for outer, _ in training_loops(mod):
+            for inner in walk_local(outer):
+                if not _steps(inner) or any(isinstance(c, ast.Call) and is_backward(c) for c in walk_local(inner)):
+                    continue
+                graph, flow = None, None
+                for n in walk_local(inner):
+                    if id(n) in done or not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                                             and n.func.attr in ("append", "extend") and n.args
+                                             and isinstance(n.func.value, ast.Name)):
+                        continue
+                    holder = n.func.value.id
+                    if assigned_in(inner, holder) or mod.under_no_grad(n) is not None:
+                        continue
+                    graph = graph or GraphNames(inner, mod)
+                    flow = flow or Flow(mod.enclosing_function(inner), mod)
+                    if graph.carries(n.args[-1], n) and flow._cut_next(inner, holder):  # type: ignore[arg-type]
+                        done.add(id(n))
+                        self.report(ctx, n, self.detach_fix(ctx, graph, n.args[-1], mod.enclosing_function(inner),
+                                                            holder, False), holder=holder, value=ctx.text(n.args[-1]))
 
     def kept(self, n: ast.AST, loop: ast.AST, graph: GraphNames) -> tuple[str, str, ast.AST] | None:
         """(message variant, holder, value) when ``n`` keeps a graph-attached value beyond the iteration."""
@@ -114,6 +145,13 @@ class GraphKeptAlive(Rule):
                        or (not numeric and not _used_by_torch(scope, holder, ctx.mod))):
             return self.make_fix("use .item()", Edit(*ctx.span(value), f"{name.id}.item()"))
         return self.make_fix("use .detach()", Edit(*ctx.span(value), f"{name.id}.detach()"))
+
+
+def _steps(loop: ast.AST) -> bool:
+    """A loop over steps (``while``, ``for t in range(n)``: a rollout, a decoding), not over the items of
+    one batch (``for mel in dvec_mels``, whose pieces are stacked into that step's input)."""
+    return isinstance(loop, ast.While) or (isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.iter, ast.Call)
+                                           and dotted(loop.iter.func) == "range")
 
 
 def _a_loss(value: ast.AST) -> bool:
