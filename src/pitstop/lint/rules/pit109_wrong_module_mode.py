@@ -13,6 +13,7 @@ from pitstop.lint.project import MODE_LAYERS, FnId, Project
 from pitstop.lint.project_facts import Site, fn_key
 from pitstop.lint.rules.base import Context, Rule
 from pitstop.lint.rules.common import eval_calls, evaluating_sites, forwards, train_calls, training_loops
+from pitstop.lint.rules.pit401_loader_in_main_process import EVAL_DATA
 from pitstop.lint.shapes import built_here
 
 
@@ -23,7 +24,8 @@ class WrongModuleMode(Rule):
         forward passes, no backward and no `.eval()` of its own, when a caller anywhere in the
         project runs it in training mode (no `.eval()` before the call; a function no project code
         calls is left alone: its mode is its caller's); a script or function that trains, then
-        evaluates under `no_grad` with no `.eval()` switch in between; and an inference script that
+        evaluates (under `no_grad`, or in a loop over a loader named for evaluation, `for x, y in
+        valloader:`) with no `.eval()` switch in between; and an inference script that
         loads trained weights into a model it built and runs it with no mode switch anywhere.
 
     Why is this bad:
@@ -161,8 +163,8 @@ class WrongModuleMode(Rule):
         for call in forwards(scope, mod):
             pos = (call.lineno, call.col_offset)
             before = [mode for at, mode in marks if at < pos]
-            if mod.under_no_grad(call) is None or pos < min(trained) or (before and before[-1] == "eval") \
-                    or pos < max(trained):
+            if (mod.under_no_grad(call) is None and not _over_evaluation_data(mod, call)) or pos < min(trained) \
+                    or (before and before[-1] == "eval") or pos < max(trained):
                 continue  # a backward after it: targets for the next update (SAC's learn()), not an evaluation
             loops = mod.enclosing_loops(call)
             if loops and any(is_backward(n) for n in mod.body(loops[0])) and not (
@@ -293,6 +295,19 @@ def _mode_layers(mod: Module) -> bool:
     """Dropout or batch-norm somewhere in the project (or this file, without one)."""
     view = mod.view
     return bool(view.project.mode_layers) if view is not None else bool(MODE_LAYERS.search(mod.source))
+
+
+def _over_evaluation_data(mod: Module, call: ast.Call) -> bool:
+    """The forward's innermost loop iterates a loader named for evaluation (``for x, y in valloader:``,
+    ``enumerate(test_loader)``) and runs no backward: a validation pass, with autograd on or not."""
+    loops = mod.enclosing_loops(call)
+    if not loops or not isinstance(loops[0], (ast.For, ast.AsyncFor)) \
+            or any(is_backward(n) for n in mod.body(loops[0])):
+        return False
+    it = loops[0].iter
+    while isinstance(it, ast.Call) and it.args:  # enumerate(loader), tqdm(loader)
+        it = it.args[0]
+    return bool((d := dotted(it)) and EVAL_DATA.search(d.rsplit(".", 1)[-1]))
 
 
 def _conditional(mod: Module, node: ast.AST, fn: ast.AST) -> bool:
