@@ -13,9 +13,10 @@ from pathlib import Path
 
 from pitstop.lint.analysis import Module
 from pitstop.lint.config import LintConfig
+from pitstop.lint.file_index import FileIndex, index_file, module_names
 from pitstop.lint.imports import MAX_FILES, MAX_ROUNDS, forget, imported_modules, to_read
 from pitstop.lint.noqa import suppressed
-from pitstop.lint.project import FileIndex, Project, View, index_file, module_names
+from pitstop.lint.project import Project, View
 from pitstop.lint.requirements import Requirements
 from pitstop.lint.rules import INVALID_FILE, RULES, Context, Diagnostic
 from pitstop.lint.stack import MAX_DEPTH, at_fixed_depth

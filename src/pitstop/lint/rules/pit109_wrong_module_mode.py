@@ -8,8 +8,9 @@ from pathlib import PurePath
 from typing import ClassVar
 
 from pitstop.lint.analysis import EVAL_NAME, Module, dotted, is_backward, is_step, mode_switch, walk_local
+from pitstop.lint.file_index import MODE_LAYERS
 from pitstop.lint.graph import MODEL_METHOD
-from pitstop.lint.project import MODE_LAYERS, FnId, Project
+from pitstop.lint.project import FnId, Project
 from pitstop.lint.project_facts import Site, fn_key
 from pitstop.lint.rules.base import Context, Rule
 from pitstop.lint.rules.common import eval_calls, evaluating_sites, forwards, train_calls, training_loops

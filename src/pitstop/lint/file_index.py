@@ -1,0 +1,59 @@
+"""What one file contributes to the project (``FileIndex``), built from its one parse so that the
+tree can be dropped: module names, imports, classes, function summaries and call sites."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pitstop.lint.analysis import Module, dotted
+from pitstop.lint.project_facts import Fn, Site, index_functions
+from pitstop.lint.shapes import weightless
+
+
+@dataclass
+class FileIndex:
+    """What one file contributes to the project (no syntax tree kept)."""
+
+    path: str
+    names: list[str]  # the dotted module names it answers to (a/b/c.py: a.b.c, b.c, c)
+    aliases: dict[str, str]
+    functions: dict[str, Fn]
+    classes: dict[str, list[str]]  # class -> its bases (qualified where imported)
+    constructors: dict[str, str]  # dotted target -> what was called to build it (qualified where imported)
+    sites: list[Site]
+    cuda: bool
+    trains: bool  # runs backward, builds an optimizer or clears gradients
+    stars: list[str] = field(default_factory=list)  # modules imported with `from X import *`
+    mode_layers: bool = False  # mentions dropout or batch-norm: train/eval mode changes what it computes
+    weightless: set[str] = field(default_factory=set)  # classes that hold no parameters (``shapes.weightless``)
+
+
+def module_names(path: str, root: Path | None) -> list[str]:
+    p = Path(path)
+    try:
+        rel = p.resolve().relative_to(root) if root else Path(p.name)
+    except ValueError:
+        rel = Path(p.name)
+    parts = [*rel.parent.parts, rel.stem] if rel.stem != "__init__" else list(rel.parent.parts)
+    parts = [x for x in parts if x not in ("", ".")]
+    return [".".join(parts[i:]) for i in range(len(parts))] or [p.stem]
+
+
+# layers whose output depends on train/eval mode (torchvision/timm models all hold some)
+MODE_LAYERS = re.compile(r"Dropout|BatchNorm|dropout|batch_norm|torchvision\.models|timm|from_pretrained")
+
+
+def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
+    """The index of one parsed file (``mod``: a ``pitstop.lint.analysis.Module``)."""
+    classes = {name: [mod.qualname(b) or dotted(b) or "" for b in node.bases] for name, node in mod.classes.items()}
+    # what each name was built by (``Net(...).to(device)`` is a Net), optimizers left out
+    constructors = {d: callee for d, callee in mod.constructed.items() if not callee.startswith("torch.optim")}
+    functions, sites = index_functions(mod)
+    trains = mod.trains or bool(mod.optimizers) or any(
+        isinstance(c.func, ast.Attribute) and c.func.attr == "zero_grad" for c in mod.calls)
+    return FileIndex(path, module_names(path, root), dict(mod.aliases), functions, classes, constructors, sites,
+                     "cuda" in mod.source, trains, list(mod.star_modules), bool(MODE_LAYERS.search(mod.source)),
+                     {name for name, node in mod.classes.items() if weightless(node)})
