@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pitstop.lint.analysis import Module, dotted
-from pitstop.lint.project_facts import Fn, Site, index_functions
+from pitstop.lint.project_facts import Fn, Site, fn_key, index_functions, ref_of
 from pitstop.lint.shapes import weightless
 
 
@@ -52,8 +52,28 @@ def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
     # what each name was built by (``Net(...).to(device)`` is a Net), optimizers left out
     constructors = {d: callee for d, callee in mod.constructed.items() if not callee.startswith("torch.optim")}
     functions, sites = index_functions(mod)
+    _factories(mod, functions)
     trains = mod.trains or bool(mod.optimizers) or any(
         isinstance(c.func, ast.Attribute) and c.func.attr == "zero_grad" for c in mod.calls)
     return FileIndex(path, module_names(path, root), dict(mod.aliases), functions, classes, constructors, sites,
                      "cuda" in mod.source, trains, list(mod.star_modules), bool(MODE_LAYERS.search(mod.source)),
                      {name for name, node in mod.classes.items() if weightless(node)})
+
+
+def _factories(mod: Module, functions: dict[str, Fn]) -> None:
+    """What a function returns an instance of, built here (``trainer = Trainer(...); return trainer``,
+    ``return Trainer(...)``): added to its ``return_refs`` for ``Project.made_by``."""
+    for fn in mod.defs:
+        info = functions.get(fn_key(mod, fn))
+        if info is None:
+            continue
+        body = mod.body(fn)
+        values = [n.value for n in body if isinstance(n, ast.Return) and n.value is not None]
+        names = {v.id for v in values if isinstance(v, ast.Name)}
+        values += [n.value for n in body if isinstance(n, ast.Assign) and len(n.targets) == 1
+                   and isinstance(n.targets[0], ast.Name) and n.targets[0].id in names]
+        for v in values:
+            if isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id[:1].isupper():
+                ref = ("local", v.func.id) if v.func.id in mod.classes else ref_of(v, mod)
+                if ref is not None:
+                    info.return_refs.append(ref)

@@ -114,9 +114,9 @@ class Project:
             return None
         if kind == "attr":  # a method of an attribute of unknown type: only the call graph's guess (``_duck``)
             return None
-        if kind == "method":  # a method of an object built from a project class
+        if kind == "method":  # a method of an object built from a project class, or by a project factory
             built, _, method = name.rpartition(":")
-            cls = self.class_of(i, built)
+            cls = self.class_of(i, built) or self.made_by(i, built)
             if cls is not None and f"{cls[1]}.{method}" in self.files[cls[0]].functions:
                 return cls[0], f"{cls[1]}.{method}"
             return None
@@ -131,6 +131,16 @@ class Project:
                 if rest in self.files[j].aliases and j != i:  # re-exported (package __init__)
                     return self.resolve(j, ("qual", self.files[j].aliases[rest]), depth + 1)
         return None
+
+    def made_by(self, i: int, name: str) -> tuple[int, str] | None:
+        """The one project class a project function returns instances of (``trainer =
+        build_trainer(args, model)`` whose ``return trainer`` holds ``Trainer(...)``), if it is one."""
+        fid = self.resolve(i, ("local", name) if "." not in name else ("qual", name))
+        if fid is None:
+            return None
+        found = {c for ref in self.files[fid[0]].functions[fid[1]].return_refs
+                 if ref[0] in ("local", "qual") and (c := self.class_of(fid[0], ref[1])) is not None}
+        return found.pop() if len(found) == 1 else None
 
     def constructor(self, i: int, ref: Ref | None) -> FnId | None:
         """The ``__init__`` a call builds an object with (``Model(path, is_eval=True)``, ``model.Model(...)``),

@@ -98,8 +98,9 @@ def ref_of(call: ast.Call, mod: Module) -> Ref | None:
             cls = enclosing_class(mod, call)
             return ("local", f"{cls}.{func.attr}") if cls else None
         built = mod.constructed.get(dotted(func.value) or "")
-        if built is not None and built.rpartition(".")[2][:1].isupper():
-            return ("method", f"{built}:{func.attr}")  # model = CharLSTM(...); model.train(x)
+        if built is not None and (built.rpartition(".")[2][:1].isupper() or (
+                (built.split(".")[0] not in EXTERNAL and built in mod.functions) or built in mod.aliases.values())):
+            return ("method", f"{built}:{func.attr}")  # model = CharLSTM(...); trainer = build_trainer(...)
         q = mod.qualname(func)
         if q is None and func.attr not in GENERIC_METHODS and not func.attr.startswith("_") \
                 and (d := dotted(func.value) or "").startswith("self.") and "." not in d[5:]:
