@@ -206,9 +206,16 @@ def _apart_from_training(ctx: Context, node: ast.AST) -> bool:
     if view is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     fid = view.fn_id(fn_key(mod, fn))
+    if fid is not None and not view.project.sites_of(fid) and _TEST_ENTRY.match(fn.name) \
+            and isinstance(mod.parents.get(id(fn)), ast.Module):
+        return not view.project.fact("backward", fid) and not view.project.fact("step", fid)  # test(): an entry
     return fid is not None and not view.project.fact("backward", fid) and not view.project.fact("step", fid) \
         and (_callers_apart(view.project, fid, 0) or (
             _callers_apart(view.project, fid, 0, every=False) and not _used_in_training_loops(view.project, fid)))
+
+
+# a module-level function named as a test or prediction entry point, that no project code calls
+_TEST_ENTRY = re.compile(r"^(test|testing|predict|prediction|inference|infer|test_model|run_test|do_test)$")
 
 
 def _used_in_training_loops(project: Project, fid: FnId) -> bool:
