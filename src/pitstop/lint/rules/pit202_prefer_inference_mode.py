@@ -18,7 +18,8 @@ class PreferInferenceMode(Rule):
         optimizer step, or, in a file that does, in a function that only a script's entry point
         reaches through callers that never train (`runner.sample()` beside `runner.train()`, or
         features extracted once before a probe is fitted; not an action chosen in the loop that
-        also learns, nor anything called from a training script's top-level loop). Blocks that copy into or initialise
+        also learns, nor anything called from a training script's top-level loop), or in a module-level
+        `test()` / `predict()` entry point no project code calls. Blocks that copy into or initialise
         weights in place (`p.copy_(...)`, `torch.nn.init.*`, `p.data = ...`, `w.mul_(...)`) and,
         in a project that trains, blocks inside nn.Module methods (a frozen teacher or encoder in
         the training forward) are left alone, except a model's sampling methods (`sample()`,
