@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Literal
 
 from pitstop.lint.analysis import DETACHING, NUMBER_FUNCS, SAFE_ATTRS, Module, block_of, dotted, is_backward
-from pitstop.lint.graph import NO_GRAPH_METHODS
+from pitstop.lint.graph import NO_GRAPH_METHODS, indices, reduction
 
 Fate = Literal["live", "returned", "dead"]
 # a call that consumes a graph for training: its arguments are sinks (update_params, not save_updated_image)
@@ -33,8 +33,6 @@ STORE_CALL = re.compile(r"^(push\w*|put\w*|add|append\w*|extend|insert|store\w*|
 CUTS = DETACHING - {"detach", "detach_"}
 _LIST_ADD = ("append", "extend", "insert", "add", "appendleft")  # what ``_call`` links into a local list
 _STOP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-# what returns (values, indices): the indices carry no graph (``_, pred = torch.max(out, 1)``, ``out.max(1)[1]``)
-_WITH_INDICES = {"max", "min", "sort", "topk", "kthvalue", "median", "mode"}
 
 
 def _no_graph_call(call: ast.Call) -> bool:
@@ -44,22 +42,6 @@ def _no_graph_call(call: ast.Call) -> bool:
     return isinstance(f, ast.Attribute) and (f.attr in NO_GRAPH_METHODS or f.attr == "multinomial")
 
 
-def _indices(expr: ast.AST) -> bool:
-    """``out.max(1)[1]``, ``torch.topk(out, 5)[1]``, ``out.max(1).indices``: the indices of a reduction."""
-    if isinstance(expr, ast.Attribute):
-        return expr.attr == "indices" and isinstance(expr.value, ast.Call) and _reduction(expr.value)
-    return isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) and expr.slice.value == 1 \
-        and isinstance(expr.value, ast.Call) and _reduction(expr.value)
-
-
-def _reduction(call: ast.Call) -> bool:
-    """A call of one of ``_WITH_INDICES`` with a dimension (``x.max()`` alone returns one value)."""
-    f = call.func
-    return isinstance(f, ast.Attribute) and f.attr in _WITH_INDICES and (
-        len(call.args) >= (2 if dotted(f.value) == "torch" else 1) or any(k.arg == "dim" for k in call.keywords)
-        or f.attr in ("sort", "topk"))
-
-
 def carried(expr: ast.AST | None, cut: Callable[[ast.Call], bool] | None = None) -> Iterator[str]:
     """Names whose value flows into ``expr``'s value (not through what detaches, nor through a call
     ``cut`` says returns no graph)."""
@@ -67,7 +49,7 @@ def carried(expr: ast.AST | None, cut: Callable[[ast.Call], bool] | None = None)
         return
     if isinstance(expr, ast.Name):
         yield expr.id
-    elif _indices(expr):
+    elif indices(expr):
         return
     elif isinstance(expr, ast.Call):
         f = expr.func
@@ -139,7 +121,7 @@ class Flow:
                 names = set(self._carried(n.value.body if isinstance(n.value, ast.Lambda) else n.value))
                 for t in targets:
                     if isinstance(t, ast.Tuple) and len(t.elts) == 2 and isinstance(n.value, ast.Call) \
-                            and _reduction(n.value):
+                            and reduction(n.value):
                         t = t.elts[0]  # values, indices = out.max(1): the indices carry nothing
                     bound, escapes = _targets(t)
                     if escapes:
@@ -264,7 +246,7 @@ class Flow:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             targets: list[ast.expr] = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             if isinstance(stmt, ast.Assign) and len(targets) == 1 and isinstance(targets[0], ast.Name) \
-                    and self._cut_next(stmt, targets[0].id):
+                    and self.cut_next(stmt, targets[0].id):
                 return "dead"
             return self._names_fate(targets)
         if isinstance(stmt, (ast.For, ast.AsyncFor)) and node is stmt.iter:
@@ -280,7 +262,7 @@ class Flow:
             return "dead"
         return "live"
 
-    def _cut_next(self, stmt: ast.stmt, name: str, depth: int = 0) -> bool:
+    def cut_next(self, stmt: ast.stmt, name: str, depth: int = 0) -> bool:
         """The next statement of the block that reads ``name`` rebinds it from a value that cuts the
         graph (``out = model(x)`` then ``out = torch.sigmoid(out).detach().numpy()``): the first value
         ends there, whatever the name holds later. Also through a chain of single readers: ``y1 =
@@ -299,14 +281,14 @@ class Flow:
             if other == name:
                 return name not in set(self._carried(later.value))
             return depth < 3 and not any(_reads(s, name) for s in block[j + 1:]) \
-                and self._cut_next(later, other, depth + 1)
+                and self.cut_next(later, other, depth + 1)
         return False
 
     def _cut_after_loop(self, node: ast.AST, name: str) -> bool:
         """``name`` (a list filled inside a loop) is next read, after the loop, by a statement that
         rebinds it from a value that cuts the graph: what the loop collected ends there."""
         loops = self.mod.enclosing_loops(node)
-        return bool(loops) and isinstance(loops[0], ast.stmt) and self._cut_next(loops[0], name)
+        return bool(loops) and isinstance(loops[0], ast.stmt) and self.cut_next(loops[0], name)
 
     def trains(self, expr: ast.AST) -> bool:
         """The value of ``expr`` reaches a backward or an update in this scope (being kept on an

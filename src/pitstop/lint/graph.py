@@ -25,6 +25,26 @@ _MODEL_FUNCTION = re.compile(r"(model|net|network|generator|discriminator|encode
 NO_GRAPH_METHODS = {"eq", "ne", "lt", "gt", "le", "ge", "argmax", "argmin", "argsort", "isnan", "isinf", "isfinite",
                     "nonzero", "long", "int", "bool", "all", "any", "count_nonzero", "numel", "sign", "size", "dim",
                     "ndimension", "nelement", "stride", "element_size", "get_device", "is_contiguous"}
+# what returns (values, indices): the indices carry no graph (``_, pred = torch.max(out, 1)``, ``out.max(1)[1]``)
+_WITH_INDICES = {"max", "min", "sort", "topk", "kthvalue", "median", "mode"}
+
+
+def indices(expr: ast.AST) -> bool:
+    """``out.max(1)[1]``, ``torch.topk(out, 5)[1]``, ``out.max(1).indices``: the indices of a reduction."""
+    if isinstance(expr, ast.Attribute):
+        return expr.attr == "indices" and isinstance(expr.value, ast.Call) and reduction(expr.value)
+    return isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) and expr.slice.value == 1 \
+        and isinstance(expr.value, ast.Call) and reduction(expr.value)
+
+
+def reduction(call: ast.Call) -> bool:
+    """A call of one of ``_WITH_INDICES`` with a dimension (``x.max()`` alone returns one value)."""
+    f = call.func
+    return isinstance(f, ast.Attribute) and f.attr in _WITH_INDICES and (
+        len(call.args) >= (2 if dotted(f.value) == "torch" else 1) or any(k.arg == "dim" for k in call.keywords)
+        or f.attr in ("sort", "topk"))
+
+
 # methods that run a model for inference when called on one (net.predict(x), model.generate(ids))
 MODEL_METHOD = re.compile(r"^(forward|predict\w*|generate\w*|sample\w*|infer\w*|decode\w*|encode\w*|beam_search\w*|"
                           r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*|"
@@ -142,15 +162,11 @@ class GraphNames:
                 return True  # get = lambda i: hidden[i][idx[i]]; torch.stack([get(i) for i in ...])
             return any(self.carries(a, at, depth) for a in [*expr.args, *(k.value for k in expr.keywords)])
         if isinstance(expr, ast.Attribute):
-            return expr.attr not in SAFE_ATTRS and self.carries(expr.value, at, depth)
+            return expr.attr not in SAFE_ATTRS and not indices(expr) and self.carries(expr.value, at, depth)
         if isinstance(expr, (ast.Compare, ast.Constant, ast.JoinedStr, ast.Lambda)):
             return False
         if isinstance(expr, ast.Subscript):
-            index = expr.slice  # out.max(1)[1]: the indices, no graph
-            if isinstance(index, ast.Constant) and index.value == 1 and isinstance(expr.value, ast.Call) \
-                    and isinstance(expr.value.func, ast.Attribute) and expr.value.func.attr in ("max", "min", "sort"):
-                return False
-            return self.carries(expr.value, at, depth)
+            return not indices(expr) and self.carries(expr.value, at, depth)  # out.max(1)[1]: the indices, no graph
         return any(self.carries(c, at, depth) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr))
 
     def reaching(self, name: str, at: ast.AST) -> ast.Assign | None:

@@ -102,7 +102,7 @@ class GraphKeptAlive(Rule):
                         continue
                     graph = graph or GraphNames(inner, mod)
                     flow = flow or Flow(mod.enclosing_function(inner), mod)
-                    if graph.carries(n.args[-1], n) and flow._cut_next(inner, holder):  # type: ignore[arg-type]
+                    if graph.carries(n.args[-1], n) and flow.cut_next(inner, holder):  # type: ignore[arg-type]
                         done.add(id(n))
                         self.report(ctx, n, self.detach_fix(ctx, graph, n.args[-1], mod.enclosing_function(inner),
                                                             holder, False), holder=holder, value=ctx.text(n.args[-1]))
