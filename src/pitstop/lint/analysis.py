@@ -196,8 +196,11 @@ class Module:
                 callee = q or dotted(built.func) or ""
                 callee = class_copies.get(callee, callee)
                 local = dotted(built.func) or callee  # as written: `model = model.to(dev)` keeps what it was,
+                given = {dotted(a) for a in built.args}
                 for target in parent.targets:  # `model = Model()` from a module named model does not
                     if (d := dotted(target)) and callee and not local.startswith(d + "."):
+                        if d in given and d in m.constructed:
+                            continue  # `dlrm = quantize_dynamic(dlrm, ...)`: a wrapper keeps what it wraps
                         m.constructed[d] = callee
         for name, source in copies:
             if source in m.constructed:

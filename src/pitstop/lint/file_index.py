@@ -29,6 +29,7 @@ class FileIndex:
     stars: list[str] = field(default_factory=list)  # modules imported with `from X import *`
     mode_layers: bool = False  # mentions dropout or batch-norm: train/eval mode changes what it computes
     weightless: set[str] = field(default_factory=set)  # classes that hold no parameters (``shapes.weightless``)
+    options: dict[str, tuple[object, int]] = field(default_factory=dict)  # argparse dest -> (constant default, line)
 
 
 def module_names(path: str, root: Path | None) -> list[str]:
@@ -57,7 +58,26 @@ def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
         isinstance(c.func, ast.Attribute) and c.func.attr == "zero_grad" for c in mod.calls)
     return FileIndex(path, module_names(path, root), dict(mod.aliases), functions, classes, constructors, sites,
                      "cuda" in mod.source, trains, list(mod.star_modules), bool(MODE_LAYERS.search(mod.source)),
-                     {name for name, node in mod.classes.items() if weightless(node)})
+                     {name for name, node in mod.classes.items() if weightless(node)}, _options(mod))
+
+
+def _options(mod: Module) -> dict[str, tuple[object, int]]:
+    """The command-line options the file declares with a constant default:
+    ``parser.add_argument("--num-workers", type=int, default=0)`` -> ``{"num_workers": (0, line)}``."""
+    found: dict[str, tuple[object, int]] = {}
+    for c in mod.calls:
+        if not (isinstance(c.func, ast.Attribute) and c.func.attr == "add_argument"):
+            continue
+        default = next((k.value for k in c.keywords if k.arg == "default"), None)
+        if not isinstance(default, ast.Constant):
+            continue
+        dest = next((k.value.value for k in c.keywords if k.arg == "dest" and isinstance(k.value, ast.Constant)), None)
+        flags = [a.value for a in c.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        long = next((f for f in flags if f.startswith("--")), None) or next(iter(flags), None)
+        name = dest if isinstance(dest, str) else long.lstrip("-").replace("-", "_") if long else None
+        if name:
+            found[name] = (default.value, c.lineno)
+    return found
 
 
 def _factories(mod: Module, functions: dict[str, Fn]) -> None:

@@ -37,9 +37,11 @@ _STOP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 def _no_graph_call(call: ast.Call) -> bool:
     """``out.argmax(1)``, ``torch.argmax(out)``, ``pred.eq(y)``, ``torch.multinomial(probs, 1)``: indices,
-    comparisons and integers, never attached to a graph."""
+    comparisons and integers, never attached to a graph; and numpy's functions, which make arrays (a tensor
+    that needs grad is refused there)."""
     f = call.func
-    return isinstance(f, ast.Attribute) and (f.attr in NO_GRAPH_METHODS or f.attr == "multinomial")
+    return isinstance(f, ast.Attribute) and (f.attr in NO_GRAPH_METHODS or f.attr == "multinomial" or (
+        isinstance(f.value, ast.Name) and f.value.id in ("np", "numpy")))  # np.argpartition(scores): an array
 
 
 def carried(expr: ast.AST | None, cut: Callable[[ast.Call], bool] | None = None) -> Iterator[str]:
@@ -266,7 +268,8 @@ class Flow:
         """The next statement of the block that reads ``name`` rebinds it from a value that cuts the
         graph (``out = model(x)`` then ``out = torch.sigmoid(out).detach().numpy()``): the first value
         ends there, whatever the name holds later. Also through a chain of single readers: ``y1 =
-        net(x)``, ``y = F.softmax(y1)`` (nothing else reads ``y1``), ``y = y.cpu().data.numpy()``."""
+        net(x)``, ``y = F.softmax(y1)`` (nothing else reads ``y1``), ``y = y.cpu().data.numpy()``, and
+        through the name rebound from itself (``out = out[:, -1, :]``: the new value decides)."""
         block = block_of(self.mod.parents.get(id(stmt)), stmt)
         if block is None:
             return False
@@ -278,8 +281,9 @@ class Flow:
                     and isinstance(later.targets[0], ast.Name)):
                 return False
             other = later.targets[0].id
-            if other == name:
-                return name not in set(self._carried(later.value))
+            if other == name:  # rebound: from a cut value it ends here; transformed, the new value decides
+                return name not in set(self._carried(later.value)) or (depth < 3 and self.cut_next(later, name,
+                                                                                                   depth + 1))
             return depth < 3 and not any(_reads(s, name) for s in block[j + 1:]) \
                 and self.cut_next(later, other, depth + 1)
         return False

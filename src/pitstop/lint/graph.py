@@ -125,6 +125,8 @@ class GraphNames:
                 return True  # a project function that returns a graph-attached tensor
             if name in view.models:
                 return True
+        elif self.mod.constructed.get(name) in self.mod.classes:
+            return True  # the index's own pass: ``dlrm = DLRM_Net(...)`` of this file (its view comes later)
         if name in self.mod.functions:
             return False  # a local helper, not a model
         last = name.rsplit(".", 1)[-1]
@@ -186,6 +188,24 @@ class GraphNames:
         return expr if isinstance(expr, ast.Name) and expr.id in self.names else None
 
 
+def _on_model(func: ast.AST, models: set[str]) -> bool:
+    """``self.model.finetune``: a method called on a model (by what built it, or by its name)."""
+    recv = dotted(func.value) if isinstance(func, ast.Attribute) else None
+    end = (recv or "").rsplit(".", 1)[-1]
+    return recv is not None and (recv in models or (end == end.lower() and bool(MODEL_NAME.search(end))
+                                                    and not LOSS_NAME.search(end)))
+
+
+def _model_method(project: Any, method: str) -> bool:  # a pitstop.lint.project.Project
+    """Every project method of that name belongs to a model class (an nn.Module subclass) and returns a
+    graph-attached tensor (what its layers make), trains nothing and opens no no_grad."""
+    found = project.methods.get(method, [])
+    return bool(found) and not method.startswith("_") and all(
+        (i, key.partition(".")[0]) in project.module_classes and project.fact("returns_graph", (i, key))
+        and not project.files[i].functions[key].quiet and not project.fact("backward", (i, key))
+        for i, key in found)
+
+
 def _quiet_everywhere(project: Any, method: str) -> bool:  # a pitstop.lint.project.Project
     """Every project method of that name opens no_grad around its own work and trains nothing."""
     found = project.methods.get(method, [])
@@ -202,12 +222,13 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
     (``net.predict(x)``). Not a loss, not torch's own functions, not a project function."""
     name = dotted(call.func)
     if not name:
-        return False
+        return _indexed_model(call.func, mod)
     view = mod.view
     models: set[str] = view.models if view is not None else set()
     last = name.rsplit(".", 1)[-1]
     if name not in models and not MODEL_NAME.search(last.lower()) and not MODEL_METHOD.match(last) \
-            and name not in _given_parameters(mod):
+            and name not in _given_parameters(mod) and not (view is not None and _on_model(call.func, models)
+                                                            and _model_method(view.project, last)):
         return False  # the common case, decided without resolving anything
     if (mod.qualname(call.func) or "").startswith(("torch.", "torchvision.", "timm.", "torchaudio.")):
         return False  # torch's own functions, and model factories (``resnet18(pretrained=True)`` builds one)
@@ -228,7 +249,10 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
         if fid is None and view is not None and _quiet_everywhere(view.project, call.func.attr):
             return False  # model.sample(...) of an unknown class, where every project sample() opens no_grad
         if recv in models or (end == end.lower() and MODEL_NAME.search(end) and not LOSS_NAME.search(end)):
-            return bool(MODEL_METHOD.match(call.func.attr))  # a method of a model: only the inference ones
+            # a method of a model: the inference ones, and one that the project's model classes define to
+            # return their sub-forwards' output (S3Rec's ``self.model.finetune(ids)``)
+            return bool(MODEL_METHOD.match(call.func.attr)) or (view is not None and _model_method(view.project,
+                                                                                                 call.func.attr))
         if recv.split(".")[0] not in ("self", "cls"):
             return False  # frame.head(10), parser.decoder(...): a method of something that is not a model
     if isinstance(call.func, ast.Name) and (name in mod.classes or (view is not None and view.is_class(name))):
@@ -239,6 +263,19 @@ def is_forward(call: ast.Call, mod: Module) -> bool:
         return name in mod.functions and bool(_MODEL_FUNCTION.fullmatch(last)) \
             and not (view is not None and view.runs("backward", call))
     return (last == last.lower() and bool(MODEL_NAME.search(last))) or bool(_GAN_NAME.fullmatch(last))
+
+
+# a collection of models by its plural name (``self.actors[i](obs)``, ``models[k](x)``, ``self.critics[a]``)
+_MODELS_NAME = re.compile(r"(^|_)(models|nets|networks|actors|critics|policies|generators|discriminators|"
+                          r"classifiers|learners|q_?nets)$")
+
+
+def _indexed_model(func: ast.AST, mod: Module) -> bool:
+    """``self.actors[i](obs)``: one model of a list or ModuleList of them, called (not a model's own
+    layers, ``self.layers[k](h)``, which only make its forward's output)."""
+    if not isinstance(func, ast.Subscript) or (holder := dotted(func.value)) is None:
+        return False
+    return bool(_MODELS_NAME.search(holder.rsplit(".", 1)[-1]))
 
 
 def _given_parameters(mod: Module) -> set[str]:

@@ -29,6 +29,8 @@ MODEL_FACTORIES = re.compile(r"^(torchvision\.models\.[\w.]+|timm\.create_model|
                              r"transformers\.\w+(Model|For\w+|LMHeadModel)(\.from_pretrained)?|"
                              r"torch\.nn\.(parallel\.)?(DataParallel|DistributedDataParallel)|"
                              r"torch\.nn\.(Sequential|Linear|Conv[123]d|LSTM|GRU|RNN|Transformer\w*|Embedding))$")
+# what else Hugging Face loads with from_pretrained: no weights, no forward (``tokenizer.decode(ids)``)
+_NOT_MODELS = re.compile(r"(Tokenizer\w*|Processor|FeatureExtractor|Config)\.from_pretrained$")
 FnId = tuple[int, str]  # (file number, function key)
 
 
@@ -232,7 +234,7 @@ class Project:
 
     def is_model_constructor(self, i: int, callee: str) -> bool:
         """Whether calling ``callee`` (as stored for file ``i``) builds a model, or gets one from a project factory."""
-        if MODEL_FACTORIES.match(callee) or callee.endswith(".from_pretrained"):
+        if MODEL_FACTORIES.match(callee) or (callee.endswith(".from_pretrained") and not _NOT_MODELS.search(callee)):
             return True
         if (cls := self.class_of(i, callee)) is not None:
             return cls in self.module_classes and cls[1] not in self.files[cls[0]].weightless

@@ -13,7 +13,7 @@ from pitstop.lint.analysis import MODEL_NAME, Module, dotted, is_backward, is_st
 from pitstop.lint.flow import Flow
 from pitstop.lint.graph import GraphNames
 from pitstop.lint.reach import Sources, in_comprehension, shares_graph
-from pitstop.lint.shapes import GENERIC_METHODS, built_here, cut, guarded, module_returned
+from pitstop.lint.shapes import GENERIC_METHODS, built_here, cut, guarded, module_returned, untrained_branch
 
 Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit"), ("qual", "utils.evaluate"), ("star", "evaluate")
 # calls into these packages are never project functions
@@ -171,7 +171,7 @@ def _graph_source(call: ast.Call, mod: Module) -> bool:
     name = dotted(call.func) or ""
     last = name.rsplit(".", 1)[-1].lower()
     return bool(MODEL_NAME.search(last)) or (mod.qualname(call.func) or "").startswith("torch.nn.functional") \
-        or ref_of(call, mod) is not None
+        or ref_of(call, mod) is not None or mod.constructed.get(name) in mod.classes  # dlrm = DLRM_Net(...)
 
 
 def _from_project(expr: ast.AST, at: ast.AST, graph: GraphNames, mod: Module) -> bool:
@@ -385,7 +385,8 @@ def index_functions(mod: Module) -> tuple[dict[str, Fn], list[Site]]:
         if id(scope) not in flows:
             flows[id(scope)] = Flow(scope, mod)
         sites.append(Site(ref, caller, call.lineno, bool(loops), loop.refs, later_from, later_backward,
-                          mod.under_no_grad(call) is not None, marks[before - 1][1] if before else None, model_args,
+                          mod.under_no_grad(call) is not None,
+                          untrained_branch(mod, call) or (marks[before - 1][1] if before else None), model_args,
                           flows[id(scope)].fate(call) != "dead", _evaluates(call),
                           tuple(k.arg for k in call.keywords if k.arg and isinstance(k.value, ast.Constant)
                                 and k.value.value in (False, None)), flows[id(scope)].trains(call),

@@ -1,6 +1,7 @@
 """Shapes of code the project index records, decided from the syntax alone: module classes that hold
 no weights, functions that open no_grad around their own work, values cut from the graph, factories
-that hand out a model, and method names too common to say which class an object of unknown type is."""
+that hand out a model, calls only reached out of training mode, and method names too common to say
+which class an object of unknown type is."""
 
 from __future__ import annotations
 
@@ -115,3 +116,37 @@ def module_returned(body: list[ast.AST], value: ast.AST) -> bool:
     return isinstance(value, ast.Name) and any(
         isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _MODULE_METHODS
         and isinstance(n.func.value, ast.Name) and n.func.value.id == value.id for n in body)
+
+
+def untrained_branch(mod: Module, call: ast.Call) -> str | None:
+    """"eval" for a call only reached with the module out of training mode: in the ``else`` of ``if
+    self.training [or ...]:`` or under ``if not self.training [and ...]:`` (a model's forward that
+    generates when evaluated, MusicTransformer's)."""
+    child: ast.AST = call
+    cur = mod.parents.get(id(call))
+    while cur is not None and not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(cur, ast.If):
+            in_else = any(child is x for x in cur.orelse)
+            if in_else and _training_or(cur.test):
+                return "eval"
+            if not in_else and any(isinstance(t, ast.UnaryOp) and isinstance(t.op, ast.Not)
+                                   and dotted(t.operand) == "self.training" for t in _ands(cur.test)):
+                return "eval"
+        block = next((b for b in (getattr(cur, f, None) for f in ("body", "orelse", "finalbody"))
+                      if isinstance(b, list) and any(child is x for x in b)), [])
+        for stmt in block[:next((k for k, x in enumerate(block) if x is child), 0)]:
+            if isinstance(stmt, ast.If) and not stmt.orelse and _training_or(stmt.test) and stmt.body \
+                    and isinstance(stmt.body[-1], (ast.Return, ast.Raise)):
+                return "eval"  # ``if self.training: return ...`` above it: what follows runs out of training
+        child, cur = cur, mod.parents.get(id(cur))
+    return None
+
+
+def _training_or(test: ast.expr) -> bool:
+    """``self.training`` or ``self.training or ...``: false only out of training mode."""
+    either = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or) else [test]
+    return any(dotted(t) == "self.training" for t in either)
+
+
+def _ands(test: ast.expr) -> list[ast.expr]:
+    return test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]

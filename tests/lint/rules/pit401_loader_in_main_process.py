@@ -1,3 +1,4 @@
+import torch
 from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
 
 
@@ -21,3 +22,9 @@ def evaluation_loaders(dataset, datasets, transforms):
     predict = DataLoader(dataset, sampler=sampler, batch_size=32)  # a sequential sampler: inference order
     sampled = DataLoader(dataset, sampler=RandomSampler(dataset), batch_size=32)  # info: PIT401
     return shown, predict, sampled
+
+
+@torch.inference_mode()
+def evaluate(model, dataset, batch_size=50):
+    loader = DataLoader(dataset, shuffle=True, batch_size=batch_size)  # built to evaluate: shuffled for sampling
+    return [model(x) for x, _ in loader]

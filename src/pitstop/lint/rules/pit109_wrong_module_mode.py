@@ -329,8 +329,14 @@ def _teacher(mod: Module, loop: ast.AST, name: str | None) -> bool:
 
 
 def _calls_eval_helper(loop: ast.AST, mod: Module) -> ast.Call | None:
-    """A call in the loop to a local function that sets a module to eval mode."""
+    """A call in the loop to a local function that sets a module to eval mode (not one handed only a
+    copy built in the loop: ``eval_model = Yolov4(...)``, ``evaluate(eval_model, ...)``)."""
+    fresh = {d for n in walk_local(loop) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+             and (dotted(n.value.func) or "a").rsplit(".", 1)[-1][:1].isupper() for t in n.targets if (d := dotted(t))}
     for n in walk_local(loop):
+        if isinstance(n, ast.Call) and fresh and any(dotted(a) in fresh for a in n.args) and not any(
+                (d := dotted(a)) and d not in fresh and mod.view is not None and d in mod.view.models for a in n.args):
+            continue
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in mod.functions:
             fn = mod.functions[n.func.id]
             evals = [c for c in eval_calls(fn) if isinstance(c.func, ast.Attribute)

@@ -7,8 +7,9 @@ import re
 from pathlib import PurePath
 from typing import ClassVar
 
-from pitstop.lint.analysis import Module, dotted, is_backward, is_step, walk_local
+from pitstop.lint.analysis import EVAL_NAME, Module, dotted, is_backward, is_step, walk_local
 from pitstop.lint.flow import Flow, carried
+from pitstop.lint.graph import CONSTRUCTOR
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Rule
 from pitstop.lint.rules.common import evaluating_sites, evaluation_side, forwards, helper_forwards
@@ -190,7 +191,20 @@ class InferenceWithGrad(Rule):
             return False  # called as model(x): its callers are not all known
         fid = view.fn_id(fn_key(ctx.mod, scope))
         sites = view.project.sites_of(fid) if fid is not None else []
-        return bool(sites) and not any(s.result_used for _, s in sites)
+        if not sites:  # nobody here calls it: an evaluation function by name is run for its numbers
+            return _uncalled_evaluation(ctx, scope)
+        return not any(s.result_used for _, s in sites)
+
+
+def _uncalled_evaluation(ctx: Context, fn: ast.AST) -> bool:
+    """``def evaluate(net, criterion, X, Y):`` that no file of the project calls, in a file that trains
+    or at module level beside functions that do: an evaluation entry point (a notebook or the REPL runs
+    it), whose returned outputs are read, not trained on. Not a model's own method (``predict`` of a
+    library-style class) and not one that runs backward."""
+    name: str = fn.name  # type: ignore[attr-defined]
+    if not EVAL_NAME.search(name) or isinstance(ctx.mod.parents.get(id(fn)), ast.ClassDef):
+        return False
+    return ctx.mod.trains and not any(isinstance(n, ast.Call) and _trains(n, ctx.mod) for n in walk_local(fn))
 
 
 def _phases(mod: Module, scope: ast.AST, expr: ast.AST) -> list[str]:
@@ -262,7 +276,8 @@ def _trains(call: ast.Call, mod: Module) -> bool:
     if is_backward(call) or is_step(call, mod) or (mod.view is not None and mod.view.runs("backward", call)):
         return True
     last = (dotted(call.func) or "").rsplit(".", 1)[-1]
-    return bool(_TRAIN_CALL.search(last)) and not (last == "train" and not call.args)  # model.train(): a mode
+    return bool(_TRAIN_CALL.search(last)) and not (last == "train" and not call.args) \
+        and not CONSTRUCTOR.match(last)  # model.train(): a mode; create_train_env(...): makes something
 
 
 _MODULE_ONLY = {"load_state_dict", "state_dict", "parameters", "named_parameters", "modules", "children", "eval",

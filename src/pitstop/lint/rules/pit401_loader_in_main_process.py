@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from pitstop.lint.analysis import Module, dotted
+from pitstop.lint.analysis import EVAL_NAME, Module, dotted
 from pitstop.lint.rules.base import Context, Rule, is_const, keyword
 from pitstop.lint.rules.common import training_loops
 from pitstop.lint.settings import config_value
@@ -23,9 +23,12 @@ _LOADERS = ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoad
 class LoaderInMainProcess(Rule):
     """What it does:
         Finds a training `DataLoader` (shuffled, with a sampler, over a dataset named like training
-        data, or iterated by a loop that runs backward; never one named like test/val/eval data)
+        data, or iterated by a loop that runs backward; never one named like test/val/eval data or
+        built inside an evaluation function)
         left at `num_workers=0`, also where the value comes from a YAML config beside the code that
-        sets it to 0 (`num_workers=CONFIG.DATALOADER.NUM_WORKERS`); when the project uses CUDA anywhere
+        sets it to 0 (`num_workers=CONFIG.DATALOADER.NUM_WORKERS`) or from a command-line option whose
+        default is 0 (`num_workers=args.num_workers`, `--num-workers` declared with `default=0` in any
+        file of the project); when the project uses CUDA anywhere
         (in any file), the message also names the missing `pin_memory=True`.
 
     Why is this bad:
@@ -64,6 +67,8 @@ class LoaderInMainProcess(Rule):
                     and found.value == 0 and not isinstance(found.value, bool):
                 where = f"{Path(found.path).parent.name}/{Path(found.path).name}:{found.line}"
                 self.report(ctx, call, extra=f"{pinning}: `{ctx.text(workers.value)}` is 0 in {where}")
+            elif (option := _option_default(ctx, workers.value)) is not None:
+                self.report(ctx, call, extra=f"{pinning}: `{ctx.text(workers.value)}` defaults to 0 ({option})")
 
     def training(self, ctx: Context, call: ast.Call, iterated: dict[str, bool]) -> bool:
         """Shuffled, sampled, over a dataset named like training data, or iterated by a training loop;
@@ -78,6 +83,10 @@ class LoaderInMainProcess(Rule):
             return False
         if any(iterated.get(n) for n in names):
             return True
+        fn = ctx.mod.enclosing_function(call)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and (EVAL_NAME.search(fn.name) or any(
+                ctx.mod.is_no_grad(d) for d in fn.decorator_list)):
+            return False  # built inside ``evaluate()`` / an inference_mode function: evaluation data, shuffled or not
         if _evaluation_split(ctx.mod, call, dataset):
             return False  # DataLoader(mnist_data) with mnist_data = datasets.MNIST(..., train=False)
         if names and all("." not in n for n in names) and not _read(ctx.mod, call, set(names)):
@@ -89,6 +98,18 @@ class LoaderInMainProcess(Rule):
         return (shuffle is not None and not is_const(shuffle.value, False)) \
             or (sampler is not None and not sequential) \
             or "train" in data.lower() or any("train" in n.lower() for n in names)
+
+
+def _option_default(ctx: Context, value: ast.AST) -> str | None:
+    """``args.num_workers`` where the project's argparse options declare ``--num-workers`` with
+    ``default=0`` (every declaration of that name agreeing): where, as ``file:line``; None otherwise."""
+    if not (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)) or ctx.project is None:
+        return None
+    found = [(f.path, f.options[value.attr]) for f in ctx.project.project.files if value.attr in f.options]
+    if not found or any(d != 0 or isinstance(d, bool) for _, (d, _) in found):
+        return None
+    path, (_, line) = found[0]
+    return f"{Path(path).name}:{line}"
 
 
 def _bound_value(mod: Module, call: ast.Call, value: ast.AST | None) -> ast.AST | None:

@@ -6,19 +6,22 @@ import ast
 from typing import ClassVar
 
 from pitstop.lint.analysis import Module, dotted, walk_local
-from pitstop.lint.rules.base import Context, Edit, Rule, keyword
+from pitstop.lint.rules.base import Context, Edit, Fix, Rule, keyword
 
 
 class UnstableLogsumexp(Rule):
     """What it does:
-        Finds `log(sum(exp(x)))` and `log(softmax(x))` written by hand, in their torch, method and
-        `F.` spellings, also across statements (a softmax gathered, indexed or given an epsilon
-        before the log) and through a local `log()` helper (an `exp(x - max)` shifted by hand is
-        left alone).
+        Finds `log(sum(exp(x)))`, `log(softmax(x))` and `log(sigmoid(x))` / `log(1 - sigmoid(x))`
+        written by hand, in their torch, method and `F.` spellings, also across statements (a softmax
+        or sigmoid gathered, indexed or given an epsilon before the log) and through a local `log()`
+        helper (an `exp(x - max)` shifted by hand and a sigmoid clamped first are left alone).
 
     Why is this bad:
         exp(x) overflows to inf for large x and softmax underflows to 0 for very negative logits, so
-        the log becomes inf or -inf and the loss or its gradient turns NaN.
+        the log becomes inf or -inf and the loss or its gradient turns NaN. A sigmoid is a two-term
+        softmax: log(sigmoid(x)) is -inf once it rounds to 0 (float32 logits below about -88), and
+        log(1 - sigmoid(x)) once it rounds to 1 (past about 17); F.logsigmoid(x) and F.logsigmoid(-x)
+        are exact there.
 
     Example:
         torch.log(torch.exp(x).sum(-1))
@@ -34,8 +37,17 @@ class UnstableLogsumexp(Rule):
         "softmax": "log(softmax(x)) underflows to -inf: use torch.log_softmax",
         "ratio": "log(exp(x) / sum(exp(...))) is a softmax written by hand: exp overflows for large x (fp16 past "
                  "11), use torch.log_softmax or F.cross_entropy on the logits",
+        "sigmoid": "log({what}) is -inf once the sigmoid rounds to {edge} (float32 logits past about {at}): use "
+                   "{use}",
     }
     fix = "safe"
+
+    def _sigmoid(self, ctx: Context, call: ast.Call, fix: Fix | None, complement: bool) -> None:
+        if complement:
+            self.report(ctx, call, fix, variant="sigmoid", what="1 - sigmoid(x)", edge="1", at="17",
+                        use="F.logsigmoid(-x)")
+        else:
+            self.report(ctx, call, fix, variant="sigmoid", what="sigmoid(x)", edge="0", at="-88", use="F.logsigmoid(x)")
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
@@ -60,6 +72,8 @@ class UnstableLogsumexp(Rule):
                     self.report(ctx, call)
                 elif _softmax_of(traced, mod) is not None:
                     self.report(ctx, call, variant="softmax")
+                elif (sig := _sigmoid_term(traced, mod)) is not None:
+                    self._sigmoid(ctx, call, None, sig[1])
                 else:
                     returners = _softmax_returners(mod) if returners is None else returners
                     if _calls_one_of(traced, returners):  # probs = self.decode(x) ... log(probs.topk(k)[0])
@@ -88,6 +102,47 @@ class UnstableLogsumexp(Rule):
                     fix = self.make_fix("rewrite to torch.log_softmax", Edit(
                         *ctx.span(call), f"torch.log_softmax({ctx.text(x)}, dim={ctx.text(sdim)})"))
                 self.report(ctx, call, fix, variant="softmax")
+                continue
+            sig = _sigmoid_term(inner, mod)
+            if sig is None and (sig := _sigmoid_term(inner, mod, origins[id(scope)])) is not None:
+                self._sigmoid(ctx, call, None, sig[1])  # (1 - p).log(), p made above
+            elif sig is not None:
+                x, complement = sig
+                arg = f"-({ctx.text(x)})" if complement else ctx.text(x)
+                fix = self.make_fix("rewrite to torch.nn.functional.logsigmoid", Edit(
+                    *ctx.span(call), f"torch.nn.functional.logsigmoid({arg})"))
+                self._sigmoid(ctx, call, fix, complement)
+
+
+
+
+_SIGMOID_MODULES = ("torch.nn.Sigmoid", "torch.nn.modules.activation.Sigmoid")
+
+
+def _sigmoid_of(node: ast.AST, mod: Module) -> ast.AST | None:
+    """x for torch.sigmoid(x), F.sigmoid(x), x.sigmoid() or a constructed nn.Sigmoid() called on x."""
+    if not isinstance(node, ast.Call):
+        return None
+    q = mod.qualname(node.func) or ""
+    if q in ("torch.sigmoid", "torch.nn.functional.sigmoid") and len(node.args) == 1:
+        return node.args[0]
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "sigmoid" and not q and not node.args:
+        return node.func.value
+    if mod.constructed.get(dotted(node.func) or "") in _SIGMOID_MODULES and len(node.args) == 1:
+        return node.args[0]
+    return None
+
+
+def _sigmoid_term(node: ast.AST, mod: Module, origins: dict[str, ast.AST] | None = None) -> tuple[ast.AST, bool] | None:
+    """(x, False) for sigmoid(x), (x, True) for ``1 - sigmoid(x)``: what a log of it underflows on
+    (with ``origins``, the subtracted name followed to its value: ``p = x.sigmoid()``, ``(1 - p).log()``).
+    A clamp around the sigmoid is not looked through (``log(p.clamp(eps, 1 - eps))`` is bounded)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.left, ast.Constant) \
+            and node.left.value == 1:
+        x = _sigmoid_of(_trace(node.right, origins) if origins is not None else node.right, mod)
+        return (x, True) if x is not None else None
+    x = _sigmoid_of(node, mod)
+    return (x, False) if x is not None else None
 
 
 def _log_of(call: ast.Call, mod: Module, helpers: frozenset[str] = frozenset()) -> ast.AST | None:
