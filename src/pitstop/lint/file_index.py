@@ -30,6 +30,7 @@ class FileIndex:
     mode_layers: bool = False  # mentions dropout or batch-norm: train/eval mode changes what it computes
     weightless: set[str] = field(default_factory=set)  # classes that hold no parameters (``shapes.weightless``)
     options: dict[str, tuple[object, int]] = field(default_factory=dict)  # argparse dest -> (constant default, line)
+    attr_calls: set[str] = field(default_factory=set)  # method names it calls on anything (``x.sample_pixels(4)``)
 
 
 def module_names(path: str, root: Path | None) -> list[str]:
@@ -58,7 +59,8 @@ def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
         isinstance(c.func, ast.Attribute) and c.func.attr == "zero_grad" for c in mod.calls)
     return FileIndex(path, module_names(path, root), dict(mod.aliases), functions, classes, constructors, sites,
                      "cuda" in mod.source, trains, list(mod.star_modules), bool(MODE_LAYERS.search(mod.source)),
-                     {name for name, node in mod.classes.items() if weightless(node)}, _options(mod))
+                     {name for name, node in mod.classes.items() if weightless(node)}, _options(mod),
+                     {c.func.attr for c in mod.calls if isinstance(c.func, ast.Attribute)})
 
 
 def _options(mod: Module) -> dict[str, tuple[object, int]]:

@@ -10,6 +10,7 @@ from pitstop.lint.graph import is_forward
 from pitstop.lint.project import FnId, Project
 from pitstop.lint.project_facts import Site, fn_key
 from pitstop.lint.rules.base import Context, Edit, Rule
+from pitstop.lint.shapes import GENERIC_METHODS
 
 
 class PreferInferenceMode(Rule):
@@ -19,7 +20,8 @@ class PreferInferenceMode(Rule):
         reaches through callers that never train (`runner.sample()` beside `runner.train()`, or
         features extracted once before a probe is fitted; not an action chosen in the loop that
         also learns, nor anything called from a training script's top-level loop), or in a module-level
-        `test()` / `predict()` entry point no project code calls. Blocks that copy into or initialise
+        `test()` / `predict()` entry point or a runner's `sample()` / `evaluate()` method that no
+        project code calls. Blocks that copy into or initialise
         weights in place (`p.copy_(...)`, `torch.nn.init.*`, `p.data = ...`, `w.mul_(...)`) and,
         in a project that trains, blocks inside nn.Module methods (a frozen teacher or encoder in
         the training forward) are left alone, except a model's sampling methods (`sample()`,
@@ -207,9 +209,13 @@ def _apart_from_training(ctx: Context, node: ast.AST) -> bool:
     if view is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     fid = view.fn_id(fn_key(mod, fn))
-    if fid is not None and not view.project.sites_of(fid) and _TEST_ENTRY.match(fn.name) \
-            and isinstance(mod.parents.get(id(fn)), ast.Module):
-        return not view.project.fact("backward", fid) and not view.project.fact("step", fid)  # test(): an entry
+    if fid is not None and not view.project.sites_of(fid) and (
+            (_TEST_ENTRY.match(fn.name) and isinstance(mod.parents.get(id(fn)), ast.Module))
+            or (_SAMPLING.match(fn.name) and isinstance(mod.parents.get(id(fn)), ast.ClassDef)
+                and (fn.name in GENERIC_METHODS or not any(fn.name in f.attr_calls for f in view.project.files)))):
+        # (a name as specific as ``sample_pixels`` called on anything is this method called; ``x.sample()`` is not)
+        # test(): an entry; so is a runner's uncalled sample() / evaluate() (a script elsewhere calls it)
+        return not view.project.fact("backward", fid) and not view.project.fact("step", fid)
     return fid is not None and not view.project.fact("backward", fid) and not view.project.fact("step", fid) \
         and (_callers_apart(view.project, fid, 0) or (
             _callers_apart(view.project, fid, 0, every=False) and not _used_in_training_loops(view.project, fid)))
