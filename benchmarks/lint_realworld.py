@@ -11,8 +11,10 @@ sees the whole project and nothing of this repository (its own pyproject.toml in
 A finding matches a label of the same code when its line falls in the labelled statement (for a
 compound statement, its header: decorators, ``with``/``for``/``def`` line), on one of the label's
 ``also`` lines, or, for PIT109/PIT201 (an evaluation function's pitfall), on the header of the
-function that holds the label. Precision = findings on must/optional labels / all findings of the scored codes;
-recall = must labels found / must labels. A finding on a trap or on no label is a false positive.
+function that holds the label or one of its ``also`` lines (since round twenty: the labeller's other
+place for the forward, ``decode()`` calling ``model.translate()``, reported at ``decode``'s header).
+Precision = findings on must/optional labels / all findings of the scored codes; recall = must
+labels found / must labels. A finding on a trap or on no label is a false positive.
 
 A project marked ``"added": "after-tuning"`` joined the corpus after the rules had been tuned on the
 older projects; the script also prints the figures of those projects alone (labelled before the
@@ -140,8 +142,9 @@ def load_labels(project: dict, root: Path, pooled: bool = True) -> list[Label]:
             if not pooled and lab.get("added") == POOLED:
                 continue
             lines = set(spans.get(lab["line"], {lab["line"]})) | set(lab.get("also", []))
-            if lab["code"] in FUNCTION_LEVEL:
-                lines |= enclosing_def(tree, lab["line"])
+            if lab["code"] in FUNCTION_LEVEL:  # the header of the function holding it, or holding an also line
+                for at in [lab["line"], *lab.get("also", [])]:
+                    lines |= enclosing_def(tree, at)
             labels.append(Label(project["name"], entry["path"], lab["line"], lab["code"], lab["kind"],
                                 lab["note"], frozenset(lines)))
     return labels

@@ -1,5 +1,5 @@
 import torch
-from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
+from torch.utils.data import DataLoader, RandomSampler, SequentialSampler, TensorDataset
 
 
 def loaders(train_set, val_set):
@@ -28,3 +28,15 @@ def evaluation_loaders(dataset, datasets, transforms):
 def evaluate(model, dataset, batch_size=50):
     loader = DataLoader(dataset, shuffle=True, batch_size=batch_size)  # built to evaluate: shuffled for sampling
     return [model(x) for x, _ in loader]
+
+
+def gpu_tensor_loaders(X, Y, arrays, device):
+    TensorFloat = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor
+    X, Y = TensorFloat(X), TensorFloat(Y)
+    on_gpu = DataLoader(TensorDataset(X, Y), batch_size=64, shuffle=True)  # CUDA tensors: nothing to load or pin
+    x_train = torch.as_tensor(arrays[0]).to(device)
+    y_train = torch.as_tensor(arrays[1]).to(device)
+    moved = DataLoader(TensorDataset(x_train, y_train), batch_size=64, shuffle=True)
+    x_host = torch.as_tensor(arrays[0])
+    on_host = DataLoader(TensorDataset(x_host, y_train), batch_size=64, shuffle=True)  # info: PIT401
+    return on_gpu, moved, on_host

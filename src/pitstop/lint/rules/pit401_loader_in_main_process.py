@@ -28,7 +28,8 @@ class LoaderInMainProcess(Rule):
         left at `num_workers=0`, also where the value comes from a YAML config beside the code that
         sets it to 0 (`num_workers=CONFIG.DATALOADER.NUM_WORKERS`) or from a command-line option whose
         default is 0 (`num_workers=args.num_workers`, `--num-workers` declared with `default=0` in any
-        file of the project); when the project uses CUDA anywhere
+        file of the project), but not one over a `TensorDataset` of tensors already on the GPU
+        (nothing to load, and CUDA tensors cannot be pinned); when the project uses CUDA anywhere
         (in any file), the message also names the missing `pin_memory=True`.
 
     Why is this bad:
@@ -55,7 +56,7 @@ class LoaderInMainProcess(Rule):
             if _loader_name(ctx, call.func) not in _LOADERS or any(k.arg is None for k in call.keywords):
                 continue
             iterated = _iterated_by_training(mod) if iterated is None else iterated
-            if not self.training(ctx, call, iterated):
+            if not self.training(ctx, call, iterated) or _on_device(mod, call):
                 continue
             workers = keyword(call, "num_workers")
             pin = keyword(call, "pin_memory")
@@ -110,6 +111,41 @@ def _option_default(ctx: Context, value: ast.AST) -> str | None:
         return None
     path, (_, line) = found[0]
     return f"{Path(path).name}:{line}"
+
+
+_DEVICE = re.compile(r"\.cuda\(|\.to\(|torch\.cuda\.|\bdevice\b")
+
+
+def _on_device(mod: Module, call: ast.Call) -> bool:
+    """A loader over a ``TensorDataset`` of tensors already on the GPU (``X = torch.cuda.FloatTensor(X)``,
+    ``x_train = data_transform(train, n, device)``): nothing to decode, and neither workers nor
+    pinning apply to CUDA tensors (AGCRN, STGCN)."""
+    dataset = call.args[0] if call.args else getattr(keyword(call, "dataset"), "value", None)
+    made = _bound_value(mod, call, dataset)
+    if not (isinstance(made, ast.Call) and (dotted(made.func) or "").endswith("TensorDataset") and made.args):
+        return False
+    scope = mod.enclosing_function(call)
+    body = mod.body(scope) if scope is not mod.tree else mod.tree.body
+    values: dict[str, list[ast.AST]] = {}
+    for n in body:
+        if not isinstance(n, ast.Assign):
+            continue
+        for t in n.targets:
+            pairs = zip(t.elts, n.value.elts, strict=False) if isinstance(t, ast.Tuple) and isinstance(
+                n.value, ast.Tuple) else [(e, n.value) for e in t.elts] if isinstance(t, ast.Tuple) else [(t, n.value)]
+            for target, value in pairs:
+                if isinstance(target, ast.Name):
+                    values.setdefault(target.id, []).append(value)
+
+    def placed(expr: ast.AST, depth: int = 0) -> bool:
+        if _DEVICE.search(ast.unparse(expr)):
+            return True
+        callee = expr.func if isinstance(expr, ast.Call) else expr
+        return depth < 2 and isinstance(callee, ast.Name) and any(placed(v, depth + 1)
+                                                                  for v in values.get(callee.id, []))
+
+    return all(isinstance(a, ast.Name) and any(placed(v) for v in values.get(a.id, [])) or (
+        not isinstance(a, ast.Name) and placed(a)) for a in made.args)
 
 
 def _bound_value(mod: Module, call: ast.Call, value: ast.AST | None) -> ast.AST | None:
