@@ -144,8 +144,8 @@ def _on_device(mod: Module, call: ast.Call) -> bool:
         return depth < 2 and isinstance(callee, ast.Name) and any(placed(v, depth + 1)
                                                                   for v in values.get(callee.id, []))
 
-    return all(isinstance(a, ast.Name) and any(placed(v) for v in values.get(a.id, [])) or (
-        not isinstance(a, ast.Name) and placed(a)) for a in made.args)
+    return all(any(placed(v) for v in values.get(a.id, [])) if isinstance(a, ast.Name) else placed(a)
+               for a in made.args)
 
 
 def _bound_value(mod: Module, call: ast.Call, value: ast.AST | None) -> ast.AST | None:
