@@ -50,7 +50,7 @@ MODEL_METHOD = re.compile(r"^(forward|predict\w*|generate\w*|sample\w*|infer\w*|
                           r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*|"
                           r"pi|q|v|act|get_action\w*|select_action\w*|policy|actor|critic|module)$")
 LOSS_NAME = re.compile(r"(^|_)(criterion|crit|loss_?fn|loss_?func(tion)?|loss|metric)\d*$", re.I)
-CONSTRUCTOR = re.compile(r"^(create|build|make|get|load|init|new|setup|prepare|wrap|construct|"
+CONSTRUCTOR = re.compile(r"^(create|build|make|get|load|init|new|setup|prepare|wrap|construct|compute|calc|calculate|"
                          # what is done to a model, not a model (serialize_model(m), save_model(m))
                          r"serialize|deserialize|save|copy|export|dump|print|summari[sz]e|count|freeze|unfreeze|"
                          r"swap|average|sync|convert|quantize|prune)_", re.I)
@@ -130,7 +130,8 @@ class GraphNames:
         if name in self.mod.functions:
             return False  # a local helper, not a model
         last = name.rsplit(".", 1)[-1]
-        named = (last == last.lower() and bool(MODEL_NAME.search(last))) or bool(_GAN_NAME.fullmatch(last))
+        named = (last == last.lower() and bool(MODEL_NAME.search(last)) and not CONSTRUCTOR.match(last)) \
+            or bool(_GAN_NAME.fullmatch(last))  # (compute_metrics_for_model(df): what is done with a model)
         return bool(last) and named and not q.startswith("torch.")  # self.G(z): a GAN's model, as is_forward has it
 
     def carries(self, expr: ast.AST, at: ast.AST | None = None, depth: int = 0) -> bool:

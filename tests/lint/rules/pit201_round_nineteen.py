@@ -4,10 +4,12 @@ Super-mario PPO); an evaluation function nobody in the project calls (NTM's ``ev
 reach numpy (``np.argpartition``, ``np.append``, never a graph) after ``out = out[:, -1, :]`` (S3Rec);
 a model method the file's model class defines (``self.model.finetune``); a model kept global and wrapped
 (``dlrm = quantize_dynamic(dlrm)``) whose wrapper function returns its forward (DLRM); a tokenizer
-from ``from_pretrained``, which is no model (CATR's ``tokenizer.decode``)."""
+from ``from_pretrained``, which is no model (CATR's ``tokenizer.decode``); ``compute_metrics_for_model(df)``,
+which is what is done with a model, not one (Jigsaw's validation, round twenty-one)."""
 import numpy as np
 import torch
 from torch import nn
+from metrics import compute_bias_metrics_for_model
 from transformers import BertTokenizer
 
 tokenizer = BertTokenizer.from_pretrained("bert-base-uncased")  # no weights: decode() is no forward
@@ -162,3 +164,16 @@ def kept_scores(model, x):
 
 
 words = tokenizer.decode([101, 2023, 102], skip_special_tokens=True)
+
+
+def validation(model, loader, frame):
+    preds = []
+    for x in loader:
+        with torch.no_grad():
+            preds.extend(model(x)[:, 0].numpy())
+    frame["prediction"] = preds
+    return compute_bias_metrics_for_model(frame, "prediction")  # what is done with a model: no forward
+
+
+def _run_validation(model, loader, frame):
+    return validation(model, loader, frame)  # its forwards run under no_grad: nothing to report here

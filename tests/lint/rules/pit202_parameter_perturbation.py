@@ -20,3 +20,10 @@ def predict(model, batches):
             i //= 2
             outs.append(model(x).argmax(1).tolist())
     return outs
+
+
+def ema(m, m_target, tau):
+    """TD-MPC's target update: in place on what it walks, named for neither weights nor parameters."""
+    with torch.no_grad():
+        for p, p_target in zip(m.parameters(), m_target.parameters()):
+            p_target.data.lerp_(p.data, tau)

@@ -89,6 +89,13 @@ def _is_parameter(receiver: ast.AST) -> bool:
     return short or bool(_PARAMETER.search(ast.unparse(receiver)))
 
 
+def _root(node: ast.AST) -> str | None:
+    """``p_target`` for ``p_target.data`` / ``p_target[0]``: the name an attribute chain starts from."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def _writes_parameters(node: ast.AST, mod: Module) -> bool:
     """The block copies into or initialises tensors in place (``p.copy_(...)``, ``w.normal_()``,
     ``torch.nn.init.*``, ``p.data = ...``): loading or initialising weights, not inference, and
@@ -106,7 +113,8 @@ def _writes_parameters(node: ast.AST, mod: Module) -> bool:
             f = n.func
             if isinstance(f, ast.Attribute) and (f.attr == "copy_" or (
                     f.attr.endswith("_") and not f.attr.startswith("_") and (
-                        _is_parameter(f.value) or (isinstance(f.value, ast.Name) and f.value.id in given)))):
+                        _is_parameter(f.value) or (isinstance(f.value, ast.Name) and f.value.id in given)
+                        or _root(f.value) in looped))):  # for p, p_t in zip(m.parameters(), ...): p_t.data.lerp_(...)
                 return True
             if (mod.qualname(f) or "").startswith("torch.nn.init."):
                 return True
