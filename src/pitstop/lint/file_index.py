@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pitstop.lint.analysis import Module, dotted
 from pitstop.lint.project_facts import Fn, Site, fn_key, index_functions, ref_of
-from pitstop.lint.shapes import weightless
+from pitstop.lint.shapes import accumulated, weightless
 
 
 @dataclass
@@ -55,6 +55,9 @@ def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
     constructors = {d: callee for d, callee in mod.constructed.items() if not callee.startswith("torch.optim")}
     functions, sites = index_functions(mod)
     _factories(mod, functions)
+    for fn in mod.defs:  # what each method adds to a total on its object (an AverageMeter's update)
+        if (info := functions.get(fn_key(mod, fn))) is not None and isinstance(mod.parents.get(id(fn)), ast.ClassDef):
+            info.accumulates = accumulated(fn, mod.body(fn))  # type: ignore[arg-type]
     trains = mod.trains or bool(mod.optimizers) or any(
         isinstance(c.func, ast.Attribute) and c.func.attr == "zero_grad" for c in mod.calls)
     return FileIndex(path, module_names(path, root), dict(mod.aliases), functions, classes, constructors, sites,

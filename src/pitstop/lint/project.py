@@ -323,9 +323,11 @@ class View:
         return fid is not None and self.project.fact("returns_graph", fid)
 
     def returns_no_graph(self, call: ast.Call) -> bool:
-        """Whether ``call`` calls a project function every return of which is a number or cut from the graph."""
+        """Whether ``call`` calls a project function every return of which is a number or cut from the graph,
+        or one that runs under no_grad throughout (``accuracy()``'s ``with torch.no_grad():`` body)."""
         fid = self.callee(call)
-        return fid is not None and self.project.files[fid[0]].functions[fid[1]].returns_no_graph
+        fn = self.project.files[fid[0]].functions[fid[1]] if fid is not None else None
+        return fn is not None and (fn.returns_no_graph or (fn.no_grad and not fn.backward))
 
     def graph_positions(self, call: ast.Call) -> tuple[int, ...] | None:
         """Which places of the tuple a project function returns hold graph-attached tensors (None: all)."""

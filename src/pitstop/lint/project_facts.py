@@ -45,6 +45,7 @@ class Fn:
     gates: tuple[str, ...] = ()  # parameters every backward is conditional on (``if adjust: loss.backward()``)
     refs: list[Ref] = field(default_factory=list)  # what it calls
     return_refs: list[Ref] = field(default_factory=list)  # calls whose result it returns
+    accumulates: tuple[int, ...] = ()  # parameter places it adds to a total on its object (``shapes.accumulated``)
 
 
 @dataclass

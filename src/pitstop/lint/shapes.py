@@ -1,7 +1,7 @@
 """Shapes of code the project index records, decided from the syntax alone: module classes that hold
 no weights, functions that open no_grad around their own work, values cut from the graph, factories
-that hand out a model, calls only reached out of training mode, and method names too common to say
-which class an object of unknown type is."""
+that hand out a model, calls only reached out of training mode, parameters a method adds to a total on
+its object, and method names too common to say which class an object of unknown type is."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import ast
 import re
 
 from pitstop.lint.analysis import RETURNS_SELF, Module, dotted, target_names
+from pitstop.lint.flow import carried
 
 # method names too common to say which class an object of unknown type is
 GENERIC_METHODS = {"forward", "step", "train", "eval", "update", "run", "apply", "get", "set", "reset", "save",
@@ -150,3 +151,18 @@ def _training_or(test: ast.expr) -> bool:
 
 def _ands(test: ast.expr) -> list[ast.expr]:
     return test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+
+
+def accumulated(fn: ast.FunctionDef | ast.AsyncFunctionDef, body: list[ast.AST]) -> tuple[int, ...]:
+    """The parameter places whose value a method adds to a total on its object (AverageMeter's
+    ``update(self, val, n=1)``: ``self.sum += val * n`` -> (1, 2)), never through ``.item()`` or
+    ``float()``, and never a parameter the method rebinds first (``val = float(val)``)."""
+    params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    rebound = {x for n in body if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+               for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for x in target_names(t)}
+    found: set[int] = set()
+    for n in body:
+        if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and (dotted(n.target) or "").startswith("self."):
+            names = set(carried(n.value))
+            found |= {k for k, name in enumerate(params) if k and name in names and name not in rebound}
+    return tuple(sorted(found))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from pathlib import PurePath
 from typing import ClassVar
 
 from pitstop.lint.analysis import Module, assigned_in, dotted, is_backward, is_step, target_names, walk_local
@@ -18,7 +19,9 @@ class GraphKeptAlive(Rule):
         Finds, in a training loop, a graph-attached value (what backward runs on, results of model,
         criterion and `torch.nn.functional` calls, and arithmetic on them) appended to a list built
         outside the iteration, added to a running total, concatenated onto a tensor the loop carries
-        (`preds = torch.cat((preds, out))`), or stored on an attribute; in an evaluation loop that
+        (`preds = torch.cat((preds, out))`), stored on an attribute, or handed to a project method that
+        adds it to a total on its object (`losses.update(loss, n)` of an AverageMeter whose `update()`
+        runs `self.sum += val * n`); in an evaluation loop that
         runs with autograd on, a running total or a concatenation; in a rollout inside a training
         loop (steps without backward), outputs collected and then detached after it
         (`values = torch.cat(values).detach()`).
@@ -45,6 +48,8 @@ class GraphKeptAlive(Rule):
         "cat": "`{holder} = torch.cat(({holder}, {value}))` concatenates every step's `{value}` with its autograd "
                "graph: every step's graph stays in memory",
         "store": "`{holder}` keeps `{value}` with its autograd graph beyond the step",
+        "meter": "`{holder}.{method}({value}, ...)` adds `{value}` to a total on the object ({where}) with its "
+                 "autograd graph: every step's graph stays in memory",
     }
     fix = "safe"
 
@@ -74,10 +79,12 @@ class GraphKeptAlive(Rule):
                 if found is not None and mod.under_no_grad(n, loop) is None:
                     done.add(id(n))
                     variant, holder, value = found
-                    numeric = variant in ("sum", "chain")
+                    numeric = variant in ("sum", "chain", "meter")
                     fix = self.detach_fix(ctx, graph, value, mod.enclosing_function(loop), holder, numeric,
                                           tensor=variant == "cat")
-                    self.report(ctx, n, fix, variant=variant, holder=holder, value=ctx.text(value))
+                    extra = _meter(ctx, n) if variant == "meter" and isinstance(n, ast.Call) else None
+                    self.report(ctx, n, fix, variant=variant, holder=holder, value=ctx.text(value),
+                                **({"method": extra[0], "where": extra[1]} if extra else {}))
         if training:
             self.collected_then_detached(ctx, done)
 
@@ -115,6 +122,12 @@ class GraphKeptAlive(Rule):
             value = n.args[-1]
             if holder and (("." in holder) or not assigned_in(loop, holder)) and graph.carries(value, n):
                 return "", holder, value
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.args \
+                and (places := _meter_places(graph.mod, n)) is not None:
+            holder = dotted(n.func.value)
+            given = next((a for k, a in enumerate(n.args, 1) if k in places and graph.carries(a, n)), None)
+            if holder and given is not None:
+                return "meter", holder, given  # losses.update(loss, n): AverageMeter's self.sum += val * n
         elif isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add):
             holder = dotted(n.target)
             if holder and graph.carries(n.value, n) and (not assigned_in(loop, holder)
@@ -145,6 +158,33 @@ class GraphKeptAlive(Rule):
                        or (not numeric and not _used_by_torch(scope, holder, ctx.mod))):
             return self.make_fix("use .item()", Edit(*ctx.span(value), f"{name.id}.item()"))
         return self.make_fix("use .detach()", Edit(*ctx.span(value), f"{name.id}.detach()"))
+
+
+def _meter_places(mod: Module, call: ast.Call) -> tuple[int, ...] | None:
+    """The parameter places (``self`` at 0) of the project method ``call`` runs that it adds to a total
+    on its object, when there are any."""
+    fid = _meter_method(mod, call)
+    return mod.view.project.files[fid[0]].functions[fid[1]].accumulates if fid is not None and mod.view else None
+
+
+def _meter_method(mod: Module, call: ast.Call) -> tuple[int, str] | None:
+    """The project method ``call`` runs, when it adds a parameter to a total on its object: resolved, or
+    (an object of unknown type) the one method of that name in the project, which does."""
+    view = mod.view
+    if view is None or not isinstance(call.func, ast.Attribute):
+        return None
+    fid = view.callee(call)
+    if fid is None:
+        found = view.project.methods.get(call.func.attr, [])
+        fid = found[0] if len(found) == 1 else None
+    return fid if fid is not None and view.project.files[fid[0]].functions[fid[1]].accumulates else None
+
+
+def _meter(ctx: Context, call: ast.Call) -> tuple[str, str]:
+    """(method, ``Class.method`` at ``file:line``) for the message."""
+    fid = _meter_method(ctx.mod, call)
+    fn = ctx.project.project.files[fid[0]].functions[fid[1]]  # type: ignore[index]
+    return call.func.attr, f"`{fid[1]}`, {PurePath(ctx.project.project.files[fid[0]].path).name}:{fn.line}"  # type: ignore
 
 
 def _steps(loop: ast.AST) -> bool:
