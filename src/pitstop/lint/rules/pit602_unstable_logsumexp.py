@@ -37,17 +37,17 @@ class UnstableLogsumexp(Rule):
         "softmax": "log(softmax(x)) underflows to -inf: use torch.log_softmax",
         "ratio": "log(exp(x) / sum(exp(...))) is a softmax written by hand: exp overflows for large x (fp16 past "
                  "11), use torch.log_softmax or F.cross_entropy on the logits",
-        "sigmoid": "log({what}) is -inf once the sigmoid rounds to {edge} (float32 logits past about {at}): use "
-                   "{use}",
+        "sigmoid": "log({what}) is -inf once the sigmoid rounds to {edge} (float32 logits {at}): use {use}",
     }
     fix = "safe"
 
     def _sigmoid(self, ctx: Context, call: ast.Call, fix: Fix | None, complement: bool) -> None:
         if complement:
-            self.report(ctx, call, fix, variant="sigmoid", what="1 - sigmoid(x)", edge="1", at="17",
+            self.report(ctx, call, fix, variant="sigmoid", what="1 - sigmoid(x)", edge="1", at="above about 17",
                         use="F.logsigmoid(-x)")
         else:
-            self.report(ctx, call, fix, variant="sigmoid", what="sigmoid(x)", edge="0", at="-88", use="F.logsigmoid(x)")
+            self.report(ctx, call, fix, variant="sigmoid", what="sigmoid(x)", edge="0", at="below about -88",
+                        use="F.logsigmoid(x)")
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
