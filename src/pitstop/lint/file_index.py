@@ -31,6 +31,7 @@ class FileIndex:
     weightless: set[str] = field(default_factory=set)  # classes that hold no parameters (``shapes.weightless``)
     options: dict[str, tuple[object, int]] = field(default_factory=dict)  # argparse dest -> (constant default, line)
     attr_calls: set[str] = field(default_factory=set)  # method names it calls on anything (``x.sample_pixels(4)``)
+    constants: dict[str, tuple[object, int]] = field(default_factory=dict)  # "NAME" / "Class.NAME" -> (value, line)
 
 
 def module_names(path: str, root: Path | None) -> list[str]:
@@ -63,7 +64,20 @@ def index_file(mod: Module, path: str, root: Path | None) -> FileIndex:
     return FileIndex(path, module_names(path, root), dict(mod.aliases), functions, classes, constructors, sites,
                      "cuda" in mod.source, trains, list(mod.star_modules), bool(MODE_LAYERS.search(mod.source)),
                      {name for name, node in mod.classes.items() if weightless(node)}, _options(mod),
-                     {c.func.attr for c in mod.calls if isinstance(c.func, ast.Attribute)})
+                     {c.func.attr for c in mod.calls if isinstance(c.func, ast.Attribute)}, _constants(mod))
+
+
+def _constants(mod: Module) -> dict[str, tuple[object, int]]:
+    """Numbers and strings bound once at the top level or in a class body (a config module's
+    ``num_workers = 0``, ``class Config: num_workers = 0``), by ``NAME`` / ``Class.NAME``."""
+    found: dict[str, list[tuple[object, int]]] = {}
+    bodies = [("", mod.tree.body), *((f"{c.name}.", c.body) for c in mod.tree.body if isinstance(c, ast.ClassDef))]
+    for prefix, body in bodies:
+        for n in body:
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+                value = n.value.value if isinstance(n.value, ast.Constant) else ast.Ellipsis  # not a constant
+                found.setdefault(prefix + n.targets[0].id, []).append((value, n.lineno))
+    return {k: v[0] for k, v in found.items() if len(v) == 1 and v[0][0] is not ast.Ellipsis}
 
 
 def _options(mod: Module) -> dict[str, tuple[object, int]]:

@@ -86,6 +86,10 @@ class Project:
 
     # -- resolution --------------------------------------------------------------------------
 
+    def modules(self, i: int, dotted_module: str) -> list[int]:
+        """The project files a module name imported in file ``i`` names (relative ones from its package)."""
+        return self._modules(i, dotted_module)
+
     def _modules(self, i: int, dotted_module: str) -> list[int]:
         if dotted_module.startswith("."):  # relative: from the importing file's package
             level = len(dotted_module) - len(dotted_module.lstrip("."))

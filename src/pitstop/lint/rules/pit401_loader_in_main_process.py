@@ -28,7 +28,8 @@ class LoaderInMainProcess(Rule):
         left at `num_workers=0`, also where the value comes from a YAML config beside the code that
         sets it to 0 (`num_workers=CONFIG.DATALOADER.NUM_WORKERS`) or from a command-line option whose
         default is 0 (`num_workers=args.num_workers`, `--num-workers` declared with `default=0` in any
-        file of the project), but not one over a `TensorDataset` of tensors already on the GPU
+        file of the project) or from a project settings class or module that binds it to 0
+        (`config = Config()`, `class Config: num_workers = 0`), but not one over a `TensorDataset` of tensors already on the GPU
         (nothing to load, and CUDA tensors cannot be pinned); when the project uses CUDA anywhere
         (in any file), the message also names the missing `pin_memory=True`.
 
@@ -69,7 +70,7 @@ class LoaderInMainProcess(Rule):
                 where = f"{Path(found.path).parent.name}/{Path(found.path).name}:{found.line}"
                 self.report(ctx, call, extra=f"{pinning}: `{ctx.text(workers.value)}` is 0 in {where}")
             elif (option := _option_default(ctx, workers.value)) is not None:
-                self.report(ctx, call, extra=f"{pinning}: `{ctx.text(workers.value)}` defaults to 0 ({option})")
+                self.report(ctx, call, extra=f"{pinning}: `{ctx.text(workers.value)}` is 0 by default ({option})")
 
     def training(self, ctx: Context, call: ast.Call, iterated: dict[str, bool]) -> bool:
         """Shuffled, sampled, over a dataset named like training data, or iterated by a training loop;
@@ -103,9 +104,20 @@ class LoaderInMainProcess(Rule):
 
 def _option_default(ctx: Context, value: ast.AST) -> str | None:
     """``args.num_workers`` where the project's argparse options declare ``--num-workers`` with
-    ``default=0`` (every declaration of that name agreeing): where, as ``file:line``; None otherwise."""
+    ``default=0`` (every declaration of that name agreeing), or ``config.num_workers`` where ``config``
+    is a project class's instance or a project module whose own binding of it is 0: where, as
+    ``file:line``; None otherwise."""
     if not (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name)) or ctx.project is None:
         return None
+    project, holder = ctx.project.project, value.value.id
+    built = project.files[ctx.project.i].constructors.get(holder)  # config = Config(): the class's own value
+    cls = project.class_of(ctx.project.i, built) if built else None
+    module = project.files[ctx.project.i].aliases.get(holder)  # import config: the module's own value
+    for j, key in ([(cls[0], f"{cls[1]}.{value.attr}")] if cls else []) + [
+            (j, value.attr) for j in (project.modules(ctx.project.i, module) if module else [])]:
+        if (const := project.files[j].constants.get(key)) is not None:
+            zero = const[0] == 0 and not isinstance(const[0], bool)
+            return f"{Path(project.files[j].path).name}:{const[1]}" if zero else None
     found = [(f.path, f.options[value.attr]) for f in ctx.project.project.files if value.attr in f.options]
     if not found or any(d != 0 or isinstance(d, bool) for _, (d, _) in found):
         return None
