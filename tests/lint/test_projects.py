@@ -25,7 +25,9 @@ def markers(root: Path) -> set[tuple[str, int, str]]:
 
 @pytest.mark.parametrize("name", sorted(p.name for p in PROJECTS.iterdir() if p.is_dir()))
 def test_project(name, tmp_path):
-    root = tmp_path / name  # away from this repository's own pyproject.toml and its per-file ignores
+    # away from this repository's own pyproject.toml and its per-file ignores, and two folders below the
+    # test's own: PIT401 reads YAML configs up to two folders up, where other tests' files may lie
+    root = tmp_path / "a" / "b" / name
     shutil.copytree(PROJECTS / name, root)
     result = lint([str(root)], select=["ALL"])
     found = {(Path(d.path).relative_to(root).as_posix(), d.line, d.code) for d in result.findings}

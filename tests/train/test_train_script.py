@@ -124,7 +124,9 @@ def test_a_compute_bound_loop_gets_bf16_autocast_where_it_is_native(tmp_path):
         patch = edits.diff(edits.apply(edits.plan(NAIVE.with_(precision="bf16-autocast"), found, "cpu")),
                            str(tmp_path))
     elif doc["winner"]["variant"] == "bf16-autocast":  # chosen only when measured faster beyond noise
-        assert verdict == "faster" and doc["winner"]["speedup"]["ci95"][0] > 1.0, doc["winner"]["speedup"]
+        # (by CPU time where the final found the machine busy: its wall-clock row may read within noise, and
+        # the winner's speed-up is the CPU-time one the choice was made on)
+        assert (verdict == "faster" or busy) and doc["winner"]["speedup"]["ci95"][0] > 1.0, doc["winner"]["speedup"]
         patch = (tmp_path / "speedup.diff").read_text()
     else:  # within noise (or faster on a machine found busy): keeping the script is the honest answer
         assert doc["winner"]["variant"] == "naive" and "naive stays" in proc.stdout, rows

@@ -17,6 +17,7 @@ from pitstop._document import envelope
 from pitstop.engine.measurement import Measurement
 from pitstop.engine.result import Rows, row_document
 from pitstop.engine.stages import StagedReport
+from pitstop.stats import Ratio, speedup_groups
 from pitstop.train.config import NAIVE_NAME, TrainConfig
 from pitstop.train.search import Stage, TrainOutcome
 
@@ -45,6 +46,23 @@ class TrainReport(StagedReport):
     def config(self) -> TrainConfig:
         """The chosen config (naive when nothing beat it)."""
         return self.outcome.winner_config
+
+    def speedup_over(self, baseline: str) -> Ratio | None:
+        """The winner's speed-up as the search judged it (``TrainSearch.ratio``): by wall time, or, where
+        the winner's stage ran on a busy machine, by CPU time per step, which other processes do not move."""
+        winner, stage = self.outcome.winner, self.outcome.winner_stage
+        if self.by_cpu:
+            base = stage.result.row(baseline, winner.batch_size)  # type: ignore[union-attr]
+            a, b = ((r.details or {}).get("cpu_samples_s") for r in (base, winner)) if base and winner else (None, None)
+            if a and b and any(a) and any(b):
+                return speedup_groups([g for g in a if g], [g for g in b if g])
+        return super().speedup_over(baseline)
+
+    @property
+    def by_cpu(self) -> bool:
+        """The winner was judged by CPU time: its stage found the machine busy."""
+        stage = self.outcome.winner_stage
+        return self.outcome.winner is not None and stage is not None and bool((stage.load or {}).get("busy"))
 
     def break_even(self, row: Measurement, stage: Stage) -> float | None:
         """Steps after which a variant's one-time cost (compilation, a loader's worker start-up:
@@ -148,8 +166,9 @@ def verdict_lines(report: TrainReport) -> list[str]:
         base = "the unmodified script" if report.script else "fp32 eager, for-loop optimizer"
         # chosen on its optimizer step (winner.py), the whole step's interval may span 1: not "faster"
         than = "faster per step than" if ratio.ci95[0] > 1.0 else "per step, within noise of"
+        cpu = " by CPU time (the machine was busy: wall time would mislead)" if report.by_cpu else ""
         lines.append(f"Winner: {winner.variant}: {ratio.median:.2f}x [{ratio.ci95[0]:.2f}-{ratio.ci95[1]:.2f}] "
-                     f"{than} {NAIVE_NAME} ({base}){pays} ({outcome.verdict}; {took})")
+                     f"{than} {NAIVE_NAME} ({base}){cpu}{pays} ({outcome.verdict}; {took})")
     if report.saved:
         lines.append(f"Saved: {', '.join(report.saved)}")
     return lines

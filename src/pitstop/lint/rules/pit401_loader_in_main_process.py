@@ -29,9 +29,9 @@ class LoaderInMainProcess(Rule):
         sets it to 0 (`num_workers=CONFIG.DATALOADER.NUM_WORKERS`) or from a command-line option whose
         default is 0 (`num_workers=args.num_workers`, `--num-workers` declared with `default=0` in any
         file of the project) or from a project settings class or module that binds it to 0
-        (`config = Config()`, `class Config: num_workers = 0`), but not one over a `TensorDataset` of tensors already on the GPU
-        (nothing to load, and CUDA tensors cannot be pinned); when the project uses CUDA anywhere
-        (in any file), the message also names the missing `pin_memory=True`.
+        (`config = Config()`, `class Config: num_workers = 0`), but not one over a `TensorDataset` of
+        tensors already on the GPU (nothing to load, and CUDA tensors cannot be pinned); when the
+        project uses CUDA anywhere (in any file), the message also names the missing `pin_memory=True`.
 
     Why is this bad:
         With no workers every batch is loaded and collated in the training process while the model
