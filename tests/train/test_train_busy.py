@@ -104,6 +104,8 @@ def test_a_busy_machine_does_not_choose_a_thread_count(burners, tmp_path):
     naive = next(r for r in doc["results"] if r["variant"] == "naive")
     assert naive["details"]["cpu_samples_s"]  # the CPU times the comparison used
     assert "Machine load:" in proc.stdout
+    if doc["winner"]["variant"] != "naive":  # its speed-up is the CPU-time one it was chosen on, and says so
+        assert doc["winner"]["speedup"]["ci95"][0] > 1.0 and "by CPU time (the machine was busy" in proc.stdout
 
 
 @pytest.mark.serial(loads_cores=True)  # it starts a busy process on every core
