@@ -75,9 +75,12 @@ def _constants(mod: Module) -> dict[str, tuple[object, int]]:
     for prefix, body in bodies:
         for n in body:
             if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-                value = n.value.value if isinstance(n.value, ast.Constant) else ast.Ellipsis  # not a constant
+                value = n.value.value if isinstance(n.value, ast.Constant) else _COMPUTED
                 found.setdefault(prefix + n.targets[0].id, []).append((value, n.lineno))
-    return {k: v[0] for k, v in found.items() if len(v) == 1 and v[0][0] is not ast.Ellipsis}
+    return {k: v[0] for k, v in found.items() if len(v) == 1 and v[0][0] is not _COMPUTED}
+
+
+_COMPUTED = object()  # a binding whose value is not a constant
 
 
 def _options(mod: Module) -> dict[str, tuple[object, int]]:
