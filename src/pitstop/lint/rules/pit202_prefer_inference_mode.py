@@ -21,8 +21,8 @@ class PreferInferenceMode(Rule):
         features extracted once before a probe is fitted; not an action chosen in the loop that
         also learns, nor anything called from a training script's top-level loop), or in a module-level
         `test()` / `predict()` entry point or a runner's `sample()` / `evaluate()` method that no
-        project code calls. Blocks that copy into or initialise
-        weights in place (`p.copy_(...)`, `torch.nn.init.*`, `p.data = ...`, `w.mul_(...)`) and,
+        project code calls. Blocks that copy into or initialise weights in place (`p.copy_(...)`,
+        `torch.nn.init.*`, `p.data = ...`, `w.mul_(...)`, also on what a loop over parameters walks) and,
         in a project that trains, blocks inside nn.Module methods (a frozen teacher or encoder in
         the training forward) are left alone, except a model's sampling methods (`sample()`,
         `generate()`, `predict()` and what only they call) whose result no training uses.
@@ -221,8 +221,8 @@ def _apart_from_training(ctx: Context, node: ast.AST) -> bool:
             (_TEST_ENTRY.match(fn.name) and isinstance(mod.parents.get(id(fn)), ast.Module))
             or (_SAMPLING.match(fn.name) and isinstance(mod.parents.get(id(fn)), ast.ClassDef)
                 and (fn.name in GENERIC_METHODS or not any(fn.name in f.attr_calls for f in view.project.files)))):
-        # (a name as specific as ``sample_pixels`` called on anything is this method called; ``x.sample()`` is not)
-        # test(): an entry; so is a runner's uncalled sample() / evaluate() (a script elsewhere calls it)
+        # test(): an entry; so is a runner's uncalled sample() / evaluate() (a script elsewhere calls it); a
+        # name as specific as ``sample_pixels`` called on anything is this method called, ``x.sample()`` is not
         return not view.project.fact("backward", fid) and not view.project.fact("step", fid)
     return fid is not None and not view.project.fact("backward", fid) and not view.project.fact("step", fid) \
         and (_callers_apart(view.project, fid, 0) or (
