@@ -333,6 +333,11 @@ class View:
         fn = self.project.files[fid[0]].functions[fid[1]] if fid is not None else None
         return fn is not None and (fn.returns_no_graph or (fn.no_grad and not fn.backward))
 
+    def returns_softmax(self, call: ast.Call) -> bool:
+        """Whether ``call`` calls a project function every return of which is a softmax (``self.actor.pi(s)``)."""
+        fid = self.callee(call)
+        return fid is not None and self.project.files[fid[0]].functions[fid[1]].returns_softmax
+
     def graph_positions(self, call: ast.Call) -> tuple[int, ...] | None:
         """Which places of the tuple a project function returns hold graph-attached tensors (None: all)."""
         fid = self.callee(call)

@@ -13,7 +13,7 @@ from pitstop.lint.analysis import MODEL_NAME, Module, dotted, is_backward, is_st
 from pitstop.lint.flow import Flow
 from pitstop.lint.graph import GraphNames
 from pitstop.lint.reach import Sources, in_comprehension, shares_graph
-from pitstop.lint.shapes import GENERIC_METHODS, built_here, cut, guarded, module_returned, untrained_branch
+from pitstop.lint.shapes import GENERIC_METHODS, built_here, cut, guarded, module_returned, softmaxed, untrained_branch
 
 Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit"), ("qual", "utils.evaluate"), ("star", "evaluate")
 # calls into these packages are never project functions
@@ -40,6 +40,7 @@ class Fn:
     returns_graph: bool = False  # returns a graph-attached tensor
     returns_no_graph: bool = False  # every return is a number or an array (``x.item()``, ``t.numpy()``)
     returns_model: bool = False  # every return is a module it loaded or switched (``model.load_state_dict``)
+    returns_softmax: bool = False  # every return is a softmax: probabilities (``shapes.softmaxed``)
     graph_positions: tuple[int, ...] | None = None  # when every return is a tuple: the graph-attached places
     retain: tuple[tuple[int, int], ...] = ()  # backward(retain_graph=True) calls no later backward reuses
     gates: tuple[str, ...] = ()  # parameters every backward is conditional on (``if adjust: loss.backward()``)
@@ -267,6 +268,7 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
     out.returns_no_graph = bool(returns) and all(_numbers(body, [r.value], mod) or cut(r.value, mod)  # type: ignore
                                                  for r in returns)
     out.returns_model = bool(returns) and all(module_returned(body, r.value) for r in returns)  # type: ignore
+    out.returns_softmax = softmaxed(mod, body, returns)  # type: ignore[arg-type]
     if not returns or out.no_grad or not (out.backward or any(_graph_source(c, mod) for c in calls)):
         return out  # nothing in it makes a graph-attached tensor of its own
     graph = GraphNames(fn, mod)

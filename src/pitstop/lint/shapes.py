@@ -1,7 +1,8 @@
 """Shapes of code the project index records, decided from the syntax alone: module classes that hold
 no weights, functions that open no_grad around their own work, values cut from the graph, factories
 that hand out a model, calls only reached out of training mode, parameters a method adds to a total on
-its object, and method names too common to say which class an object of unknown type is."""
+its object, functions that return a softmax, and method names too common to say which class an object
+of unknown type is."""
 
 from __future__ import annotations
 
@@ -166,3 +167,42 @@ def accumulated(fn: ast.FunctionDef | ast.AsyncFunctionDef, body: list[ast.AST])
             names = set(carried(n.value))
             found |= {k for k, name in enumerate(params) if k and name in names and name not in rebound}
     return tuple(sorted(found))
+
+
+SOFTMAX_MODULES = ("torch.nn.Softmax", "torch.nn.modules.activation.Softmax")
+
+
+def softmax_of(node: ast.AST, mod: Module) -> tuple[ast.AST, ast.AST | None] | None:
+    """(x, dim) for ``torch.softmax(x, dim)``, ``F.softmax``, ``x.softmax(dim)`` or a constructed
+    ``nn.Softmax`` called on x (its dim None)."""
+    if not isinstance(node, ast.Call):
+        return None
+    q = mod.qualname(node.func) or ""
+    if q in ("torch.softmax", "torch.nn.functional.softmax") and node.args:
+        return node.args[0], node.args[1] if len(node.args) > 1 else _keyword(node, "dim")
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "softmax" and not q:
+        return node.func.value, node.args[0] if node.args else _keyword(node, "dim")
+    if mod.constructed.get(dotted(node.func) or "") in SOFTMAX_MODULES and len(node.args) == 1:
+        return node.args[0], None  # ``self.softmax = nn.Softmax(dim=1)`` ... ``self.softmax(scores)``
+    return None
+
+
+def _keyword(call: ast.Call, name: str) -> ast.AST | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def softmaxed(mod: Module, body: list[ast.AST], returns: list[ast.Return]) -> bool:
+    """Every return is a softmax, made there or bound to the returned name just before
+    (``prob = F.softmax(self.l3(n), dim=1)`` ... ``return prob``): probabilities, which a caller
+    that takes their log should have asked for as log-probabilities."""
+    if not returns:
+        return False
+    for ret in returns:
+        value = ret.value
+        if isinstance(value, ast.Name):
+            binds = [n for n in body if isinstance(n, ast.Assign) and n.lineno < ret.lineno and any(
+                isinstance(t, ast.Name) and t.id == value.id for t in n.targets)]
+            value = max(binds, key=lambda n: n.lineno).value if binds else None
+        if value is None or softmax_of(value, mod) is None:
+            return False
+    return True

@@ -120,3 +120,34 @@ def bce_stable(pos_logits, neg_logits, pred):
     b = torch.log(p) + torch.log(1 - p)  # clamped first: bounded, no finding
     c = torch.log(torch.sigmoid(pred).clamp(min=1e-7))  # clamped inline: no finding
     return a, b, c
+
+
+def cox_partial_likelihood(risk_pred, y, e):
+    # DeepSurv's loss: a masked sum of exp over each risk set, averaged, then logged (the name rebound)
+    mask = torch.ones(y.shape[0], y.shape[0])
+    mask[(y.T - y) > 0] = 0
+    log_loss = torch.exp(risk_pred) * mask
+    log_loss = torch.sum(log_loss, dim=0) / torch.sum(mask, dim=0)
+    log_loss = torch.log(log_loss).reshape(-1, 1)  # warning: PIT602
+    inline = torch.log(torch.sum(torch.exp(risk_pred) * mask, dim=0))  # warning: PIT602
+    return -torch.sum((risk_pred - log_loss) * e) / torch.sum(e) + inline.mean()
+
+
+def cox_shifted(risk_pred, mask):
+    m = risk_pred.max()
+    shifted = torch.exp(risk_pred - m) * mask
+    return m + torch.log(torch.sum(shifted, dim=0) / torch.sum(mask, dim=0))  # shifted by hand: stable
+
+
+def supervised_contrastive(dot_product, logits_mask):
+    # SCAN's SimCLR loss: the logits shifted by their max on a line of their own, then exp, masked, summed
+    logits_max, _ = torch.max(dot_product, dim=1, keepdim=True)
+    logits = dot_product - logits_max.detach()
+    exp_logits = torch.exp(logits) * logits_mask
+    return logits - torch.log(exp_logits.sum(1, keepdim=True))  # shifted by hand: stable
+
+
+def rebound_probabilities(logits, counts):
+    p = torch.softmax(logits, -1)
+    p = counts / counts.sum()  # rebound to a ratio of counts before the log
+    return torch.log(p)

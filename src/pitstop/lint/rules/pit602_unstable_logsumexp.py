@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from pitstop.lint.analysis import Module, dotted, walk_local
 from pitstop.lint.rules.base import Context, Edit, Fix, Rule, keyword
+from pitstop.lint.shapes import softmax_of
 
 
 class UnstableLogsumexp(Rule):
@@ -52,7 +53,6 @@ class UnstableLogsumexp(Rule):
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
         helpers = _log_helpers(mod)
-        returners: frozenset[str] | None = None  # functions and methods that return a softmax (lazily)
         origins: dict[int, dict[str, ast.AST]] = {}
         for call in mod.calls:
             inner = _log_of(call, mod, helpers)
@@ -68,21 +68,19 @@ class UnstableLogsumexp(Rule):
             if isinstance(traced, ast.Name):  # a parameter (or unknown): what every caller passes, if one softmax
                 traced = _passed(mod, scope, traced.id, origins) or traced
             if traced is not inner:  # through names, indexing, gather or an epsilon: no rewrite offered
-                if _exp_sums(traced, mod):
+                if _exp_sums(traced, mod) or _summed_exp(traced, origins[id(scope)], mod):
                     self.report(ctx, call)
-                elif _softmax_of(traced, mod) is not None:
+                elif softmax_of(traced, mod) is not None:
                     self.report(ctx, call, variant="softmax")
                 elif (sig := _sigmoid_term(traced, mod)) is not None:
                     self._sigmoid(ctx, call, None, sig[1])
-                else:
-                    returners = _softmax_returners(mod) if returners is None else returners
-                    if _calls_one_of(traced, returners):  # probs = self.decode(x) ... log(probs.topk(k)[0])
-                        self.report(ctx, call, variant="softmax")
+                elif _project_softmax(traced, mod):  # probs = self.decode(x) ... log(probs.topk(k)[0])
+                    self.report(ctx, call, variant="softmax")  # or prob = self.actor.pi(s), in another file
                 continue
             exp_sum = _sum_of_exp(inner, mod)
             if exp_sum is not None and isinstance(exp_sum[0], ast.BinOp) and isinstance(exp_sum[0].op, ast.Sub):
                 continue  # exp(x - max): shifted by hand, the stable form
-            if exp_sum is None and _exp_sums(inner, mod):
+            if exp_sum is None and (_exp_sums(inner, mod) or _summed_exp(inner, origins[id(scope)], mod)):
                 self.report(ctx, call)  # log(exp(a) + exp(b)): no single rewrite
                 continue
             if exp_sum is not None:
@@ -94,7 +92,7 @@ class UnstableLogsumexp(Rule):
                         *ctx.span(call), f"torch.logsumexp({ctx.text(x)}, dim={ctx.text(dim)}{kd})"))
                 self.report(ctx, call, fix)
                 continue
-            soft = _softmax_of(inner, mod)
+            soft = softmax_of(inner, mod)
             if soft is not None:
                 x, sdim = soft
                 fix = None
@@ -112,8 +110,6 @@ class UnstableLogsumexp(Rule):
                 fix = self.make_fix("rewrite to torch.nn.functional.logsigmoid", Edit(
                     *ctx.span(call), f"torch.nn.functional.logsigmoid({arg})"))
                 self._sigmoid(ctx, call, fix, complement)
-
-
 
 
 _SIGMOID_MODULES = ("torch.nn.Sigmoid", "torch.nn.modules.activation.Sigmoid")
@@ -191,20 +187,6 @@ def _sum_of_exp(node: ast.AST, mod: Module) -> tuple[ast.AST, ast.AST | None, as
     return x, _arg(node, args, 0, "dim"), _arg(node, args, 1, "keepdim")
 
 
-def _softmax_of(node: ast.AST, mod: Module) -> tuple[ast.AST, ast.AST | None] | None:
-    if not isinstance(node, ast.Call):
-        return None
-    q = mod.qualname(node.func) or ""
-    if q in ("torch.softmax", "torch.nn.functional.softmax") and node.args:
-        return node.args[0], _arg(node, list(node.args), 1, "dim")
-    if isinstance(node.func, ast.Attribute) and node.func.attr == "softmax" and not q:
-        return node.func.value, _arg(node, list(node.args), 0, "dim")
-    if mod.constructed.get(dotted(node.func) or "") in _SOFTMAX_MODULES and len(node.args) == 1:
-        return node.args[0], None  # ``self.softmax = nn.Softmax(dim=1)`` ... ``self.softmax(scores)``
-    return None
-
-
-_SOFTMAX_MODULES = ("torch.nn.Softmax", "torch.nn.modules.activation.Softmax")
 
 
 def _exp_like(node: ast.AST, origins: dict[str, ast.AST], mod: Module, depth: int = 0) -> bool:
@@ -226,7 +208,22 @@ def _exp_like(node: ast.AST, origins: dict[str, ast.AST], mod: Module, depth: in
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
         return _exp_like(node.left, origins, mod, depth + 1) or _exp_like(node.right, origins, mod, depth + 1)
     x = _exp_arg(node, mod)
-    return x is not None and not _shifted(x)
+    return x is not None and not _shifted(_trace(x, origins))  # ``logits = dot - max`` bound above: shifted
+
+
+def _summed_exp(node: ast.AST, origins: dict[str, ast.AST], mod: Module) -> bool:
+    """``sum(exp(x) * mask, 0)``, also divided by a count (a Cox partial likelihood's risk set), its
+    exp bound above and not shifted by hand: a logsumexp written out."""
+    node = _trace(node, origins)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and not _exp_like(node.right, origins, mod):
+        node = _trace(node.left, origins)
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or node.func.attr != "sum":
+        return False
+    torch_sum = (mod.qualname(node.func) or "") == "torch.sum"
+    if not torch_sum and mod.qualname(node.func) is not None:
+        return False
+    inner = node.args[0] if torch_sum and node.args else None if torch_sum else node.func.value
+    return inner is not None and _exp_like(inner, origins, mod)
 
 
 def _ratio_softmax(node: ast.AST, origins: dict[str, ast.AST], mod: Module) -> bool:
@@ -273,31 +270,40 @@ def _log_helpers(mod: Module) -> frozenset[str]:
 _SELECTS = ("topk", "sort", "max", "min", "kthvalue")  # (values, indices): the values are the input's own
 
 
-def _origins(scope: ast.AST) -> dict[str, ast.AST]:
-    found: dict[str, ast.AST] = {}
+class _Origins(dict):  # type: ignore[type-arg]
+    """Each name's last value in a scope, and every value it is given there in order: a name read at a line
+    is followed to the value bound just before it (``log_loss = torch.sum(log_loss, 0) / n`` then
+    ``torch.log(log_loss)``), to its last value when none is (a loop carries it, or a parameter)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.binds: dict[str, list[tuple[int, ast.AST]]] = {}
+
+    def bind(self, name: str, end: int, value: ast.AST) -> None:
+        self[name] = value
+        self.binds.setdefault(name, []).append((end, value))
+
+    def at(self, name: ast.Name) -> ast.AST:
+        before = [v for end, v in self.binds.get(name.id, ()) if end < name.lineno]
+        return before[-1] if before else self[name.id]
+
+
+def _origins(scope: ast.AST) -> _Origins:
+    found = _Origins()
     for n in sorted((n for n in walk_local(scope) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
+        end = n.end_lineno or n.lineno
         for t in n.targets:
             if isinstance(t, ast.Name):
-                found[t.id] = n.value
+                found.bind(t.id, end, n.value)
             elif isinstance(t, ast.Tuple) and isinstance(n.value, ast.Tuple) and len(t.elts) == len(n.value.elts):
-                found.update((a.id, v) for a, v in zip(t.elts, n.value.elts, strict=True) if isinstance(a, ast.Name))
+                for a, v in zip(t.elts, n.value.elts, strict=True):
+                    if isinstance(a, ast.Name):
+                        found.bind(a.id, end, v)
             elif isinstance(t, ast.Tuple) and t.elts and isinstance(t.elts[0], ast.Name) \
                     and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute) \
                     and n.value.func.attr in _SELECTS and n.value.args:
-                found[t.elts[0].id] = n.value.func.value  # best_probs, best_idx = probs.topk(k)
+                found.bind(t.elts[0].id, end, n.value.func.value)  # best_probs, best_idx = probs.topk(k)
     return found
-
-
-def _softmax_returners(mod: Module) -> frozenset[str]:
-    """Functions and methods of the file whose every return is a softmax (``def decode(...): ...
-    return F.softmax(logits, -1)``)."""
-    found = set()
-    for fn in ast.walk(mod.tree):
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            returns = [n.value for n in walk_local(fn) if isinstance(n, ast.Return)]
-            if returns and all(r is not None and _softmax_of(r, mod) is not None for r in returns):
-                found.add(fn.name)
-    return frozenset(found)
 
 
 def _passed(mod: Module, fn: ast.AST, param: str, origins: dict[int, dict[str, ast.AST]]) -> ast.AST | None:
@@ -312,7 +318,6 @@ def _passed(mod: Module, fn: ast.AST, param: str, origins: dict[int, dict[str, a
     method = isinstance(mod.parents.get(id(fn)), ast.ClassDef) and params[:1] in (["self"], ["cls"])
     at = params.index(param) - (1 if method else 0)
     found: ast.AST | None = None
-    returners: frozenset[str] | None = None
     for call in mod.calls:
         f = call.func
         if not ((isinstance(f, ast.Name) and f.id == fn.name and not method) or (
@@ -327,22 +332,15 @@ def _passed(mod: Module, fn: ast.AST, param: str, origins: dict[int, dict[str, a
         if id(caller) not in origins:
             origins[id(caller)] = _origins(caller)
         traced = _trace(arg, origins[id(caller)])
-        if _softmax_of(traced, mod) is None:
-            returners = _softmax_returners(mod) if returners is None else returners  # one walk of the file
-            if not _calls_one_of(traced, returners):
-                return None
+        if softmax_of(traced, mod) is None and not _project_softmax(traced, mod):
+            return None
         found = traced
     return found
 
 
-def _calls_one_of(node: ast.AST, names: frozenset[str]) -> bool:
-    """A call of ``name(...)`` or ``self.name(...)`` for one of ``names``."""
-    if not isinstance(node, ast.Call):
-        return False
-    f = node.func
-    return (isinstance(f, ast.Name) and f.id in names) or (
-        isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in ("self", "cls")
-        and f.attr in names)
+def _project_softmax(node: ast.AST, mod: Module) -> bool:
+    """A call of a project function or method, in any file, whose every return is a softmax."""
+    return isinstance(node, ast.Call) and mod.view is not None and mod.view.returns_softmax(node)
 
 
 def _trace(node: ast.AST, origins: dict[str, ast.AST], depth: int = 0) -> ast.AST:
@@ -351,7 +349,7 @@ def _trace(node: ast.AST, origins: dict[str, ast.AST], depth: int = 0) -> ast.AS
     if depth > 6:
         return node
     if isinstance(node, ast.Name) and node.id in origins:
-        return _trace(origins[node.id], origins, depth + 1)
+        return _trace(origins.at(node) if isinstance(origins, _Origins) else origins[node.id], origins, depth + 1)
     if isinstance(node, ast.Subscript):
         return _trace(node.value, origins, depth + 1)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.right, ast.Constant) \
