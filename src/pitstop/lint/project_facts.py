@@ -268,7 +268,7 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
     out.returns_no_graph = bool(returns) and all(_numbers(body, [r.value], mod) or cut(r.value, mod)  # type: ignore
                                                  for r in returns)
     out.returns_model = bool(returns) and all(module_returned(body, r.value) for r in returns)  # type: ignore
-    out.returns_softmax = softmaxed(mod, body, returns)  # type: ignore[arg-type]
+    out.returns_softmax = softmaxed(mod, body, returns)
     if not returns or out.no_grad or not (out.backward or any(_graph_source(c, mod) for c in calls)):
         return out  # nothing in it makes a graph-attached tensor of its own
     graph = GraphNames(fn, mod)

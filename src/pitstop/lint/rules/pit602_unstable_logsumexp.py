@@ -270,7 +270,7 @@ def _log_helpers(mod: Module) -> frozenset[str]:
 _SELECTS = ("topk", "sort", "max", "min", "kthvalue")  # (values, indices): the values are the input's own
 
 
-class _Origins(dict):  # type: ignore[type-arg]
+class _Origins(dict[str, ast.AST]):
     """Each name's last value in a scope, and every value it is given there in order: a name read at a line
     is followed to the value bound just before it (``log_loss = torch.sum(log_loss, 0) / n`` then
     ``torch.log(log_loss)``), to its last value when none is (a loop carries it, or a parameter)."""
