@@ -19,6 +19,7 @@ from pathlib import Path
 from pitstop.lint.analysis import Module, dotted
 from pitstop.lint.file_index import FileIndex
 from pitstop.lint.project_facts import Ref, Site, ref_of
+from pitstop.lint.shapes import GENERIC_METHODS
 
 # bases that make a class an nn.Module (qualified through the imports)
 MODULE_BASES = re.compile(r"^(torch\.nn\.(modules\.module\.)?Module|torch\.nn\.(Sequential|ModuleList|ModuleDict)|"
@@ -70,7 +71,7 @@ class Project:
         for i, f in enumerate(p.files):
             for site in f.sites:
                 target = p.resolve(i, site.ref)
-                for fid in [target] if target is not None else p._duck(site.ref, p.methods):
+                for fid in [target] if target is not None else p._duck(p._untyped(i, site.ref), p.methods):
                     p.callers.setdefault(fid, []).append((i, site))
                     if site.model_args:
                         p.model_params.setdefault(fid, set()).update(site.model_args)
@@ -202,6 +203,18 @@ class Project:
             return found
         return found if len(found) <= 16 and len({self._root((i, key.rpartition(".")[0])) for i, key in found}) == 1 \
             else []
+
+    def _untyped(self, i: int, ref: Ref) -> Ref:
+        """``agent = make_agent(cfg)`` whose project factory returns no project class (``hydra.utils.instantiate``):
+        a method called on what it made is one on an object of unknown type, for the call graph's guess."""
+        if ref[0] != "method":
+            return ref
+        built, _, method = ref[1].rpartition(":")
+        if method in GENERIC_METHODS or method.startswith("_") or self.class_of(i, built) is not None \
+                or self.made_by(i, built) is not None:
+            return ref
+        made = self.resolve(i, ("local", built) if "." not in built else ("qual", built))
+        return ("attr", f"{built}.{method}") if made is not None else ref
 
     def _root(self, cls: tuple[int, str], depth: int = 0) -> tuple[int, str]:
         """The topmost project class above ``cls`` (its first project base, followed up)."""
