@@ -358,8 +358,13 @@ class View:
 
     def runs(self, what: str, call: ast.Call) -> bool:
         """Whether the project function ``call`` calls does ``what`` (backward, step, ...), transitively;
-        a call of a model built from a project class runs that class's ``forward``."""
+        a call of a model built from a project class runs that class's ``forward``, and a method of an
+        object of unknown type does it when every project method it may be does."""
         fid = self.callee(call) or self.forward_of(call)
+        if fid is None and self.mod is not None and (ref := ref_of(call, self.mod)) is not None:
+            # ``self.trainer.prep_rollout()`` on an object of unknown type: when every guess does it
+            guesses = self.project._duck(self.project._untyped(self.i, ref), self.project.methods)
+            return bool(guesses) and all(self.project.fact(what, g) for g in guesses)
         return fid is not None and self.project.fact(what, fid)
 
     def forward_of(self, call: ast.Call) -> FnId | None:
