@@ -347,8 +347,9 @@ class View:
         return fn is not None and (fn.returns_no_graph or (fn.no_grad and not fn.backward))
 
     def returns_softmax(self, call: ast.Call) -> bool:
-        """Whether ``call`` calls a project function every return of which is a softmax (``self.actor.pi(s)``)."""
-        fid = self.callee(call)
+        """Whether ``call`` calls a project function every return of which is a softmax (``self.actor.pi(s)``),
+        or a model built from a project class whose forward returns one (a C51 network's distribution)."""
+        fid = self.callee(call) or self.forward_of(call)
         return fid is not None and self.project.files[fid[0]].functions[fid[1]].returns_softmax
 
     def graph_positions(self, call: ast.Call) -> tuple[int, ...] | None:

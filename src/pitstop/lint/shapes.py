@@ -191,6 +191,9 @@ def _keyword(call: ast.Call, name: str) -> ast.AST | None:
     return next((k.value for k in call.keywords if k.arg == name), None)
 
 
+_SAME = ("view", "reshape", "squeeze", "unsqueeze", "contiguous", "permute", "transpose", "flatten")
+
+
 def softmaxed(mod: Module, body: list[ast.AST], returns: list[ast.Return]) -> bool:
     """Every return is a softmax, made there or bound to the returned name just before
     (``prob = F.softmax(self.l3(n), dim=1)`` ... ``return prob``): probabilities, which a caller
@@ -203,6 +206,8 @@ def softmaxed(mod: Module, body: list[ast.AST], returns: list[ast.Return]) -> bo
             binds = [n for n in body if isinstance(n, ast.Assign) and n.lineno < ret.lineno and any(
                 isinstance(t, ast.Name) and t.id == value.id for t in n.targets)]
             value = max(binds, key=lambda n: n.lineno).value if binds else None
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _SAME:
+            value = value.func.value  # ``self.softmax(q.view(-1, n)).view(-1, a, n)``: the same probabilities
         if value is None or softmax_of(value, mod) is None:
             return False
     return True

@@ -15,3 +15,16 @@ class Actor(nn.Module):
         n = self.forward(state)
         prob = F.softmax(self.l2(n), dim=softmax_dim)
         return prob
+
+
+class C51(nn.Module):
+    def __init__(self, state_dim, actions, atoms):
+        super().__init__()
+        self.actions, self.atoms = actions, atoms
+        self.head = nn.Linear(state_dim, actions * atoms)
+        self.softmax = nn.Softmax(dim=1)
+
+    def forward(self, state):
+        q_distr = self.head(state)
+        prob = self.softmax(q_distr.view(-1, self.atoms)).view(-1, self.actions, self.atoms)
+        return prob

@@ -1,5 +1,5 @@
 import torch
-from nets import Actor
+from nets import C51, Actor
 from torch.distributions import Categorical
 
 
@@ -17,4 +17,19 @@ class PPO:
         loss = -torch.min(ratio * adv, torch.clamp(ratio, 1 - clip, 1 + clip) * adv) - 0.01 * entropy
         self.optimizer.zero_grad()
         loss.mean().backward()
+        self.optimizer.step()
+
+
+class DistributionalDQN:
+    def __init__(self, state_dim, actions, atoms):
+        self.qnetwork = C51(state_dim, actions, atoms)
+        self.optimizer = torch.optim.Adam(self.qnetwork.parameters(), lr=1e-4)
+
+    def learn(self, states, actions, target_distr):
+        # the network's forward (nets.py) returns a softmax: its log, gathered, taken by hand
+        prob_distr = self.qnetwork(states)
+        state_action_prob = prob_distr.gather(1, actions).squeeze(1)
+        loss = -(state_action_prob.log() * target_distr).sum(dim=1).mean()  # warning: PIT602
+        self.optimizer.zero_grad()
+        loss.backward()
         self.optimizer.step()

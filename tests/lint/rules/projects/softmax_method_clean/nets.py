@@ -21,3 +21,14 @@ class Actor(nn.Module):
 
     def value(self, state):
         return self.l2(self.forward(state))
+
+
+class C51(nn.Module):
+    def __init__(self, state_dim, actions, atoms):
+        super().__init__()
+        self.actions, self.atoms = actions, atoms
+        self.head = nn.Linear(state_dim, actions * atoms)
+
+    def forward(self, state):
+        q_distr = self.head(state)
+        return F.log_softmax(q_distr.view(-1, self.atoms), dim=1).view(-1, self.actions, self.atoms)

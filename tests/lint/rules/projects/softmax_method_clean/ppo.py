@@ -1,5 +1,5 @@
 import torch
-from nets import Actor
+from nets import C51, Actor
 from torch.distributions import Categorical
 
 
@@ -19,4 +19,18 @@ class PPO:
         loss = -torch.min(ratio * adv, torch.clamp(ratio, 1 - clip, 1 + clip) * adv) - 0.01 * entropy * scale
         self.optimizer.zero_grad()
         loss.mean().backward()
+        self.optimizer.step()
+
+
+class DistributionalDQN:
+    def __init__(self, state_dim, actions, atoms):
+        self.qnetwork = C51(state_dim, actions, atoms)
+        self.optimizer = torch.optim.Adam(self.qnetwork.parameters(), lr=1e-4)
+
+    def learn(self, states, actions, target_distr):
+        # the network returns log-probabilities: gathered, used as they are
+        log_distr = self.qnetwork(states)
+        loss = -(log_distr.gather(1, actions).squeeze(1) * target_distr).sum(dim=1).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
         self.optimizer.step()
