@@ -108,3 +108,29 @@ def radius_from_distances(net, loader, optimizer, c, nu, quantile):
         optimizer.step()
         radius.data = quantile(dist, nu)  # assigning .data sets values: no graph is kept
         net.center = torch.tensor(quantile(dist, nu))  # torch.tensor copies into a new leaf
+
+
+def totals_in_a_dict(model, loader, opt, crit):
+    # MAPPO's train_info: most entries take .item(), one takes the graph-attached ratio itself
+    info = {"loss": 0.0, "ratio": 0.0}
+    for x, y, old in loader:
+        opt.zero_grad()
+        out = model(x)
+        loss = crit(out, y)
+        ratio = torch.exp(out - old)
+        (loss * ratio.mean()).backward()
+        opt.step()
+        info["loss"] += loss.item()
+        info["ratio"] += ratio.mean()  # error: PIT102
+    return info
+
+
+def totals_keyed_by_a_variable(model, loader, opt, crit, names):
+    stats = {}
+    for x, y in loader:
+        opt.zero_grad()
+        loss = crit(model(x), y)
+        loss.backward()
+        opt.step()
+        for k in names:
+            stats[k] += loss.detach()  # detached, and under a key that varies: no finding

@@ -129,8 +129,8 @@ class GraphKeptAlive(Rule):
             if holder and given is not None:
                 return "meter", holder, given  # losses.update(loss, n): AverageMeter's self.sum += val * n
         elif isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add):
-            holder = dotted(n.target)
-            if holder and graph.carries(n.value, n) and (not assigned_in(loop, holder)
+            holder = dotted(n.target) or _keyed(n.target)  # also ``train_info["ratio"] += imp_weights.mean()``
+            if holder and graph.carries(n.value, n) and (not assigned_in(loop, holder.partition("[")[0])
                                                          or _reset_periodically(graph.mod, loop, holder, n)):
                 return "sum", holder, n.value
         elif isinstance(n, ast.Assign) and len(n.targets) == 1:
@@ -158,6 +158,14 @@ class GraphKeptAlive(Rule):
                        or (not numeric and not _used_by_torch(scope, holder, ctx.mod))):
             return self.make_fix("use .item()", Edit(*ctx.span(value), f"{name.id}.item()"))
         return self.make_fix("use .detach()", Edit(*ctx.span(value), f"{name.id}.detach()"))
+
+
+def _keyed(target: ast.AST) -> str | None:
+    """``stats["loss"]`` for a dict entry under a constant key (``stats[k]`` is no single total)."""
+    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+            and isinstance(target.slice, ast.Constant) and isinstance(target.slice.value, str):
+        return f"{target.value.id}[{target.slice.value!r}]"
+    return None
 
 
 def _meter_places(mod: Module, call: ast.Call) -> tuple[int, ...] | None:
