@@ -9,6 +9,7 @@ import builtins
 import re
 from dataclasses import dataclass, field
 
+from pitstop.lint import shapes
 from pitstop.lint.analysis import MODEL_NAME, Module, dotted, is_backward, is_step, mode_switch
 from pitstop.lint.flow import Flow
 from pitstop.lint.graph import GraphNames
@@ -346,10 +347,11 @@ _NO_LOOP = _LoopCalls([], [], (0, 0))
 
 
 def _consts(call: ast.Call, offset: int) -> tuple[tuple[str, object], ...]:
-    """The call's constant arguments (``run_epoch(epoch, cross_valid=True)``, ``run("test")``)."""
-    found: list[tuple[str, object]] = [(f"#{k + offset}", a.value) for k, a in enumerate(call.args)
-                                       if isinstance(a, ast.Constant)]
-    found += [(k.arg, k.value.value) for k in call.keywords if k.arg and isinstance(k.value, ast.Constant)]
+    """Every argument the call passes, by place or name, with its value when constant (``run_epoch(epoch,
+    cross_valid=True)``, ``run("test")``, ``run(loader, mode=ModeType.TRAIN)``) or ``shapes.UNKNOWN``."""
+    found: list[tuple[str, object]] = [(f"#{k + offset}", shapes.constant(a)) if not isinstance(a, ast.Starred)
+                                       else ("**", shapes.UNKNOWN) for k, a in enumerate(call.args)]
+    found += [(k.arg or "**", shapes.constant(k.value)) for k in call.keywords]
     return tuple(found)
 
 

@@ -211,3 +211,17 @@ def softmaxed(mod: Module, body: list[ast.AST], returns: list[ast.Return]) -> bo
         if value is None or softmax_of(value, mod) is None:
             return False
     return True
+
+
+UNKNOWN = object()  # an argument whose value the syntax does not tell
+
+
+def constant(node: ast.AST) -> object:
+    """The value an argument or default is known to hold: a literal, or an enum-like member
+    (``ModeType.EVAL``, as ``("member", "ModeType.EVAL")``: distinct names, distinct members); else UNKNOWN."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id[:1].isupper() \
+            and node.attr.isupper():
+        return ("member", f"{node.value.id}.{node.attr}")
+    return UNKNOWN

@@ -10,6 +10,8 @@ from pitstop.lint.analysis import EVAL_NAME, Module, dotted, is_backward, method
 from pitstop.lint.graph import is_forward
 from pitstop.lint.project_facts import Fn, Site
 from pitstop.lint.rules.base import Context
+from pitstop.lint.shapes import UNKNOWN as _UNKNOWN
+from pitstop.lint.shapes import constant
 
 
 def training_loops(mod: Module) -> list[tuple[ast.AST, list[ast.Call]]]:
@@ -69,7 +71,7 @@ def evaluating_sites(mod: Module, fn: ast.AST, info: Fn, sites: list[tuple[int, 
     backwards = [n for n in mod.body(fn) if isinstance(n, ast.Call) and is_backward(n)]
     found = []
     for i, site in sites:
-        given = _given(info, site)
+        given = _given(info, site, fn)
         runs = [_runs(mod, fn, b, given) for b in backwards]
         if backwards and all(r is False for r in runs):
             found.append((i, site))  # the constants it passes skip every backward
@@ -82,7 +84,7 @@ def evaluation_side(mod: Module, fn: ast.AST, info: Fn, site: Site, calls: list[
     """Of ``calls`` (forwards in ``fn``), those that run when ``site`` calls it (not known to be skipped by
     the constants it passes: ``training=False`` skips the ``if training:`` branch), the first of each
     innermost ``if`` branch (TranAD's ``backprop``: one evaluation forward per model family)."""
-    given = _given(info, site)
+    given = _given(info, site, fn)
     found: list[ast.Call] = []
     groups: set[tuple[int, bool]] = set()
     for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
@@ -99,10 +101,18 @@ def evaluation_side(mod: Module, fn: ast.AST, info: Fn, site: Site, calls: list[
     return found
 
 
-def _given(info: Fn, site: Site) -> dict[str, object]:
-    """The constants a call passes, by parameter name (``("#1", False)``: the second positional)."""
-    return {info.params[int(k[1:])] if k.startswith("#") and int(k[1:]) < len(info.params) else k: v
-            for k, v in site.consts}
+def _given(info: Fn, site: Site, fn: ast.AST | None = None) -> dict[str, object]:
+    """What a call passes, by parameter name (``("#1", False)``: the second positional), and the defaults
+    of ``fn`` for the parameters it leaves out (none when it unpacks ``*args`` or ``**kwargs``)."""
+    given = {info.params[int(k[1:])] if k.startswith("#") and int(k[1:]) < len(info.params) else k: v
+             for k, v in site.consts}
+    a = getattr(fn, "args", None)
+    if a is None or "**" in given:
+        return given
+    positional = [*a.posonlyargs, *a.args]
+    defaults = zip(positional[len(positional) - len(a.defaults):], a.defaults, strict=True)
+    keyword_defaults = ((p, d) for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is not None)
+    return {p.arg: constant(d) for p, d in [*defaults, *keyword_defaults]} | given
 
 
 def _runs(mod: Module, fn: ast.AST, node: ast.AST, given: dict[str, object]) -> bool | None:
@@ -122,7 +132,6 @@ def _runs(mod: Module, fn: ast.AST, node: ast.AST, given: dict[str, object]) -> 
     return True if known else None
 
 
-_UNKNOWN = object()
 
 
 def _truth(test: ast.expr, given: dict[str, object]) -> bool | None:
@@ -132,8 +141,8 @@ def _truth(test: ast.expr, given: dict[str, object]) -> bool | None:
 
 
 def _value(e: ast.expr, given: dict[str, object]) -> object:
-    if isinstance(e, ast.Constant):
-        return e.value
+    if isinstance(e, (ast.Constant, ast.Attribute)):
+        return constant(e)  # ``mode == ModeType.TRAIN``: a member, by name
     if isinstance(e, ast.Name):
         return given.get(e.id, _UNKNOWN)
     if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
