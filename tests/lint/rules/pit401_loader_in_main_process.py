@@ -40,3 +40,24 @@ def gpu_tensor_loaders(X, Y, arrays, device):
     x_host = torch.as_tensor(arrays[0])
     on_host = DataLoader(TensorDataset(x_host, y_train), batch_size=64, shuffle=True)  # info: PIT401
     return on_gpu, moved, on_host
+
+
+def unpacked_keywords(args, train_set, datasets):
+    # fast-neural-style: the keywords come from a dict built per branch; every branch leaves the workers at 0
+    if args.cuda:
+        kwargs = {"num_workers": 0, "pin_memory": False}
+    else:
+        kwargs = {}
+    images = datasets.ImageFolder(args.dataset)
+    loader = DataLoader(images, batch_size=args.batch_size, shuffle=True, **kwargs)  # info: PIT401
+    # pytorch/examples' MNIST: workers only where a GPU is (the CPU way in the main process is a choice)
+    extra = {"num_workers": 1, "pin_memory": True} if args.cuda else {}
+    mnist = DataLoader(train_set, batch_size=64, shuffle=True, **extra)
+    opts = {"batch_size": 64}
+    opts.update({"num_workers": 4})  # changed in place: not followed
+    other = DataLoader(train_set, shuffle=True, **opts)
+    return loader, mnist, other
+
+
+def handed_keywords(train_set, **kwargs):
+    return DataLoader(train_set, shuffle=True, **kwargs)  # the caller's keywords: not known here

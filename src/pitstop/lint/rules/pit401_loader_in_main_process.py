@@ -6,7 +6,7 @@ import ast
 import re
 from pathlib import Path
 
-from pitstop.lint.analysis import EVAL_NAME, Module, dotted
+from pitstop.lint.analysis import EVAL_NAME, Module, dotted, walk_local
 from pitstop.lint.rules.base import Context, Rule, is_const, keyword
 from pitstop.lint.rules.common import training_loops
 from pitstop.lint.settings import config_value
@@ -54,10 +54,17 @@ class LoaderInMainProcess(Rule):
         cuda = ctx.project.project.cuda if ctx.project is not None else "cuda" in mod.source
         iterated: dict[str, bool] | None = None
         for call in mod.calls:
-            if _loader_name(ctx, call.func) not in _LOADERS or any(k.arg is None for k in call.keywords):
+            variants = _unpacked(mod, call)  # ``DataLoader(ds, **kwargs)``: what each binding of kwargs passes
+            if _loader_name(ctx, call.func) not in _LOADERS or variants is None:
                 continue
             iterated = _iterated_by_training(mod) if iterated is None else iterated
             if not self.training(ctx, call, iterated) or _on_device(mod, call):
+                continue
+            if variants:  # reported only when every way of building the keywords leaves the workers at 0
+                if all(_zero(v.get("num_workers")) for v in variants):
+                    unpinned = cuda and all(v.get("pin_memory") is None or is_const(v["pin_memory"], False)
+                                            for v in variants)
+                    self.report(ctx, call, extra=" and no pin_memory=True although CUDA is used" if unpinned else "")
                 continue
             workers = keyword(call, "num_workers")
             pin = keyword(call, "pin_memory")
@@ -100,6 +107,53 @@ class LoaderInMainProcess(Rule):
         return (shuffle is not None and not is_const(shuffle.value, False)) \
             or (sampler is not None and not sequential) \
             or "train" in data.lower() or any("train" in n.lower() for n in names)
+
+
+def _changes(n: ast.AST, name: str) -> bool:
+    """``n`` changes or reads the dict ``name`` other than by unpacking it (``kwargs.update(...)``,
+    ``kwargs["num_workers"] = 4``, ``kwargs |= {...}``)."""
+    if isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For)):
+        return isinstance(n.target, ast.Name) and n.target.id == name
+    if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
+        return dotted(n.value) == name
+    return isinstance(n, ast.Attribute) and dotted(n.value) == name
+
+
+def _zero(value: ast.AST | None) -> bool:
+    return value is None or (isinstance(value, ast.Constant) and value.value == 0 and value.value is not False)
+
+
+def _unpacked(mod: Module, call: ast.Call) -> list[dict[str, ast.AST]] | None:
+    """The keywords a call passes, once for each way a ``**name`` it unpacks is built in its function
+    (``kwargs = {"num_workers": 0, "pin_memory": False}`` under ``if args.cuda:``, ``kwargs = {}`` else;
+    an ``x if c else y`` of dict literals); ``[]`` without ``**``; None when a binding is no dict literal,
+    the dict is changed in place, or more than one ``**`` is unpacked."""
+    stars = [k for k in call.keywords if k.arg is None]
+    if not stars:
+        return []
+    if len(stars) > 1 or not isinstance(stars[0].value, ast.Name):
+        return None
+    name, scope = stars[0].value.id, mod.enclosing_function(call)
+    explicit = {k.arg: k.value for k in call.keywords if k.arg}
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and name in {
+            a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}:
+        return None  # handed in: its callers decide
+    values: list[ast.AST] = []
+    for n in walk_local(scope):
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets):
+            values.append(n.value)
+        elif _changes(n, name):
+            return None
+    variants: list[dict[str, ast.AST]] = []
+    while values:
+        v = values.pop()
+        if isinstance(v, ast.IfExp):
+            values += [v.body, v.orelse]
+        elif isinstance(v, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in v.keys):
+            variants.append({k.value: x for k, x in zip(v.keys, v.values, strict=True)} | explicit)  # type: ignore
+        else:
+            return None
+    return variants or None
 
 
 def _option_default(ctx: Context, value: ast.AST) -> str | None:
