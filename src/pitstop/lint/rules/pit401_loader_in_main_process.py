@@ -54,8 +54,10 @@ class LoaderInMainProcess(Rule):
         cuda = ctx.project.project.cuda if ctx.project is not None else "cuda" in mod.source
         iterated: dict[str, bool] | None = None
         for call in mod.calls:
+            if _loader_name(ctx, call.func) not in _LOADERS:
+                continue
             variants = _unpacked(mod, call)  # ``DataLoader(ds, **kwargs)``: what each binding of kwargs passes
-            if _loader_name(ctx, call.func) not in _LOADERS or variants is None:
+            if variants is None:
                 continue
             iterated = _iterated_by_training(mod) if iterated is None else iterated
             if not self.training(ctx, call, iterated) or _on_device(mod, call):
