@@ -134,3 +134,31 @@ def totals_keyed_by_a_variable(model, loader, opt, crit, names):
         opt.step()
         for k in names:
             stats[k] += loss.detach()  # detached, and under a key that varies: no finding
+
+
+def fit_with_early_stopping(model, train_loader, val_loader, optimizer, loss_func, epochs):  # warning: PIT109  # warning: PIT201
+    # TabSurvey's fit(): after each epoch's steps, a validation pass with autograd on sums its losses
+    best = float("inf")
+    for _ in range(epochs):
+        for x, y in train_loader:
+            loss = loss_func(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        val_loss = 0.0
+        for x, y in val_loader:
+            out = model(x)
+            val_loss += loss_func(out, y)  # error: PIT102
+        best = min(best, val_loss.item())
+    return best
+
+
+def truncated_steps(model, chunks, optimizer, loss_func):
+    for chunk in chunks:
+        optimizer.zero_grad()
+        model(chunk[0])
+        total = 0.0
+        for x, y in chunk:
+            total += loss_func(model(x), y)  # summed for the backward after the loop: the graph is needed
+        total.backward()
+        optimizer.step()

@@ -294,15 +294,20 @@ def _evaluation_loops(mod: Module, trained: set[int]) -> dict[ast.AST, bool]:
     found: dict[ast.AST, bool] = {}
     helpers = {id(c) for c in helper_backwards(mod)}
     for loop in mod.loop_nodes:
-        if id(loop) in trained or mod.under_no_grad(loop) is not None or mod.enclosing_loops(loop):
+        if id(loop) in trained or mod.under_no_grad(loop) is not None:
             continue
         scope = mod.enclosing_function(loop)
-        if scope is mod.tree or (any(is_backward(n) or id(n) in helpers for n in mod.body(scope))
-                                 and not _gated_off(mod, scope, loop)):
-            continue  # per-timestep losses summed before the step's backward: that graph is needed
+        backwards = [n for n in mod.body(scope) if is_backward(n) or id(n) in helpers]
         body = mod.body(loop)
+        end = (loop.end_lineno or loop.lineno, loop.end_col_offset or 0)  # type: ignore[attr-defined]
+        losses = any(isinstance(n, ast.Call) and LOSS_NAME.search(dotted(n.func) or "") for n in body)
+        if backwards and losses and scope is not mod.tree \
+                and not any(b in body or (b.lineno, b.col_offset) > end for b in backwards):
+            pass  # a validation pass that computes losses after the epoch's training steps, no backward after it
+        elif scope is mod.tree or mod.enclosing_loops(loop) or (backwards and not _gated_off(mod, scope, loop)):
+            continue  # per-timestep losses summed before the step's backward: that graph is needed
         if any(isinstance(n, ast.Call) and is_forward(n, mod) and mod.under_no_grad(n, loop) is None for n in body):
-            found[loop] = any(isinstance(n, ast.Call) and LOSS_NAME.search(dotted(n.func) or "") for n in body)
+            found[loop] = losses
     return found
 
 
