@@ -297,7 +297,7 @@ def _evaluation_loops(mod: Module, trained: set[int]) -> dict[ast.AST, bool]:
         if id(loop) in trained or mod.under_no_grad(loop) is not None:
             continue
         scope = mod.enclosing_function(loop)
-        backwards = [n for n in mod.body(scope) if is_backward(n) or id(n) in helpers]
+        backwards = [n for n in mod.body(scope) if isinstance(n, ast.Call) and (is_backward(n) or id(n) in helpers)]
         body = mod.body(loop)
         end = (loop.end_lineno or loop.lineno, loop.end_col_offset or 0)  # type: ignore[attr-defined]
         losses = any(isinstance(n, ast.Call) and LOSS_NAME.search(dotted(n.func) or "") for n in body)
