@@ -2,7 +2,8 @@
 point of its own (USAD's testing(), run from a notebook; chenyuntc's test() run by fire): pure
 inference, so its no_grad could be inference_mode. An uncalled module-level evaluate() (often called
 from a training loop elsewhere) and a test() the training loop calls are left alone; a runner class's
-uncalled sample() and evaluate() methods are entry points too (round nineteen)."""
+uncalled sample() and evaluate() methods are entry points too (round nineteen), and so is an uncalled
+module-level test_net(), with what only it calls (round twenty-three)."""
 import torch
 from torch import nn
 
@@ -75,3 +76,15 @@ class Solver:
     @torch.no_grad()
     def refresh(self):  # uncalled, but no sampling entry by its name
         return self.ema(torch.zeros(1, 4)).item()
+
+
+def test_net(net, loader):
+    # Point-MAE's test_net(), run by main.py --test: an entry point named test_*, and the voting it calls
+    with torch.no_grad():  # info: PIT202
+        acc = sum(net(x).argmax(1).eq(y).float().mean().item() for x, y in loader)
+    return max(acc, test_vote(net, loader))
+
+
+def test_vote(net, loader):
+    with torch.no_grad():  # info: PIT202
+        return sum(net(x).softmax(1).max().item() for x, _ in loader)

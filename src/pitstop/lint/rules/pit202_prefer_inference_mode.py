@@ -230,7 +230,7 @@ def _apart_from_training(ctx: Context, node: ast.AST) -> bool:
 
 
 # a module-level function named as a test or prediction entry point, that no project code calls
-_TEST_ENTRY = re.compile(r"^(test|testing|predict|prediction|inference|infer|test_model|run_test|do_test)$")
+_TEST_ENTRY = re.compile(r"^((test|testing|predict|prediction|inference|infer)(_[a-z]+)?|run_test|do_test)$")
 
 
 def _used_in_training_loops(project: Project, fid: FnId) -> bool:
@@ -258,9 +258,11 @@ def _callers_apart(project: Project, fid: FnId, depth: int, every: bool = True) 
         caller = project.files[i].functions.get(site.caller) if site.caller is not None else None
         if caller is None:  # a top level: apart unless in a training script's loop
             apart = not (site.loop and (project.files[i].trains or _loop_trains(project, i, site)))
-        else:
+        else:  # its caller comes down from an entry point, or is one (an uncalled ``test_net()``)
             apart = not (caller.backward or caller.step or (site.loop and _loop_trains(project, i, site))) \
-                and _callers_apart(project, (i, caller.key), depth + 1, every)
+                and (_callers_apart(project, (i, caller.key), depth + 1, every) or (
+                    "." not in caller.key and bool(_TEST_ENTRY.match(caller.key))
+                    and not project.sites_of((i, caller.key)) and not project.fact("backward", (i, caller.key))))
         if apart != every:  # every: the first call that is not apart decides; some: the first that is
             return apart
     return every
