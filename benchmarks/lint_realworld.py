@@ -251,8 +251,10 @@ FRESH = {  # "added" tag -> what it is: labelled before the rules were changed f
     "issue-48-r": "added in issue 48's nineteenth round (labelled before that round's rules changed, never tuned on)",
     "issue-48-s": "added in issue 48's twentieth round (labelled before that round's rules changed, never tuned on)",
     "issue-48-t": "added in issue 48's twenty-first round (labelled before that round's rules changed, never tuned on)",
-    "issue-48-u": "added in issue 48's twenty-second round (labelled before that round's rules changed, not tuned on)",
-    "issue-48-v": "added in issue 48's twenty-third round (labelled before that round's rules changed, never tuned on)",
+    "issue-48-u": "added in issue 48's twenty-second round "
+                  "(labelled before that round's rules changed, never tuned on)",
+    "issue-48-v": "added in issue 48's twenty-third round "
+                  "(labelled before that round's rules changed, never tuned on)",
 }
 SPLIT_SEED = 48  # issue 48: chosen before any rule was changed for it; never re-drawn
 HELD_OUT_SHARE = 0.4  # a project is held out when its hash falls below this: stable as the corpus grows
