@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.analysis import Module, dotted, is_step, target_names
-from pitstop.lint.graph import is_forward
+from pitstop.lint.analysis import Module, dotted, is_backward, is_step, target_names
+from pitstop.lint.graph import LOSS_NAME, is_forward
 from pitstop.lint.project import FnId, Project
 from pitstop.lint.project_facts import Site, fn_key
 from pitstop.lint.rules.base import Context, Edit, Rule
@@ -67,7 +67,8 @@ class PreferInferenceMode(Rule):
                 if (mod.qualname(target) or "") not in ("torch.no_grad", "torch.autograd.no_grad") \
                         or _writes_parameters(n, mod) \
                         or (in_training_project and _in_module_class(ctx, n) and not _arrays_only(n)) \
-                        or (in_training_project and _returns_to_training(ctx, n)) or _no_model(ctx, n) \
+                        or (in_training_project and (_returns_to_training(ctx, n) or _mixed_into_loss(mod, n))) \
+                        or _no_model(ctx, n) \
                         or _autograd_machinery(mod, n):
                     continue
                 fix = None
@@ -198,6 +199,42 @@ def _returns_to_training(ctx: Context, node: ast.AST) -> bool:
         return False
     fid = view.fn_id(fn_key(mod, fn))
     return fid is not None and _feeds_training(view.project, fid, 0)
+
+
+def _mixed_into_loss(mod: Module, node: ast.AST) -> bool:
+    """A ``with no_grad():`` block that makes a target the rest of its function mixes with what it made
+    outside the block and hands on: a loss of both that is returned or backpropagated
+    (``loss = F.smooth_l1_loss(s_angle, t_angle)`` ... ``return loss``), or a return that combines
+    them (``return (s_attention - t_attention).pow(2).mean()``): distillation targets in a loss
+    function whose callers the project cannot name. An inference tensor would fail there."""
+    fn = mod.enclosing_function(node)
+    if not isinstance(node, (ast.With, ast.AsyncWith)) or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    made = {t for a in mod.body(node) if isinstance(a, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            for t in target_names(a.targets[0] if isinstance(a, ast.Assign) else a.target)}
+    end = node.end_lineno or node.lineno
+    outside = {t for a in mod.body(fn) if isinstance(a, ast.Assign) and isinstance(a.value, ast.Call)
+               and not (node.lineno <= a.lineno <= end) for t in target_names(a.targets[0])} - made
+    after = [n for n in mod.body(fn) if getattr(n, "lineno", 0) > end]
+    returns = [n for n in after if isinstance(n, ast.Return) and n.value is not None]
+    returned = {x.id for r in returns for x in ast.walk(r) if isinstance(x, ast.Name)}
+    handed = bool(returns) or any(isinstance(n, ast.Call) and is_backward(n) for n in after)
+    for n in after:
+        if isinstance(n, ast.BinOp) and any(r.lineno <= n.lineno <= (r.end_lineno or r.lineno) for r in returns) \
+                and any(_names(x) & made and _names(y) & outside for x, y in ((n.left, n.right), (n.right, n.left))):
+            return True  # return (s_attention - t_attention).pow(2).mean()
+        if isinstance(n, ast.Call) and handed and (LOSS_NAME.search((dotted(n.func) or "").rsplit(".", 1)[-1])
+                                                   or (mod.qualname(n.func) or "").startswith("torch.nn.functional.")):
+            given = set().union(*(_names(x) for x in [*n.args, *(k.value for k in n.keywords)]))
+            bound = mod.parents.get(id(n))
+            kept = isinstance(bound, ast.Assign) and bool({t for t in target_names(bound.targets[0])} & returned)
+            if given & made and given & outside and (kept or any(r is bound for r in returns)):
+                return True
+    return False
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {x.id for x in ast.walk(node) if isinstance(x, ast.Name)}
 
 
 def _feeds_training(project: Project, fid: FnId, depth: int) -> bool:
