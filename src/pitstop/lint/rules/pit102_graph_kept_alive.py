@@ -290,7 +290,9 @@ def _used_by_torch(scope: ast.AST, holder: str, mod: Module) -> bool:
 def _evaluation_loops(mod: Module, trained: set[int]) -> dict[ast.AST, bool]:
     """Loops that run a model with autograd on but no backward (an evaluation pass without
     no_grad), each with whether it computes a loss: a running total of their losses, or their
-    outputs concatenated, keeps every batch's graph."""
+    outputs concatenated, keeps every batch's graph. In a function that trains: the side a training
+    flag turns off (``_gated_off``), or a validation pass that computes losses after every backward
+    of the function (TabSurvey's early stopping)."""
     found: dict[ast.AST, bool] = {}
     helpers = {id(c) for c in helper_backwards(mod)}
     for loop in mod.loop_nodes:
@@ -301,10 +303,11 @@ def _evaluation_loops(mod: Module, trained: set[int]) -> dict[ast.AST, bool]:
         body = mod.body(loop)
         end = (loop.end_lineno or loop.lineno, loop.end_col_offset or 0)  # type: ignore[attr-defined]
         losses = any(isinstance(n, ast.Call) and LOSS_NAME.search(dotted(n.func) or "") for n in body)
-        if backwards and losses and scope is not mod.tree \
-                and not any(b in body or (b.lineno, b.col_offset) > end for b in backwards):
-            pass  # a validation pass that computes losses after the epoch's training steps, no backward after it
-        elif scope is mod.tree or mod.enclosing_loops(loop) or (backwards and not _gated_off(mod, scope, loop)):
+        inside = {id(n) for n in body}
+        validation = bool(backwards) and losses and scope is not mod.tree and not any(
+            id(b) in inside or (b.lineno, b.col_offset) > end for b in backwards)  # after the epoch's steps
+        if not validation and (scope is mod.tree or mod.enclosing_loops(loop)
+                               or (backwards and not _gated_off(mod, scope, loop))):
             continue  # per-timestep losses summed before the step's backward: that graph is needed
         if any(isinstance(n, ast.Call) and is_forward(n, mod) and mod.under_no_grad(n, loop) is None for n in body):
             found[loop] = losses
