@@ -8,8 +8,9 @@ import re
 from pitstop.lint.analysis import Module, dotted, is_backward, is_step, target_names
 from pitstop.lint.graph import LOSS_NAME, is_forward
 from pitstop.lint.project import FnId, Project
-from pitstop.lint.project_facts import Site, fn_key
+from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Edit, Rule
+from pitstop.lint.rules.entries import TEST_ENTRY, callers_apart, only_called_apart, test_branch, used_in_training_loops
 from pitstop.lint.shapes import GENERIC_METHODS
 
 
@@ -21,7 +22,9 @@ class PreferInferenceMode(Rule):
         features extracted once before a probe is fitted; not an action chosen in the loop that
         also learns, nor anything called from a training script's top-level loop), or in a module-level
         `test()` / `predict()` entry point or a runner's `sample()` / `evaluate()` method that no
-        project code calls. Blocks that copy into or initialise weights in place (`p.copy_(...)`,
+        project code calls, or a method of that name that only files which train nothing call, or in a
+        test-only branch (`if args.test:` ... `quit()`) after which nothing trains. Blocks that copy into
+        or initialise weights in place (`p.copy_(...)`,
         `torch.nn.init.*`, `p.data = ...`, `w.mul_(...)`, also on what a loop over parameters walks) and,
         in a project that trains, blocks inside nn.Module methods (a frozen teacher or encoder in
         the training forward) are left alone, except a model's sampling methods (`sample()`,
@@ -102,16 +105,20 @@ def _writes_parameters(node: ast.AST, mod: Module) -> bool:
     ``torch.nn.init.*``, ``p.data = ...``): loading or initialising weights, not inference, and
     inference_mode would be wrong there. Also in place on what the function is given (DINO's
     ``trunc_normal_(tensor, ...)``: ``tensor.uniform_(...)``, an initialiser)."""
-    fn = mod.enclosing_function(node)
+    fn = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else mod.enclosing_function(node)
     given: set[str] = set()
     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):  # its parameters, never rebound
         given = {a.arg for a in fn.args.args} - {"self", "cls"} - {
             x for n in mod.body(fn) if isinstance(n, ast.Assign) for t in n.targets for x in target_names(t)}
     looped = {x for n in ast.walk(node) if isinstance(n, (ast.For, ast.AsyncFor))
               and _PARAMETER.search(ast.unparse(n.iter)) for x in target_names(n.target)}  # zip(net.weights(), dw)
+    buffers = _result_buffers(fn, mod) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else set()
     for n in ast.walk(node):
         if isinstance(n, ast.Call):
             f = n.func
+            if isinstance(f, ast.Attribute) and f.attr == "copy_" and _root(f.value) in buffers \
+                    and not any(_is_parameter(a) for a in n.args):
+                continue  # pred[idx:idx + n].copy_(logits.data): results gathered into a buffer made here
             if isinstance(f, ast.Attribute) and (f.attr == "copy_" or (
                     f.attr.endswith("_") and not f.attr.startswith("_") and (
                         _is_parameter(f.value) or (isinstance(f.value, ast.Name) and f.value.id in given)
@@ -127,6 +134,26 @@ def _writes_parameters(node: ast.AST, mod: Module) -> bool:
                     and isinstance(n.op, (ast.Add, ast.Sub, ast.Mult)):
                 return True  # for p, d in zip(net.weights(), dw): p += eps * d, in place on what it walks
     return False
+
+
+_FACTORIES = {"zeros", "ones", "empty", "full", "Tensor", "FloatTensor", "LongTensor", "IntTensor", "DoubleTensor",
+              "zeros_like", "empty_like", "ones_like"}
+
+
+def _result_buffers(fn: ast.AST, mod: Module) -> set[str]:
+    """Names the function binds to a fresh tensor (``pred = torch.FloatTensor(N, M).zero_()``): buffers it
+    fills with results, not weights, and never one of its parameters."""
+    found = set()
+    for n in mod.body(fn):
+        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
+            call = n.value
+            while isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                    and isinstance(call.func.value, ast.Call):
+                call = call.func.value  # torch.FloatTensor(N, M).zero_()
+            q = mod.qualname(call.func) if isinstance(call, ast.Call) else None
+            if q and q.startswith("torch.") and q.rpartition(".")[2] in _FACTORIES:
+                found.add(n.targets[0].id)
+    return found
 
 
 def _stores_state(node: ast.AST) -> bool:
@@ -250,64 +277,25 @@ def _apart_from_training(ctx: Context, node: ast.AST) -> bool:
     that calls it (three callers up; at least one call is known): a sampling or export path beside
     ``train()`` (``runner.sample()`` -> ``sample_fid()``), not an evaluation inside the training loop."""
     mod, view = ctx.mod, ctx.project
+    if test_branch(ctx, node):
+        return True
     fn = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else mod.enclosing_function(node)
     if view is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     fid = view.fn_id(fn_key(mod, fn))
+    in_class = isinstance(mod.parents.get(id(fn)), ast.ClassDef)
     if fid is not None and not view.project.sites_of(fid) and (
-            (_TEST_ENTRY.match(fn.name) and isinstance(mod.parents.get(id(fn)), ast.Module))
-            or (_SAMPLING.match(fn.name) and isinstance(mod.parents.get(id(fn)), ast.ClassDef)
-                and (fn.name in GENERIC_METHODS or not any(fn.name in f.attr_calls for f in view.project.files)))):
+            (TEST_ENTRY.match(fn.name) and isinstance(mod.parents.get(id(fn)), ast.Module))
+            or (_SAMPLING.match(fn.name) and in_class
+                and (fn.name in GENERIC_METHODS or not any(fn.name in f.attr_calls for f in view.project.files)))
+            or (TEST_ENTRY.match(fn.name) and in_class and only_called_apart(view.project, fn.name))):
         # test(): an entry; so is a runner's uncalled sample() / evaluate() (a script elsewhere calls it); a
         # name as specific as ``sample_pixels`` called on anything is this method called, ``x.sample()`` is not
         return not view.project.fact("backward", fid) and not view.project.fact("step", fid)
     return fid is not None and not view.project.fact("backward", fid) and not view.project.fact("step", fid) \
-        and (_callers_apart(view.project, fid, 0) or (
-            _callers_apart(view.project, fid, 0, every=False) and not _used_in_training_loops(view.project, fid)))
+        and (callers_apart(view.project, fid, 0) or (
+            callers_apart(view.project, fid, 0, every=False) and not used_in_training_loops(view.project, fid)))
 
-
-# a module-level function named as a test or prediction entry point, that no project code calls
-_TEST_ENTRY = re.compile(r"^((test|testing|predict|prediction|inference|infer)(_[a-z]+)?|run_test|do_test)$")
-
-
-def _used_in_training_loops(project: Project, fid: FnId) -> bool:
-    """A call in a loop that trains uses the result (``action = agent.act(state)`` beside
-    ``agent.learn()``), not a statement whose value is dropped (``exp.test(setting)`` after ``exp.train()``)."""
-    for i, site in project.sites_of(fid):
-        caller = project.files[i].functions.get(site.caller) if site.caller is not None else None
-        trains = (caller is not None and (caller.backward or caller.step)) or (site.loop and (
-            (caller is None and project.files[i].trains) or _loop_trains(project, i, site)))
-        if trains and site.result_used:
-            return True
-    return False
-
-
-def _callers_apart(project: Project, fid: FnId, depth: int, every: bool = True) -> bool:
-    """Every call of the function (``every=False``: some call) comes down from a script's entry point
-    (a top level that does not train, or does so only in its loops: a call outside them) through
-    callers that run no backward or step themselves and call it in no loop that also trains
-    (``agent.act(s)`` beside ``agent.learn()``); unknown callers (a framework's) do not count. Some
-    call: ``else: exp.test(setting)`` of a test-only run beside ``exp.train(); exp.test()``."""
-    sites = project.sites_of(fid)
-    if not sites or depth > 3:
-        return False
-    for i, site in sites:
-        caller = project.files[i].functions.get(site.caller) if site.caller is not None else None
-        if caller is None:  # a top level: apart unless in a training script's loop
-            apart = not (site.loop and (project.files[i].trains or _loop_trains(project, i, site)))
-        else:  # its caller comes down from an entry point, or is one (an uncalled ``test_net()``)
-            apart = not (caller.backward or caller.step or (site.loop and _loop_trains(project, i, site))) \
-                and (_callers_apart(project, (i, caller.key), depth + 1, every) or (
-                    "." not in caller.key and bool(_TEST_ENTRY.match(caller.key))
-                    and not project.sites_of((i, caller.key)) and not project.fact("backward", (i, caller.key))))
-        if apart != every:  # every: the first call that is not apart decides; some: the first that is
-            return apart
-    return every
-
-
-def _loop_trains(project: Project, i: int, site: Site) -> bool:
-    return any(project.fact("backward", f) or project.fact("step", f)
-               for f in (project.resolve(i, r) for r in site.loop_refs))
 
 
 def _in_module_class(ctx: Context, node: ast.AST) -> bool:
