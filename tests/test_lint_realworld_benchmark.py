@@ -53,6 +53,18 @@ def test_absent_files_print_one_line_and_exit_0(tmp_path: Path, capsys: pytest.C
     assert len(out) == 1 and "absent" in out[0] and "skipped" in out[0]
 
 
+def test_present_scores_the_projects_whose_files_are_here(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files, path = write(tmp_path, [{"line": 10, "code": "PIT501", "kind": "must", "note": "user path"}])
+    absent = manifest([])[0] | {"repo": "someone/gone", "name": "gone"}
+    path.write_text(json.dumps([*json.loads(path.read_text()), absent]), encoding="utf-8")
+    assert lr.main(["--files", str(files), "--manifest", str(path)]) == 0
+    assert "skipped" in capsys.readouterr().out  # without --present: nothing scored
+    assert lr.main(["--files", str(files), "--manifest", str(path), "--present"]) == 0
+    out = capsys.readouterr().out
+    assert "scoring the 1 of 2 projects" in out and "1 projects, 1 files, 1 must" in out
+    assert next(r for r in out.splitlines() if r.startswith("PIT501")).split()[1:4] == ["1.00", "1.00", "1"]
+
+
 def test_scores_a_labelled_project_with_the_real_linter(tmp_path: Path) -> None:
     labels = [
         {"line": 10, "code": "PIT501", "kind": "must", "note": "torch.load, torch version unknown"},
