@@ -10,7 +10,7 @@ The held-out part is never linted here: its findings are never read (lint_realwo
 its figures). What this gives is evidence, from development projects alone, of which report shapes
 generalise and which were fitted to the projects they were fixed on.
 
-    python benchmarks/lint_first_runs.py [--files DIR] [--json FILE] [--verbose]
+    python benchmarks/lint_first_runs.py [--files DIR] [--json FILE] [--verbose] [--round TAG] [--present]
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ ROUNDS = {"issue-48": "4aa82ec", "issue-48-b": "925805b^", "issue-48-c": "d42b75
           "issue-48-q": "fa7f540", "issue-48-r": "009d41c",
           "issue-48-s": "c3ed905", "issue-48-t": "603aadd",
           "issue-48-u": "4c602d1", "issue-48-v": "3ea7434",
-          "issue-48-w": "dfb0010"}
+          "issue-48-w": "dfb0010", "issue-48-x": "d0a97e5"}
 
 _CHILD = r"""
 import json, sys
@@ -78,17 +78,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verbose", "-v", action="store_true", help="list each false finding with its trap note")
     parser.add_argument("--at", help="lint every round with this commit's rules (WORKTREE: this checkout's src/), "
                                      "for comparison with the first runs")
+    parser.add_argument("--round", action="append", help="only this round's tag (issue-48-x); again for more")
+    parser.add_argument("--present", action="store_true", help="only the projects whose files are all here")
     args = parser.parse_args(argv)
     manifest = json.loads(rw.MANIFEST.read_text(encoding="utf-8"))
+    held = rw.held_out(manifest)  # drawn on the whole manifest: a project's part never depends on what is here
+    if args.present:
+        whole = [i for i, p in enumerate(manifest) if not rw.missing([p], args.files)]
+        print(f"lint_first_runs: the {len(whole)} of {len(manifest)} projects whose files are here")
+        held = {whole.index(i) for i in held if i in whole}
+        manifest = [manifest[i] for i in whole]
     if rw.missing(manifest, args.files):
         print(f"lint_first_runs: corpus files absent under {args.files} (benchmarks/corpus_files.py); skipped")
         return 0
-    held = rw.held_out(manifest)
     by_shape: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     falses: list[str] = []
     per_round: dict[str, dict[str, int]] = {}
     with tempfile.TemporaryDirectory(prefix="pitstop-first-") as tmp:
         for tag, commit in ROUNDS.items():
+            if args.round and tag not in args.round:
+                continue
             if args.at:
                 commit = args.at
             src = (HERE.parent / "src" if args.at == "WORKTREE"
