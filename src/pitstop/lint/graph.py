@@ -112,7 +112,7 @@ class GraphNames:
             return False
         q = self.mod.qualname(value.func) or ""
         if q.startswith("torch.nn.functional."):
-            return True
+            return q != "torch.nn.functional.one_hot"  # integers in, integers out: no graph
         name = dotted(value.func) or ""
         if name.endswith(".forward") and name.count(".") == 1:
             name = name.removesuffix(".forward")  # model.forward(input_ids=x, labels=y): the model's call
@@ -152,8 +152,9 @@ class GraphNames:
             f = expr.func
             if isinstance(f, ast.Attribute) and (f.attr in DETACHING or f.attr in NO_GRAPH_METHODS):
                 return False
-            if (isinstance(f, ast.Name) and f.id in NUMBER_FUNCS) or self.mod.qualname(f) == "torch.tensor":
-                return False  # torch.tensor(x) copies into a new leaf, whatever x is
+            if (isinstance(f, ast.Name) and f.id in NUMBER_FUNCS) or self.mod.qualname(f) in (
+                    "torch.tensor", "torch.nn.functional.one_hot"):
+                return False  # torch.tensor(x) copies into a new leaf, whatever x is; one_hot makes integers
             if self.mod.view is not None and self.mod.view.returns_no_graph(expr):
                 return False  # get_accuracy(out, y) whose every return is float(...): a number, whatever it is given
             if at is not None and self.model_call(expr, at, depth):

@@ -50,3 +50,17 @@ def evaluate_detached(model, loader):  # warning: PIT201 (nobody here calls it: 
     for x, y in loader:
         predict = torch.cat((predict, model(x).detach()))
     return predict
+
+
+def evaluate_per_student(model, loader):  # warning: PIT201
+    # round twenty-five (DKT): the outputs concatenated in an inner per-item loop onto a tensor the batch
+    # loop carries too (nothing in it resets pred_epoch); temp_pred is reset for every student
+    pred_epoch = torch.Tensor([])
+    for batch in loader:
+        pred = model(batch)
+        for student in range(pred.shape[0]):
+            temp_pred = torch.Tensor([])
+            for i in range(pred.shape[1]):
+                temp_pred = torch.cat([temp_pred, pred[student][i:i + 1]])
+            pred_epoch = torch.cat([pred_epoch, temp_pred])  # error: PIT102
+    return pred_epoch.detach().numpy()

@@ -139,9 +139,12 @@ class GraphKeptAlive(Rule):
                     and dotted(n.value.left) == target.id and graph.carries(n.value.right, n) \
                     and not _rebound_each_iteration(graph.mod, n, target.id):
                 return "chain", target.id, n.value.right  # total = total + loss
-            if isinstance(target, ast.Name) and graph.mod.enclosing_loops(n)[:1] == [loop] \
+            if isinstance(target, ast.Name) and (graph.mod.enclosing_loops(n)[:1] == [loop] or not any(
+                    isinstance(a, ast.Assign) and a is not n and any(target.id in target_names(t) for t in a.targets)
+                    for a in graph.mod.body(loop))) \
                     and (added := _concatenated(n.value, target.id, graph, n)) is not None:
-                return "cat", target.id, added  # preds = torch.cat((preds, out)), carried by this loop
+                return "cat", target.id, added  # preds = torch.cat((preds, out)), carried by this loop (or an
+                # inner one, when nothing in this loop resets it: DKT's per-student pred_epoch)
             if isinstance(target, ast.Attribute) and target.attr != "data" and graph.carries(n.value, n):
                 return "store", dotted(target) or ast.unparse(target), n.value  # p.data = ...: values, no graph
         return None
