@@ -24,6 +24,11 @@ def evaluation_loaders(dataset, datasets, transforms):
     return shown, predict, sampled
 
 
+def episodes(dataset, sampler):
+    # round twenty-five (ProtoNet): an episodic batch sampler draws training episodes
+    return DataLoader(dataset, batch_sampler=sampler, num_workers=0)  # info: PIT401
+
+
 @torch.inference_mode()
 def evaluate(model, dataset, batch_size=50):
     loader = DataLoader(dataset, shuffle=True, batch_size=batch_size)  # built to evaluate: shuffled for sampling

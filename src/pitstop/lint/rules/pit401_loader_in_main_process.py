@@ -103,7 +103,7 @@ class LoaderInMainProcess(Rule):
         if names and all("." not in n for n in names) and not _read(ctx.mod, call, set(names)):
             return False  # built and never used (a test script's copy of the training loader)
         shuffle = keyword(call, "shuffle")
-        sampler = keyword(call, "sampler")
+        sampler = keyword(call, "sampler") or keyword(call, "batch_sampler")  # an episodic batch sampler too
         made = _bound_value(ctx.mod, call, sampler.value) if sampler is not None else None  # SequentialSampler(ds)
         sequential = isinstance(made, ast.Call) and "Sequential" in (dotted(made.func) or "")
         return (shuffle is not None and not is_const(shuffle.value, False)) \
