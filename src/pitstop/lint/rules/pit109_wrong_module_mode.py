@@ -103,21 +103,33 @@ class WrongModuleMode(Rule):
         switches any model's mode: a freshly built module is in training mode, and loading weights
         does not change that. Only where the project has dropout or batch-norm layers."""
         mod, view = ctx.mod, ctx.project
-        if mod.trains or mod.optimizers or "load_state_dict" not in mod.source or not _mode_layers(mod) \
-                or any(mode_switch(c) for c in mod.calls):
+        if mod.trains or mod.optimizers or "load_state_dict" not in mod.source or not _mode_layers(mod):
             return
-        if view is not None and any(view.runs("sets_eval", c) or view.runs("sets_train", c)
-                                    or view.runs("backward", c) for c in mod.calls):
-            return
-        for scope in [mod.tree, *mod.defs]:
-            body = [n for n in mod.body(scope) if isinstance(n, ast.Call)]
-            built = {d for n in mod.body(scope) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+
+        def switched(calls: list[ast.Call]) -> bool:
+            return any(mode_switch(c) for c in calls) or (view is not None and any(
+                view.runs("sets_eval", c) or view.runs("sets_train", c) or view.runs("backward", c) for c in calls))
+
+        whole = switched(mod.calls)
+        classes = [c for c in ast.walk(mod.tree) if isinstance(c, ast.ClassDef)]
+        for scope in [*([mod.tree, *mod.defs] if not whole else []), *classes]:
+            # a class: ``self.net`` built and loaded in __init__, run by another method, switched by none
+            attrs = isinstance(scope, ast.ClassDef)
+            body = [n for n in (mod.body(scope) if not attrs else
+                                (x for f in scope.body if isinstance(f, ast.FunctionDef) for x in mod.body(f)))
+                    if isinstance(n, ast.Call)]
+            if attrs and (switched(body) or (view is not None and (view.i, scope.name) in view.project.module_classes)
+                          or any("Module" in (dotted(b) or "") for b in scope.bases)):
+                continue  # a model's own submodule follows the model's mode
+            built = {d for f in ([scope] if not attrs else [f for f in scope.body if isinstance(f, ast.FunctionDef)])
+                     for n in mod.body(f) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
                      and not (dotted(_base_call(n.value).func) or "").endswith(_PRETRAINED)
-                     for t in n.targets if (d := dotted(t)) and "." not in d}
+                     for t in n.targets if (d := dotted(t)) and (d.startswith("self.") and d.count(".") == 1
+                                                                   if attrs else "." not in d)}
             loads: dict[str, int] = {}
             for c in body:
                 if isinstance(c.func, ast.Attribute) and c.func.attr == "load_state_dict" \
-                        and (d := dotted(c.func.value)) in built:
+                        and (d := dotted(c.func.value)) in built and not (attrs and _copied(c)):
                     loads.setdefault(d, c.lineno)
             for c in sorted(body, key=lambda n: (n.lineno, n.col_offset)):
                 name = dotted(c.func) or ""
@@ -290,6 +302,12 @@ def _eval_at_import(mod: Module, fn: ast.AST) -> bool:
     read = {n.id for n in mod.body(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     return bool(top & read) and not any(dotted(c.func.value) in top  # type: ignore[attr-defined]
                                         for c in train_calls(mod.tree))
+
+
+def _copied(call: ast.Call) -> bool:
+    """``ema.load_state_dict(model.state_dict())``: weights copied from another module, not a checkpoint."""
+    return bool(call.args) and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                                   and n.func.attr == "state_dict" for n in ast.walk(call.args[0]))
 
 
 def _mode_layers(mod: Module) -> bool:
