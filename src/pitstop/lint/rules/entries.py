@@ -17,10 +17,22 @@ def only_called_apart(project: Project, name: str) -> bool:
     """A method the call graph cannot place (``model = create_model(opt)``, a factory outside the project)
     that some project files call by name (``model.test(z)``), none of which trains, nor calls by name a
     project method that does (``model.optimize_parameters()``): a test script's."""
-    callers = [f for f in project.files if name in f.attr_calls]
-    return bool(callers) and not any(f.trains or any(project.fact("backward", m) or project.fact("step", m)
-                                                     for a in f.attr_calls for m in project.methods.get(a, ()))
-                                     for f in callers)
+    callers = [i for i, f in enumerate(project.files) if name in f.attr_calls]
+    return bool(callers) and not any(file_trains(project, i) for i in callers)
+
+
+def file_trains(project: Project, i: int) -> bool:
+    """Something in file ``i`` trains: a backward or step in it, in one of its functions or in a project
+    function its top level calls, or a project method of a name it calls on anything
+    (``model.optimize_parameters()`` on what a factory outside the project made)."""
+    f = project.files[i]
+
+    def trains(fid: FnId | None) -> bool:
+        return project.fact("backward", fid) or project.fact("step", fid)
+
+    return f.trains or any(trains((i, k)) for k in f.functions) \
+        or any(trains(project.resolve(i, s.ref)) for s in project.sites_in(i, None)) \
+        or any(trains(m) for a in f.attr_calls for m in project.methods.get(a, ()))
 
 
 # what names a test-only run in a branch's condition: ``if args.test:``, ``if args.do_test:``, ``mode == 'test'``
@@ -115,3 +127,20 @@ def callers_apart(project: Project, fid: FnId, depth: int, every: bool = True) -
 def loop_trains(project: Project, i: int, site: Site) -> bool:
     return any(project.fact("backward", f) or project.fact("step", f)
                for f in (project.resolve(i, r) for r in site.loop_refs))
+
+
+def callers_never_train(project: Project, fid: FnId, depth: int = 0) -> bool:
+    """Every call of the function sits in a file where nothing trains (``file_trains``), and every
+    caller that uses its result is called so in turn, up to a script's top level: a decoding script's
+    ``self.beam_search(batch)``, whose beams become words and files. Not a model's method, nor one a
+    model's method calls (``model(x)`` calls its forward unseen)."""
+    sites = project.sites_of(fid)
+    owner = fid[1].rpartition(".")[0]
+    if not sites or depth > 4 or (owner and (fid[0], owner) in project.module_classes):
+        return False
+    for i, s in sites:
+        if s.result_trains or file_trains(project, i):
+            return False
+        if s.result_used and s.caller is not None and not callers_never_train(project, (i, s.caller), depth + 1):
+            return False
+    return True

@@ -1,6 +1,7 @@
 """Training idioms that run a forward with autograd on whose graph no backward uses, by convention
 rather than by mistake: acting in an environment, a target network's value, a GAN's fake batch
-detached into the discriminator. PIT201 leaves them alone inside code that trains."""
+detached into the discriminator. PIT201 leaves them alone inside code that trains. Also what makes a
+forward record nothing: frozen models, autograd off for the whole file, and files that test autograd."""
 
 from __future__ import annotations
 
@@ -63,3 +64,46 @@ def bound_by(mod: Module, node: ast.AST) -> set[str]:
         targets = cur.targets if isinstance(cur, ast.Assign) else [cur.target]
         return {n for t in targets for n in names_in(t)}
     return set()
+
+
+def frozen_models(mod: Module) -> set[str]:
+    """Models whose parameters are frozen (``m.requires_grad_(False)``, ``for p in m.parameters():
+    p.requires_grad = False``): their forwards record nothing from the weights."""
+    found = set()
+    for call in mod.calls:
+        f = call.func
+        if isinstance(f, ast.Attribute) and f.attr == "requires_grad_" and call.args \
+                and isinstance(call.args[0], ast.Constant) and call.args[0].value is False:
+            if (d := dotted(f.value)) is not None:
+                found.add(d)
+    for loop in mod.loop_nodes:
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.iter, ast.Call) \
+                and isinstance(loop.iter.func, ast.Attribute) and loop.iter.func.attr in ("parameters",):
+            if any(isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is False
+                   and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in n.targets)
+                   for n in walk_local(loop)):  # ``p.requires_grad = True`` unfreezes: not this
+                if (d := dotted(loop.iter.func.value)) is not None:
+                    found.add(d)
+    return found
+
+
+def receiver_frozen(call: ast.Call, frozen: set[str]) -> bool:
+    return isinstance(call.func, ast.Attribute) and dotted(call.func.value) in frozen
+
+
+def grad_disabled_globally(mod: Module) -> bool:
+    """``torch.set_grad_enabled(False)`` as a statement at module level, or anywhere in a file that
+    trains nothing and never turns autograd back on (an inferer's constructor turns it off for the
+    process): the script runs without autograd."""
+    if any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and mod.is_no_grad(s.value)
+           for s in mod.tree.body):
+        return True
+    switches = [c for c in mod.calls if isinstance(mod.parents.get(id(c)), ast.Expr)
+                and (mod.qualname(c.func) or "").endswith("set_grad_enabled")]
+    return bool(switches) and not mod.trains and all(
+        c.args and isinstance(c.args[0], ast.Constant) and c.args[0].value is False for c in switches)
+
+
+def tests_autograd(mod: Module) -> bool:
+    """A file that runs gradcheck: its forwards build graphs on purpose, to test them."""
+    return any((mod.qualname(c.func) or "").rsplit(".", 1)[-1] in ("gradcheck", "gradgradcheck") for c in mod.calls)

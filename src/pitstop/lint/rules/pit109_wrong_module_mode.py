@@ -115,13 +115,14 @@ class WrongModuleMode(Rule):
         for scope in [*([mod.tree, *mod.defs] if not whole else []), *classes]:
             # a class: ``self.net`` built and loaded in __init__, run by another method, switched by none
             attrs = isinstance(scope, ast.ClassDef)
-            body = [n for n in (mod.body(scope) if not attrs else
-                                (x for f in scope.body if isinstance(f, ast.FunctionDef) for x in mod.body(f)))
-                    if isinstance(n, ast.Call)]
-            if attrs and (switched(body) or (view is not None and (view.i, scope.name) in view.project.module_classes)
-                          or any("Module" in (dotted(b) or "") for b in scope.bases)):
+            methods = [f for f in scope.body if isinstance(f, ast.FunctionDef)] \
+                if isinstance(scope, ast.ClassDef) else [scope]
+            body = [n for f in methods for n in mod.body(f) if isinstance(n, ast.Call)]
+            if isinstance(scope, ast.ClassDef) and (
+                    switched(body) or (view is not None and (view.i, scope.name) in view.project.module_classes)
+                    or any("Module" in (dotted(b) or "") for b in scope.bases)):
                 continue  # a model's own submodule follows the model's mode
-            built = {d for f in ([scope] if not attrs else [f for f in scope.body if isinstance(f, ast.FunctionDef)])
+            built = {d for f in methods
                      for n in mod.body(f) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
                      and not (dotted(_base_call(n.value).func) or "").endswith(_PRETRAINED)
                      for t in n.targets if (d := dotted(t)) and (d.startswith("self.") and d.count(".") == 1

@@ -13,7 +13,17 @@ from pitstop.lint.graph import CONSTRUCTOR
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Rule
 from pitstop.lint.rules.common import evaluating_sites, evaluation_side, forwards, helper_forwards
-from pitstop.lint.rules.idioms import bound_by, detached_into_forward, in_env_loop, target_network
+from pitstop.lint.rules.entries import callers_never_train
+from pitstop.lint.rules.idioms import (
+    bound_by,
+    detached_into_forward,
+    frozen_models,
+    grad_disabled_globally,
+    in_env_loop,
+    receiver_frozen,
+    target_network,
+    tests_autograd,
+)
 
 # hooks a framework calls with autograd already off (Lightning, HF Trainer)
 _FRAMEWORK_NO_GRAD = re.compile(r"^(validation|test|predict|prediction)_step$|_epoch_end$")
@@ -55,6 +65,9 @@ class InferenceWithGrad(Rule):
     variants: ClassVar[dict[str, str]] = {
         "function": "`{name}` runs `{fn}(...)` (line {line}) with autograd recording a graph nothing uses: wrap "
                     "it in torch.inference_mode() (or decorate the function with it)",
+        "apart": "`{name}` runs `{fn}(...)` (line {line}) with autograd recording a graph nothing uses: nothing that "
+                 "calls it trains ({where}: no backward or optimizer step); wrap it in torch.inference_mode() (or "
+                 "decorate the function with it)",
         "gated": "`{name}` runs `{fn}(...)` with autograd on when called to evaluate ({where}), where its "
                  "backward (only under `{gate}`) is skipped: the graph is never used; wrap that call in "
                  "torch.inference_mode()",
@@ -92,12 +105,12 @@ class InferenceWithGrad(Rule):
 
     def check(self, ctx: Context) -> None:
         mod = ctx.mod
-        frozen = _frozen(mod)
-        if _grad_disabled_globally(mod) or _tests_autograd(mod):
+        frozen = frozen_models(mod)
+        if grad_disabled_globally(mod) or tests_autograd(mod):
             return
         for scope in [mod.tree, *mod.defs]:
             calls = [c for c in forwards(scope, mod)
-                     if dotted(c.func) not in frozen and not _receiver_frozen(c, frozen)] + helper_forwards(ctx, scope)
+                     if dotted(c.func) not in frozen and not receiver_frozen(c, frozen)] + helper_forwards(ctx, scope)
             if not calls or (scope is not mod.tree and self.exempt(ctx, scope)):
                 continue
             self.phased(ctx, scope, calls)
@@ -111,8 +124,14 @@ class InferenceWithGrad(Rule):
                     self.report(ctx, call, what="this script", fn=ctx.text(call.func))
             else:
                 first = unused[0]
-                self.report(ctx, scope, variant="function", name=scope.name,  # type: ignore[attr-defined]
-                            fn=ctx.text(first.func), line=first.lineno)
+                where = self.apart(ctx, scope) if not any(_trains(n, mod) for n in walk_local(scope)
+                                                          if isinstance(n, ast.Call)) else None
+                name: str = scope.name  # type: ignore[attr-defined]
+                if where:
+                    self.report(ctx, scope, variant="apart", name=name, fn=ctx.text(first.func), line=first.lineno,
+                                where=where)
+                else:
+                    self.report(ctx, scope, variant="function", name=name, fn=ctx.text(first.func), line=first.lineno)
 
     def phased(self, ctx: Context, scope: ast.AST, calls: list[ast.Call]) -> None:
         """``for split in ["train", "valid"]:`` around one forward for every split, whose backward runs only
@@ -158,6 +177,7 @@ class InferenceWithGrad(Rule):
         flow = Flow(scope, mod)
         dropped = None
         trains = any(_trains(n, mod) for n in walk_local(scope) if isinstance(n, ast.Call))
+        apart = not trains and self.apart(ctx, scope) is not None
         found: list[ast.Call] = []
         reported: set[str] = set()
         for call in sorted(calls, key=lambda c: (c.lineno, c.col_offset)):
@@ -166,7 +186,7 @@ class InferenceWithGrad(Rule):
                     or (trains and (in_env_loop(mod, call) or target_network(call))):
                 # the last: maml(x_spt, y_spt, ...) whose class's forward runs the backward and step itself
                 continue
-            fate = flow.fate(call)
+            fate = "dead" if apart else flow.fate(call)  # nothing that could train on it ever runs
             if fate != "dead" and len(calls) <= 64:  # what runs after it only (a name reused by training)
                 loops = mod.enclosing_loops(call)  # a value the next iteration reads first: its loop counts too
                 carried_over = bool(loops) and _read_first(loops[0], bound_by(mod, call))
@@ -181,6 +201,14 @@ class InferenceWithGrad(Rule):
                 found.append(call)
             reported |= bound_by(mod, call)
         return found
+
+    def apart(self, ctx: Context, scope: ast.AST) -> str | None:
+        """The files that call the function, when nothing in them (or in their callers' files) trains."""
+        view = ctx.project
+        fid = view.fn_id(fn_key(ctx.mod, scope)) if view is not None and scope is not ctx.mod.tree else None
+        if view is None or fid is None or not callers_never_train(view.project, fid):
+            return None
+        return ", ".join(sorted({PurePath(view.project.files[i].path).name for i, _ in view.project.sites_of(fid)}))
 
     def dropped_by_callers(self, ctx: Context, scope: ast.AST) -> bool:
         """Every call of the function in the project drops its result (and there is one)."""
@@ -343,46 +371,3 @@ def _first_mention(block: list[ast.stmt], names: set[str]) -> str | None:
             stored = isinstance(stmt, ast.Assign) and all(isinstance(n.ctx, ast.Store) for n in mentions)
             return "written" if stored else "read"
     return None
-
-
-def _frozen(mod: Module) -> set[str]:
-    """Models whose parameters are frozen (``m.requires_grad_(False)``, ``for p in m.parameters():
-    p.requires_grad = False``): their forwards record nothing from the weights."""
-    found = set()
-    for call in mod.calls:
-        f = call.func
-        if isinstance(f, ast.Attribute) and f.attr == "requires_grad_" and call.args \
-                and isinstance(call.args[0], ast.Constant) and call.args[0].value is False:
-            if (d := dotted(f.value)) is not None:
-                found.add(d)
-    for loop in mod.loop_nodes:
-        if isinstance(loop, (ast.For, ast.AsyncFor)) and isinstance(loop.iter, ast.Call) \
-                and isinstance(loop.iter.func, ast.Attribute) and loop.iter.func.attr in ("parameters",):
-            if any(isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and n.value.value is False
-                   and any(isinstance(t, ast.Attribute) and t.attr == "requires_grad" for t in n.targets)
-                   for n in walk_local(loop)):  # ``p.requires_grad = True`` unfreezes: not this
-                if (d := dotted(loop.iter.func.value)) is not None:
-                    found.add(d)
-    return found
-
-
-def _receiver_frozen(call: ast.Call, frozen: set[str]) -> bool:
-    return isinstance(call.func, ast.Attribute) and dotted(call.func.value) in frozen
-
-
-def _grad_disabled_globally(mod: Module) -> bool:
-    """``torch.set_grad_enabled(False)`` as a statement at module level, or anywhere in a file that
-    trains nothing and never turns autograd back on (an inferer's constructor turns it off for the
-    process): the script runs without autograd."""
-    if any(isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and mod.is_no_grad(s.value)
-           for s in mod.tree.body):
-        return True
-    switches = [c for c in mod.calls if isinstance(mod.parents.get(id(c)), ast.Expr)
-                and (mod.qualname(c.func) or "").endswith("set_grad_enabled")]
-    return bool(switches) and not mod.trains and all(
-        c.args and isinstance(c.args[0], ast.Constant) and c.args[0].value is False for c in switches)
-
-
-def _tests_autograd(mod: Module) -> bool:
-    """A file that runs gradcheck: its forwards build graphs on purpose, to test them."""
-    return any((mod.qualname(c.func) or "").rsplit(".", 1)[-1] in ("gradcheck", "gradgradcheck") for c in mod.calls)
