@@ -278,8 +278,9 @@ class Flow:
             if not _reads(later, name):
                 continue
             if not (isinstance(later, ast.Assign) and len(later.targets) == 1
-                    and isinstance(later.targets[0], ast.Name)):
-                return False
+                    and isinstance(later.targets[0], ast.Name)) \
+                    or any(isinstance(c, ast.Call) and self.sink(c, strict=True) for c in ast.walk(later.value)):
+                return False  # g = torch.autograd.grad((log_probs * adv).mean(), params): the graph is used
             other = later.targets[0].id
             if other == name:  # rebound: from a cut value it ends here; transformed, the new value decides
                 return name not in set(self._carried(later.value)) or (depth < 3 and self.cut_next(later, name,

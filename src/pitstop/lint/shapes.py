@@ -156,16 +156,21 @@ def _ands(test: ast.expr) -> list[ast.expr]:
 
 def accumulated(fn: ast.FunctionDef | ast.AsyncFunctionDef, body: list[ast.AST]) -> tuple[int, ...]:
     """The parameter places whose value a method adds to a total on its object (AverageMeter's
-    ``update(self, val, n=1)``: ``self.sum += val * n`` -> (1, 2)), never through ``.item()`` or
-    ``float()``, and never a parameter the method rebinds first (``val = float(val)``)."""
+    ``update(self, val, n=1)``: ``self.sum += val * n`` -> (1,), ``n`` being a count), never through
+    ``.item()`` or ``float()``, and never a parameter the method rebinds first (``val = float(val)``)."""
     params = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
     rebound = {x for n in body if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) for x in target_names(t)}
     found: set[int] = set()
+    # a count (``self.count += n``, ``n=1``): the weight of a value, never a graph's
+    defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults, strict=True))
+    counts = {n.value.id for n in body if isinstance(n, ast.AugAssign) and isinstance(n.value, ast.Name)} \
+        | {k for k, d in defaults.items() if isinstance(d, ast.Constant) and type(d.value) is int}
     for n in body:
         if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and (dotted(n.target) or "").startswith("self."):
             names = set(carried(n.value))
-            found |= {k for k, name in enumerate(params) if k and name in names and name not in rebound}
+            found |= {k for k, name in enumerate(params)
+                      if k and name in names and name not in rebound and name not in counts}
     return tuple(sorted(found))
 
 

@@ -23,3 +23,22 @@ def train(model, embedder, opt, env_states, batches):  # error: PIT201
             opt.zero_grad()
             loss.backward()
             opt.step()
+
+
+def trpo(policy, value_net, value_opt, env_states, advantages, iterations):  # error: PIT201
+    # round twenty-six (a TRPO): the rollout's log-probabilities, stacked after the loop, are what
+    # torch.autograd.grad differentiates for the policy gradient: their graphs are used
+    for _ in range(iterations):
+        log_probs, values = [], []
+        for t in range(len(env_states)):
+            log_probs.append(policy(env_states[t]).log_softmax(-1)[0])
+            values.append(value_net(env_states[t]).item())
+        log_probs = torch.stack(log_probs)
+        g = torch.autograd.grad((log_probs * advantages).mean(), list(policy.parameters()))
+        g = torch.cat([grad.view(-1) for grad in g])
+        step_dir = g.detach() / 10
+        policy.weight.data.add_(step_dir[: policy.weight.numel()].view_as(policy.weight))
+        value_loss = (torch.tensor(values, requires_grad=True) - advantages).pow(2).mean()
+        value_opt.zero_grad()
+        value_loss.backward()
+        value_opt.step()
