@@ -244,7 +244,9 @@ class Module:
             return not (call and call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value is False)
         if q in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled") and call and call.args:
             return isinstance(call.args[0], ast.Constant) and call.args[0].value is False
-        return False
+        # a project's own alias (``no_grad = contextmanager_to_decorator(th.no_grad)``, ``@tu.no_grad``)
+        return not q.startswith("torch.") and (dotted(call.func if call else expr) or "").rsplit(".", 1)[-1] in (
+            "no_grad", "inference_mode")
 
     def under_no_grad(self, node: ast.AST, stop: ast.AST | None = None) -> ast.AST | None:
         """The enclosing ``with no_grad()`` statement or no_grad-decorated function, if any; or the

@@ -66,3 +66,9 @@ def unpacked_keywords(args, train_set, datasets):
 
 def handed_keywords(train_set, **kwargs):
     return DataLoader(train_set, shuffle=True, **kwargs)  # the caller's keywords: not known here
+
+
+if __name__ == "__main__":
+    # round twenty-six (a VAE's dataset module): a shape check of the dataset, in a file that trains nothing
+    check = DataLoader(TensorDataset(torch.zeros(8, 2)), batch_size=4, shuffle=True, num_workers=0)
+    print(next(iter(check))[0].shape)
