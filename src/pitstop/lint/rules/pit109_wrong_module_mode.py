@@ -57,6 +57,8 @@ class WrongModuleMode(Rule):
     variants: ClassVar[dict[str, str]] = {
         "no-eval": "`{fn}` evaluates without model.eval(): dropout stays active and batch-norm uses batch "
                    "statistics",
+        "never": "`{fn}` evaluates without model.eval(), and nothing in the project ever calls eval(): dropout "
+                 "stays active and batch-norm uses batch statistics",
         "eval-call": "`{fn}` evaluates here when called with a validation loader or phase ({where}), but "
                      "nothing puts the model in eval mode: dropout stays active and batch-norm uses batch statistics",
         "after-training": "`{fn}(...)` evaluates after training with no model.eval() in between: dropout stays "
@@ -91,6 +93,8 @@ class WrongModuleMode(Rule):
                 continue  # a model's own generate()/sample(): its mode is the caller's business
             if verdict == "train":  # with no caller in the project, the mode it runs in is not known
                 self.report(ctx, fn, variant="no-eval", fn=name)
+            elif verdict is None and ctx.project is not None and _never_evaluated(ctx.project.project):
+                self.report(ctx, fn, variant="never", fn=name)  # whoever calls it: no model is ever in eval mode
         for scope in [mod.tree, *mod.defs]:
             self.evaluation_after_training(ctx, scope)
         self.gated_calls(ctx)
@@ -303,6 +307,13 @@ def _eval_at_import(mod: Module, fn: ast.AST) -> bool:
     read = {n.id for n in mod.body(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     return bool(top & read) and not any(dotted(c.func.value) in top  # type: ignore[attr-defined]
                                         for c in train_calls(mod.tree))
+
+
+def _never_evaluated(project: Project) -> bool:
+    """A project with dropout or batch-norm layers where no file calls ``eval()`` on anything, nor loads a
+    model that comes in eval mode (``from_pretrained``): every model it builds stays in training mode,
+    whatever calls its evaluation."""
+    return project.mode_layers and not any({"eval", "from_pretrained"} & f.attr_calls for f in project.files)
 
 
 def _copied(call: ast.Call) -> bool:
