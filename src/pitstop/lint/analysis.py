@@ -19,6 +19,7 @@ SAFE_ATTRS = {"data", "shape", "dtype", "device", "requires_grad", "ndim", "is_c
 MODEL_NAME = re.compile(r"(^|_)(model|[a-z]*net|net_?[gd]|network|mlp|cnn|dqn|criterion|crit|encoder|decoder|"
                         r"generator|discriminator|head|classifier|backbone|policy|critic|actor|rnn|lstm|gru|loss_?fn|"
                         r"loss_?func|[gd])\d*$")  # [a-z]*net: qnet, value_net, resnet
+_NO_GRAD_NAME = re.compile(r"(^|_)(no_?grad|inference_mode)(_|$)")
 EVAL_NAME = re.compile(r"^(eval|evaluate|validate|validation|valid|val|predict|infer|inference)(_|$)|"
                        r"(_eval|_evaluate|_validate|_validation|_val|_predict|_inference)$", re.I)
 STAR_DEFAULTS = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "optim": "torch.optim"}
@@ -244,9 +245,10 @@ class Module:
             return not (call and call.args and isinstance(call.args[0], ast.Constant) and call.args[0].value is False)
         if q in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled") and call and call.args:
             return isinstance(call.args[0], ast.Constant) and call.args[0].value is False
-        # a project's own alias (``no_grad = contextmanager_to_decorator(th.no_grad)``, ``@tu.no_grad``)
-        return not q.startswith("torch.") and (dotted(call.func if call else expr) or "").rsplit(".", 1)[-1] in (
-            "no_grad", "inference_mode")
+        # a project's own alias or wrapper (``no_grad = contextmanager_to_decorator(th.no_grad)``, ``@tu.no_grad``,
+        # MVSNet's ``@make_nograd_func``)
+        return not q.startswith("torch.") and bool(_NO_GRAD_NAME.search(
+            (dotted(call.func if call else expr) or "").rsplit(".", 1)[-1]))
 
     def under_no_grad(self, node: ast.AST, stop: ast.AST | None = None) -> ast.AST | None:
         """The enclosing ``with no_grad()`` statement or no_grad-decorated function, if any; or the

@@ -191,12 +191,15 @@ class Flow:
         if is_backward(call) or self.mod.qualname(call.func) in ("torch.autograd.grad", "torch.autograd.backward"):
             return True
         last = (dotted(call.func) or "").rsplit(".", 1)[-1]
-        if not strict and last and SINK_CALL.search(last):
-            return True
+        view = self.mod.view
+        fid = view.callee(call) if view is not None and last else None
+        if not strict and last and SINK_CALL.search(last) and (
+                fid is None or view.project.fact("backward", fid) or view.project.fact("step", fid)):
+            return True  # named like an update; a project method of that name decides by what it does
+        # (``losses.update(loss.item(), n)`` on an AverageMeter of the project updates no weights)
         if any((d := dotted(a)) and ("optim" in d.rsplit(".", 1)[-1].lower() or d in self.mod.optimizers)
                for a in [*call.args, *(k.value for k in call.keywords)]):
             return True  # loss_scaler(loss, optimizer, ...): a step on what it is given
-        view = self.mod.view
         return view is not None and view.runs("backward", call)
 
     def _closure(self, seeds: set[str]) -> set[str]:

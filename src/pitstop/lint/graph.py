@@ -46,7 +46,7 @@ def reduction(call: ast.Call) -> bool:
 
 
 # methods that run a model for inference when called on one (net.predict(x), model.generate(ids))
-MODEL_METHOD = re.compile(r"^(forward|predict\w*|generate\w*|sample\w*|infer\w*|decode\w*|encode\w*|beam_?\w*|"
+MODEL_METHOD = re.compile(r"^(forward|inverse|predict\w*|generate\w*|sample\w*|infer\w*|decode\w*|encode\w*|beam_?\w*|"
                           r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*|"
                           r"pi|q|v|act|get_action\w*|select_action\w*|policy|actor|critic|module)$")
 LOSS_NAME = re.compile(r"(^|_)(criterion|crit|loss_?fn|loss_?func(tion)?|loss|metric)\d*$", re.I)

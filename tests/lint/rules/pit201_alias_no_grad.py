@@ -34,3 +34,46 @@ def report(model, x):
 
 def report_logits(model, x):  # warning: PIT201
     return model.pi(x).mean().item()
+
+
+def make_nograd_func(func):
+    """MVSNet's decorator: the wrapped function runs under no_grad."""
+    def wrapper(*args, **kwargs):
+        with torch.no_grad():  # info: PIT202
+            return func(*args, **kwargs)
+    return wrapper
+
+
+@make_nograd_func
+def test_sample(model, x):
+    return model(x).mean()
+
+
+def test(model, batches, meter):
+    for x in batches:
+        meter.update(test_sample(model, x))
+
+
+class AverageMeter:
+    def __init__(self):
+        self.sum, self.count = 0.0, 0
+
+    def update(self, val, n=1):
+        self.sum += val * n
+        self.count += n
+
+
+def accuracy(scores, targets):
+    return (scores.argmax(1) == targets).float().mean() * 100
+
+
+def validate(model, batches):  # warning: PIT201
+    # round twenty-six (show-attend-tell): a project meter's update() trains nothing, whatever its name
+    top1 = AverageMeter()
+    hits = 0
+    for x, y in batches:
+        scores = model(x)
+        top1.update(accuracy(scores, y), x.size(0))
+        hits += int(scores.argmax(1).eq(y).sum())
+    print(top1.sum / top1.count)
+    return hits
