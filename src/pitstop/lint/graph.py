@@ -66,10 +66,12 @@ class GraphNames:
         self.names: set[str] = set()
         self.defs: dict[str, list[ast.Assign]] = {}  # name -> its plain assignments, in source order
         self.scalar: set[str] = set()  # backward() without arguments ran on them: one element
+        self.backwarded: list[tuple[str, ast.Call]] = []  # (name, the backward() called on it)
         for call in method_calls(loop, "backward"):
             for t in backward_targets(call, mod):
                 if isinstance(t, ast.Name):
                     self.names.add(t.id)
+                    self.backwarded.append((t.id, call))
                     if not call.args and not any(k.arg in ("gradient", "grad_tensors") for k in call.keywords):
                         self.scalar.add(t.id)
         assigns = [n for n in mod.body(loop) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))]
@@ -144,6 +146,10 @@ class GraphNames:
                 return expr.id in self.names
             if self.mod.under_no_grad(found, self.loop) is not None:
                 return False
+            if isinstance(found.value, ast.Call) and not self._builds_object(found.value) and any(
+                    name == expr.id and self.reaching(name, call) is found for name, call in self.backwarded):
+                return True  # l = self.calculate_loss(batch); l.backward(): what backward ran on has a graph
+                # (not ``loss = self.loss``, a project Loss object whose own backward() IBM's seq2seq calls)
             if not any(isinstance(t, ast.Name) and t.id == expr.id for t in found.targets):  # an unpacking
                 return expr.id in self.bound(found.targets[0], found.value) and (
                     self.carries(found.value, found, depth + 1) or self.model_call(found.value, found, depth + 1))
@@ -172,6 +178,12 @@ class GraphNames:
         if isinstance(expr, ast.Subscript):
             return not indices(expr) and self.carries(expr.value, at, depth)  # out.max(1)[1]: the indices, no graph
         return any(self.carries(c, at, depth) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr))
+
+    def _builds_object(self, call: ast.Call) -> bool:
+        """``Loss(...)``: a call of a class (the file's or the project's), not of a function or method."""
+        name = dotted(call.func) or ""
+        view = self.mod.view
+        return name in self.mod.classes or (view is not None and view.is_class(name))
 
     def reaching(self, name: str, at: ast.AST) -> ast.Assign | None:
         """The last plain ``name = ...`` before ``at`` in the loop (None: none, or the name is

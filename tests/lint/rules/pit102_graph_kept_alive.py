@@ -162,3 +162,60 @@ def truncated_steps(model, chunks, optimizer, loss_func):
             total += loss_func(model(x), y)  # summed for the backward after the loop: the graph is needed
         total.backward()
         optimizer.step()
+
+
+class KGOptimizer:
+    """Round twenty-six (KGEmb): the loss comes from a method given only the batch; that backward runs
+    on it says it has a graph, and the epoch's total keeps every batch's."""
+
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer = model, optimizer
+
+    def calculate_loss(self, batch):
+        return self.model(batch).pow(2).mean()
+
+    def epoch(self, batches):
+        total_loss = 0.0
+        for batch in batches:
+            l = self.calculate_loss(batch)
+            self.optimizer.zero_grad()
+            l.backward()
+            self.optimizer.step()
+            total_loss += l  # error: PIT102
+        return total_loss / len(batches)
+
+
+class Perplexity:
+    """IBM's pytorch-seq2seq: a loss object with its own backward(); get_loss() gives a float."""
+
+    def __init__(self):
+        self.acc_loss = 0
+
+    def eval_batch(self, outputs, target):
+        self.acc_loss = self.acc_loss + (outputs - target).pow(2).mean()
+
+    def backward(self):
+        self.acc_loss.backward()
+
+    def get_loss(self):
+        return self.acc_loss.data.item()
+
+
+class SupervisedTrainer:
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer, self.loss = model, optimizer, Perplexity()
+
+    def train_batch(self, x, y):
+        loss = self.loss
+        loss.eval_batch(self.model(x), y)
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return loss.get_loss()
+
+    def train_epochs(self, batches):
+        epoch_loss_total = 0
+        for x, y in batches:
+            loss = self.train_batch(x, y)
+            epoch_loss_total += loss  # a float: what train_batch returns is get_loss()'s number
+        return epoch_loss_total
