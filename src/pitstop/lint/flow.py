@@ -192,10 +192,10 @@ class Flow:
             return True
         last = (dotted(call.func) or "").rsplit(".", 1)[-1]
         view = self.mod.view
-        fid = view.callee(call) if view is not None and last else None
-        if not strict and last and SINK_CALL.search(last) and (
-                fid is None or view.project.fact("backward", fid) or view.project.fact("step", fid)):
-            return True  # named like an update; a project method of that name decides by what it does
+        if not strict and last and SINK_CALL.search(last):
+            fid = view.callee(call) if view is not None else None
+            if fid is None or view.project.fact("backward", fid) or view.project.fact("step", fid):
+                return True  # named like an update; a project method of that name decides by what it does
         # (``losses.update(loss.item(), n)`` on an AverageMeter of the project updates no weights)
         if any((d := dotted(a)) and ("optim" in d.rsplit(".", 1)[-1].lower() or d in self.mod.optimizers)
                for a in [*call.args, *(k.value for k in call.keywords)]):

@@ -25,14 +25,19 @@ def file_trains(project: Project, i: int) -> bool:
     """Something in file ``i`` trains: a backward or step in it, in one of its functions or in a project
     function its top level calls, or a project method of a name it calls on anything
     (``model.optimize_parameters()`` on what a factory outside the project made)."""
+    key = ("file_trains", (i, ""))
+    if key in project._memo:  # once per file: a large tree asks for each file many times
+        return project._memo[key]
     f = project.files[i]
 
     def trains(fid: FnId | None) -> bool:
         return project.fact("backward", fid) or project.fact("step", fid)
 
-    return f.trains or any(trains((i, k)) for k in f.functions) \
+    found = f.trains or any(trains((i, k)) for k in f.functions) \
         or any(trains(project.resolve(i, s.ref)) for s in project.sites_in(i, None)) \
         or any(trains(m) for a in f.attr_calls for m in project.methods.get(a, ()))
+    project._memo[key] = found
+    return found
 
 
 # what names a test-only run in a branch's condition: ``if args.test:``, ``if args.do_test:``, ``mode == 'test'``

@@ -93,8 +93,10 @@ class WrongModuleMode(Rule):
                 continue  # a model's own generate()/sample(): its mode is the caller's business
             if verdict == "train":  # with no caller in the project, the mode it runs in is not known
                 self.report(ctx, fn, variant="no-eval", fn=name)
-            elif verdict is None and ctx.project is not None and _never_evaluated(ctx.project.project):
-                self.report(ctx, fn, variant="never", fn=name)  # whoever calls it: no model is ever in eval mode
+            elif verdict is None and ctx.project is not None and _never_evaluated(ctx.project.project) \
+                    and (fid := ctx.project.fn_id(fn_key(mod, fn))) is not None and ctx.project.project.sites_of(fid):
+                # the project calls it (from an entry it does not call itself): no model is ever in eval mode
+                self.report(ctx, fn, variant="never", fn=name)
         for scope in [mod.tree, *mod.defs]:
             self.evaluation_after_training(ctx, scope)
         self.gated_calls(ctx)
