@@ -1,6 +1,8 @@
-"""Where a script's inference runs apart from its training (PIT202's entry points): a test-only
-branch of a training script, a test() method only test scripts call, a module-level test() entry,
-and the callers of a function followed up to a script's entry point."""
+"""Where a script's inference runs apart from its training: a test-only branch of a training script,
+a test() method only test scripts call, a module-level test() entry and the callers of a function
+followed up to a script's entry point (PIT202); whether anything in a file trains (``file_trains``,
+PIT201, PIT202 and PIT401) and whether every caller of a function sits in such files up to a
+script's top level (``callers_never_train``, PIT201)."""
 
 from __future__ import annotations
 
