@@ -210,3 +210,11 @@ def _evaluating(mod: Module, scope: ast.AST, call: ast.Call) -> bool:
 
 
 _EVAL_FN = re.compile(r"^(test|testing|sample|samples|generate|translate)$", re.I)
+
+
+def main_block(mod: Module, node: ast.AST) -> ast.If | None:
+    """The module-level ``if __name__ == "__main__":`` statement that holds ``node``, if one does."""
+    line = getattr(node, "lineno", None)
+    return None if line is None else next(
+        (s for s in mod.tree.body if isinstance(s, ast.If) and s.lineno <= line <= (s.end_lineno or 0)
+         and "__name__" in {n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)}), None)

@@ -12,7 +12,7 @@ from pitstop.lint.flow import Flow, carried
 from pitstop.lint.graph import CONSTRUCTOR
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Rule
-from pitstop.lint.rules.common import evaluating_sites, evaluation_side, forwards, helper_forwards
+from pitstop.lint.rules.common import evaluating_sites, evaluation_side, forwards, helper_forwards, main_block
 from pitstop.lint.rules.entries import callers_never_train
 from pitstop.lint.rules.idioms import (
     bound_by,
@@ -338,10 +338,9 @@ def _smoke_test(mod: Module, call: ast.Call) -> bool:
     """A model file's own ``if __name__ == "__main__":`` check of its classes: the file never trains
     and the block loads no weights, so the forward runs untrained weights to print shapes, not to
     predict anything."""
-    if mod.trains or mod.optimizers or call.lineno is None:
+    if mod.trains or mod.optimizers:
         return False
-    block = next((s for s in mod.tree.body if isinstance(s, ast.If) and s.lineno <= call.lineno <= (s.end_lineno or 0)
-                  and "__name__" in {n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)}), None)
+    block = main_block(mod, call)
     return block is not None and bool(mod.classes) and not any(
         isinstance(n, ast.Call) and _LOADS.match((dotted(n.func) or "").rsplit(".", 1)[-1])
         and not _CONFIG.match(dotted(n.func) or "") for n in ast.walk(block))

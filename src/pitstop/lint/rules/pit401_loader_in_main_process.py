@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pitstop.lint.analysis import EVAL_NAME, Module, dotted, walk_local
 from pitstop.lint.rules.base import Context, Rule, is_const, keyword
-from pitstop.lint.rules.common import training_loops
+from pitstop.lint.rules.common import main_block, training_loops
 from pitstop.lint.rules.entries import file_trains
 from pitstop.lint.settings import config_value
 
@@ -95,7 +95,7 @@ class LoaderInMainProcess(Rule):
             return False
         if any(iterated.get(n) for n in names):
             return True
-        if _main_block(ctx.mod, call) and not ctx.mod.trains and (
+        if main_block(ctx.mod, call) is not None and not ctx.mod.trains and (
                 ctx.project is None or not file_trains(ctx.project.project, ctx.project.i)):
             return False  # a dataset module's ``if __name__ == "__main__":`` shape check: no training here
         fn = ctx.mod.enclosing_function(call)
@@ -113,16 +113,6 @@ class LoaderInMainProcess(Rule):
         return (shuffle is not None and not is_const(shuffle.value, False)) \
             or (sampler is not None and not sequential) \
             or "train" in data.lower() or any("train" in n.lower() for n in names)
-
-
-def _main_block(mod: Module, node: ast.AST) -> bool:
-    """``node`` sits in a module-level ``if __name__ == "__main__":`` block."""
-    cur = mod.parents.get(id(node))
-    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        if isinstance(cur, ast.If) and isinstance(cur.test, ast.Compare) and dotted(cur.test.left) == "__name__":
-            return True
-        cur = mod.parents.get(id(cur))
-    return False
 
 
 def _changes(n: ast.AST, name: str) -> bool:
