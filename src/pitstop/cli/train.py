@@ -7,8 +7,9 @@ from typing import Any
 
 from pitstop.cli._args import ScriptParser, _env_pairs, _fraction, _positive, _seed, flag_errors
 from pitstop.cli._output import Output, _progress
+from pitstop.engine.scripts import TRAIN_SCRIPT_OPTIONS as SCRIPT_OPTIONS
 from pitstop.errors import SettingError
-from pitstop.train.settings import MODEL_TECHNIQUES, SCRIPT_OPTIONS
+from pitstop.train.techniques import MODEL_TECHNIQUES
 
 MODEL_ONLY = ("--input", "--target", "--optimizer", "--lr", "--weight-decay", "--batch-size", "--batch-dim",
               "--memory-budget-mb", "--save")
@@ -150,7 +151,7 @@ def _train(args: argparse.Namespace) -> int:
 def _settings(args: argparse.Namespace, script: bool) -> Any:
     """The ``TrainSettings`` the command line asks for (script mode: only the options it has)."""
     from pitstop.train.api import settings_from
-    from pitstop.train.settings import SCRIPT_TECHNIQUES
+    from pitstop.train.techniques import SCRIPT_TECHNIQUES
 
     default = SCRIPT_TECHNIQUES if script else MODEL_TECHNIQUES
     techniques = tuple(t.strip() for t in (args.techniques or ",".join(default)).split(",") if t.strip())

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from pitstop.lint.tree import children, walk, walk_local
+
 NO_GRAD = {"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad", "torch.autograd.inference_mode",
            "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"}
 DETACHING = {"item", "detach", "detach_", "tolist", "numpy", "__float__", "__int__"}
@@ -39,7 +41,7 @@ def dotted(node: ast.AST) -> str | None:
 
 
 def names_in(node: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return {n.id for n in walk(node) if isinstance(n, ast.Name)}
 
 
 def target_names(target: ast.AST) -> list[str]:
@@ -54,18 +56,6 @@ def target_names(target: ast.AST) -> list[str]:
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-
-
-def walk_local(node: ast.AST, into_defs: bool = False) -> Iterator[ast.AST]:
-    """``ast.walk`` that does not enter nested function/class definitions (unless ``into_defs``)
-    or lambdas."""
-    stack = list(ast.iter_child_nodes(node))
-    while stack:
-        n = stack.pop()
-        yield n
-        if not into_defs and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(ast.iter_child_nodes(n))
 
 
 # nn.Module methods that return the module itself
@@ -123,7 +113,7 @@ class Module:
                 inner = body
             if level > deepest:
                 deepest = level
-            for child in ast.iter_child_nodes(node):
+            for child in children(node):
                 parents[id(child)] = node
                 inner.append(child)
                 stack.append((child, inner, level + 1))

@@ -20,6 +20,7 @@ from typing import Literal
 
 from pitstop.lint.analysis import DETACHING, NUMBER_FUNCS, SAFE_ATTRS, Module, block_of, dotted, is_backward
 from pitstop.lint.graph import NO_GRAPH_METHODS, indices, reduction
+from pitstop.lint.tree import children, walk
 
 Fate = Literal["live", "returned", "dead"]
 # a call that consumes a graph for training: its arguments are sinks (update_params, not save_updated_image)
@@ -69,7 +70,7 @@ def carried(expr: ast.AST | None, cut: Callable[[ast.Call], bool] | None = None)
     elif isinstance(expr, ast.Subscript):
         yield from carried(expr.value, cut)
     elif not isinstance(expr, (ast.Compare, ast.Constant, ast.JoinedStr, ast.Lambda, ast.BoolOp)):
-        for c in ast.iter_child_nodes(expr):
+        for c in children(expr):
             if isinstance(c, ast.expr):
                 yield from carried(c, cut)
 
@@ -94,7 +95,7 @@ def _targets(t: ast.AST) -> tuple[list[str], bool]:
 
 
 def _reads(stmt: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt))
+    return any(isinstance(n, ast.Name) and n.id == name for n in walk(stmt))
 
 
 class Flow:
@@ -165,7 +166,7 @@ class Flow:
     def _carried(self, expr: ast.AST | None) -> Iterator[str]:
         yield from carried(expr, self._cut)
         if self.lambdas and expr is not None:
-            yield from (c.func.id for c in ast.walk(expr) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+            yield from (c.func.id for c in walk(expr) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
                         and c.func.id in self.lambdas)
 
     def receiver(self, call: ast.Call) -> str | None:
@@ -282,7 +283,7 @@ class Flow:
                 continue
             if not (isinstance(later, ast.Assign) and len(later.targets) == 1
                     and isinstance(later.targets[0], ast.Name)) \
-                    or any(isinstance(c, ast.Call) and self.sink(c, strict=True) for c in ast.walk(later.value)):
+                    or any(isinstance(c, ast.Call) and self.sink(c, strict=True) for c in walk(later.value)):
                 return False  # g = torch.autograd.grad((log_probs * adv).mean(), params): the graph is used
             other = later.targets[0].id
             if other == name:  # rebound: from a cut value it ends here; transformed, the new value decides

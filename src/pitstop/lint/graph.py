@@ -17,6 +17,7 @@ from pitstop.lint.analysis import (
     method_calls,
     target_names,
 )
+from pitstop.lint.tree import children
 
 # a plain function that is the model (def model(t_u, w, b): return w * t_u + b)
 _MODEL_FUNCTION = re.compile(r"(model|net|network|generator|discriminator|encoder|decoder|classifier|policy|"
@@ -177,7 +178,7 @@ class GraphNames:
             return False
         if isinstance(expr, ast.Subscript):
             return not indices(expr) and self.carries(expr.value, at, depth)  # out.max(1)[1]: the indices, no graph
-        return any(self.carries(c, at, depth) for c in ast.iter_child_nodes(expr) if isinstance(c, ast.expr))
+        return any(self.carries(c, at, depth) for c in children(expr) if isinstance(c, ast.expr))
 
     def _builds_object(self, call: ast.Call) -> bool:
         """``Loss(...)``: a call of a class (the file's or the project's), not of a function or method."""

@@ -15,6 +15,7 @@ from pitstop.lint.flow import Flow
 from pitstop.lint.graph import GraphNames
 from pitstop.lint.reach import Sources, in_comprehension, shares_graph
 from pitstop.lint.shapes import GENERIC_METHODS, built_here, cut, guarded, module_returned, softmaxed, untrained_branch
+from pitstop.lint.tree import walk
 
 Ref = tuple[str, str]  # ("local", "train_step" or "Trainer.fit"), ("qual", "utils.evaluate"), ("star", "evaluate")
 # calls into these packages are never project functions
@@ -149,7 +150,7 @@ def _gates(fn: ast.AST, backwards: list[ast.Call], mod: Module, params: set[str]
         cur = mod.parents.get(id(call))
         while cur is not None and cur is not fn:
             if isinstance(cur, ast.If):
-                names |= {n.id for n in ast.walk(cur.test) if isinstance(n, ast.Name)} & params
+                names |= {n.id for n in walk(cur.test) if isinstance(n, ast.Name)} & params
             cur = mod.parents.get(id(cur))
         common = names if common is None else common & names
     return tuple(sorted(common or ()))
@@ -198,7 +199,7 @@ def _numbers(body: list[ast.AST], values: list[ast.expr], mod: Module | None = N
         if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             for t in targets:
-                for leaf in ast.walk(t) if not isinstance(t, ast.Subscript) else ():  # a[i] += v: no rebinding
+                for leaf in walk(t) if not isinstance(t, ast.Subscript) else ():  # a[i] += v: no rebinding
                     if isinstance(leaf, ast.Name):
                         seen.add(id(leaf))
                         simple = isinstance(t, ast.Name) and n.value is not None

@@ -17,6 +17,7 @@ from pitstop.lint.analysis import (
     target_names,
 )
 from pitstop.lint.graph import NO_GRAPH_METHODS, GraphNames, is_forward
+from pitstop.lint.tree import children
 
 Pos = tuple[int, int]
 _MAX_DEPTH = 12  # assignment chains followed back; deeper ones are cut (a conservative answer)
@@ -75,7 +76,7 @@ class Sources:
         if isinstance(expr, (ast.Constant, ast.Compare, ast.JoinedStr, ast.Lambda)):
             return set()
         found = set()
-        for child in ast.iter_child_nodes(expr):
+        for child in children(expr):
             if isinstance(child, ast.expr):
                 found |= self.of(child, at, depth + 1)
         return found

@@ -11,6 +11,7 @@ import re
 
 from pitstop.lint.analysis import RETURNS_SELF, Module, dotted, target_names
 from pitstop.lint.flow import carried
+from pitstop.lint.tree import walk
 
 # method names too common to say which class an object of unknown type is
 GENERIC_METHODS = {"forward", "step", "train", "eval", "update", "run", "apply", "get", "set", "reset", "save",
@@ -29,7 +30,7 @@ def weightless(cls: ast.ClassDef) -> bool:
     weights, and ``self.x(...)`` calls only its own methods. Its forward records a graph only
     where its inputs carry one: calling it is no model's forward."""
     methods = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    for n in ast.walk(cls):
+    for n in walk(cls):
         if not isinstance(n, ast.Call):
             continue
         name = dotted(n.func) or ""
@@ -50,7 +51,7 @@ def guarded(mod: Module, body: list[ast.AST], calls: list[ast.Call]) -> bool:
     if not any(mod.under_no_grad(c) is not None for c in calls):
         return False
     made = {t.id for n in body if isinstance(n, ast.Assign) and mod.under_no_grad(n) is not None
-            for target in n.targets for t in ast.walk(target) if isinstance(t, ast.Name)}
+            for target in n.targets for t in walk(target) if isinstance(t, ast.Name)}
 
     def root(e: ast.AST) -> str | None:
         while isinstance(e, (ast.Attribute, ast.Subscript, ast.Call)):
@@ -72,7 +73,7 @@ def built_here(mod: Module, fn: ast.AST, name: str | None) -> bool:
     if name in {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs]} and not (
             binds and fn.body[0] is binds[0] and _copied(binds[0].value)):  # type: ignore[attr-defined]
         return False  # a parameter: the caller's model, unless the first statement copies it (``deepcopy(model)``)
-    inside = {id(x) for b in binds for x in ast.walk(b.value)}  # ``model = deepcopy(model)`` reads it once
+    inside = {id(x) for b in binds for x in walk(b.value)}  # ``model = deepcopy(model)`` reads it once
     loose = any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load) and id(n) not in inside
                 and not (isinstance(p := mod.parents.get(id(n)), ast.Attribute) or (isinstance(p, ast.Call)
                                                                                   and p.func is n)) for n in body)

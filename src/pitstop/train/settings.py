@@ -10,17 +10,9 @@ from pitstop.engine.scripts import TRAIN_SCRIPT_OPTIONS
 from pitstop.engine.settings import WorkerSettings
 from pitstop.engine.timer import TimingPolicy
 from pitstop.errors import SettingError
+from pitstop.train.techniques import TECHNIQUES
 
 SCRIPT_OPTIONS = TRAIN_SCRIPT_OPTIONS  # pitstop train SCRIPT's own options (engine/scripts: profile reads them too)
-# the techniques (axes of a training variant), listed once: what a search may vary, and what each kind
-# of run varies unless told (``--techniques``, the API's ``techniques=``). A script's micro-batches and
-# checkpointing are not edited into it; a model spec has no DataLoader and no DDP job
-TECHNIQUES = ("precision", "compile", "optimizer", "zero_grad", "layout", "threads", "micro_batch", "checkpoint", "ddp",
-              "workers", "cache", "tf32", "cudnn_benchmark")
-MODEL_TECHNIQUES = ("precision", "tf32", "cudnn_benchmark", "compile", "optimizer", "zero_grad", "layout", "threads",
-                    "micro_batch", "checkpoint")
-SCRIPT_TECHNIQUES = ("workers", "cache", "precision", "tf32", "cudnn_benchmark", "compile", "optimizer", "zero_grad",
-                     "layout", "threads", "ddp")
 AXES = TECHNIQUES  # the name of earlier releases
 # what the probe tries on each axis of fixed options (threads, workers, micro_batch, checkpoint are sized to the
 # machine and the model); ``--techniques AXIS=OPTION`` narrows an axis to one of these

@@ -12,6 +12,7 @@ from pitstop.lint.project_facts import Fn, Site
 from pitstop.lint.rules.base import Context
 from pitstop.lint.shapes import UNKNOWN as _UNKNOWN
 from pitstop.lint.shapes import constant
+from pitstop.lint.tree import walk
 
 
 def training_loops(mod: Module) -> list[tuple[ast.AST, list[ast.Call]]]:
@@ -217,4 +218,4 @@ def main_block(mod: Module, node: ast.AST) -> ast.If | None:
     line = getattr(node, "lineno", None)
     return None if line is None else next(
         (s for s in mod.tree.body if isinstance(s, ast.If) and s.lineno <= line <= (s.end_lineno or 0)
-         and "__name__" in {n.id for n in ast.walk(s.test) if isinstance(n, ast.Name)}), None)
+         and "__name__" in {n.id for n in walk(s.test) if isinstance(n, ast.Name)}), None)

@@ -13,6 +13,7 @@ from pitstop.lint.analysis import dotted, is_backward, is_step
 from pitstop.lint.project import FnId, Project
 from pitstop.lint.project_facts import Site
 from pitstop.lint.rules.base import Context
+from pitstop.lint.tree import walk
 
 
 def only_called_apart(project: Project, name: str) -> bool:
@@ -78,7 +79,7 @@ def test_branch(ctx: Context, node: ast.AST) -> bool:
         return any(isinstance(c, ast.Call) and (is_backward(c) or is_step(c, mod) or view.runs("backward", c)
                                                 or view.runs("step", c)) for c in calls)
 
-    branch = [n for s in cur.body for n in ast.walk(s)]
+    branch = [n for s in cur.body for n in walk(s)]
     if trains(branch):
         return False
     last = cur.body[-1]

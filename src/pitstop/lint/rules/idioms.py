@@ -9,6 +9,7 @@ import ast
 
 from pitstop.lint.analysis import Module, dotted, names_in, walk_local
 from pitstop.lint.flow import carried
+from pitstop.lint.tree import walk
 
 
 def in_env_loop(mod: Module, call: ast.Call) -> bool:
@@ -50,7 +51,7 @@ def detached_into_forward(mod: Module, scope: ast.AST, call: ast.Call, calls: li
         if other is call or (other.end_lineno or 0, other.end_col_offset or 0) < first:
             continue  # (the next iteration's forward reads a detached state: not this)
         args = [*other.args, *(k.value for k in other.keywords)]
-        if any(d in ast.walk(a) for a in args for d in detached) or fed & {x for a in args for x in carried(a)}:
+        if any(d in walk(a) for a in args for d in detached) or fed & {x for a in args for x in carried(a)}:
             return True
     return False
 

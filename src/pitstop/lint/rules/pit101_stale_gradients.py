@@ -8,6 +8,7 @@ from typing import ClassVar
 from pitstop.lint.analysis import Module, block_of, clears_grads, dotted, is_backward, is_step, walk_local
 from pitstop.lint.rules.base import Context, Rule
 from pitstop.lint.rules.common import helper_backwards, innermost_loop, trains
+from pitstop.lint.tree import walk
 
 
 class StaleGradients(Rule):
@@ -178,7 +179,7 @@ def _optimised_models(mod: Module) -> dict[str, set[str]]:
         parent = mod.parents.get(id(call))
         q = mod.qualname(call.func) or ""
         if isinstance(parent, ast.Assign) and parent.value is call and q.startswith("torch.optim."):
-            models = {d for n in ast.walk(call) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+            models = {d for n in walk(call) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                       and n.func.attr in ("parameters", "named_parameters") and (d := dotted(n.func.value))}
             for t in parent.targets:
                 if (name := dotted(t)) and models:

@@ -12,6 +12,7 @@ from pitstop.lint.graph import LOSS_NAME, GraphNames, is_forward
 from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Edit, Fix, Rule
 from pitstop.lint.rules.common import helper_backwards, training_loops, trains
+from pitstop.lint.tree import walk
 
 
 class GraphKeptAlive(Rule):
@@ -325,9 +326,9 @@ def _gated_off(mod: Module, scope: ast.AST, loop: ast.AST) -> bool:
     gates = set(view.project.files[fid[0]].functions[fid[1]].gates) if fid is not None else set()
     child, cur = loop, mod.parents.get(id(loop))
     while gates and cur is not None and cur is not scope:
-        if isinstance(cur, ast.If) and gates & {n.id for n in ast.walk(cur.test) if isinstance(n, ast.Name)}:
+        if isinstance(cur, ast.If) and gates & {n.id for n in walk(cur.test) if isinstance(n, ast.Name)}:
             branch = cur.body if any(child is b for b in cur.body) else cur.orelse
-            return not any(isinstance(n, ast.Call) and is_backward(n) for b in branch for n in ast.walk(b))
+            return not any(isinstance(n, ast.Call) and is_backward(n) for b in branch for n in walk(b))
         child, cur = cur, mod.parents.get(id(cur))
     return False
 

@@ -10,6 +10,7 @@ from pitstop.lint.flow import Flow
 from pitstop.lint.graph import GraphNames, is_forward
 from pitstop.lint.rules.base import Context, Rule
 from pitstop.lint.rules.common import training_loops, trains
+from pitstop.lint.tree import walk
 
 
 class TrainingWithoutGrad(Rule):
@@ -74,7 +75,7 @@ class TrainingWithoutGrad(Rule):
         graph = GraphNames(loop, mod)
         flow = Flow(mod.enclosing_function(loop), mod)
         for block in blocks:
-            for n in ast.walk(block):
+            for n in walk(block):
                 if not (isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and is_forward(n.value, mod)):
                     continue
                 if any(graph.carries(a, block) for a in n.value.args) and any(

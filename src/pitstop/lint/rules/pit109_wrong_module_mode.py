@@ -16,6 +16,7 @@ from pitstop.lint.rules.base import Context, Rule
 from pitstop.lint.rules.common import eval_calls, evaluating_sites, forwards, train_calls, training_loops
 from pitstop.lint.rules.pit401_loader_in_main_process import EVAL_DATA
 from pitstop.lint.shapes import built_here
+from pitstop.lint.tree import walk
 
 
 class WrongModuleMode(Rule):
@@ -117,7 +118,7 @@ class WrongModuleMode(Rule):
                 view.runs("sets_eval", c) or view.runs("sets_train", c) or view.runs("backward", c) for c in calls))
 
         whole = switched(mod.calls)
-        classes = [c for c in ast.walk(mod.tree) if isinstance(c, ast.ClassDef)]
+        classes = [c for c in walk(mod.tree) if isinstance(c, ast.ClassDef)]
         for scope in [*([mod.tree, *mod.defs] if not whole else []), *classes]:
             # a class: ``self.net`` built and loaded in __init__, run by another method, switched by none
             attrs = isinstance(scope, ast.ClassDef)
@@ -321,7 +322,7 @@ def _never_evaluated(project: Project) -> bool:
 def _copied(call: ast.Call) -> bool:
     """``ema.load_state_dict(model.state_dict())``: weights copied from another module, not a checkpoint."""
     return bool(call.args) and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                                   and n.func.attr == "state_dict" for n in ast.walk(call.args[0]))
+                                   and n.func.attr == "state_dict" for n in walk(call.args[0]))
 
 
 def _mode_layers(mod: Module) -> bool:

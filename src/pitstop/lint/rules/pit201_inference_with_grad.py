@@ -24,6 +24,7 @@ from pitstop.lint.rules.idioms import (
     target_network,
     tests_autograd,
 )
+from pitstop.lint.tree import walk
 
 # hooks a framework calls with autograd already off (Lightning, HF Trainer)
 _FRAMEWORK_NO_GRAD = re.compile(r"^(validation|test|predict|prediction)_step$|_epoch_end$")
@@ -343,7 +344,7 @@ def _smoke_test(mod: Module, call: ast.Call) -> bool:
     block = main_block(mod, call)
     return block is not None and bool(mod.classes) and not any(
         isinstance(n, ast.Call) and _LOADS.match((dotted(n.func) or "").rsplit(".", 1)[-1])
-        and not _CONFIG.match(dotted(n.func) or "") for n in ast.walk(block))
+        and not _CONFIG.match(dotted(n.func) or "") for n in walk(block))
 
 
 def _read_first(loop: ast.AST, names: set[str]) -> bool:
@@ -358,14 +359,14 @@ def _first_mention(block: list[ast.stmt], names: set[str]) -> str | None:
     for stmt in block:
         if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try)):  # its statements in order
             head = [getattr(stmt, k) for k in ("test", "iter", "target") if hasattr(stmt, k)]
-            if any(isinstance(n, ast.Name) and n.id in names for h in head for n in ast.walk(h)):
+            if any(isinstance(n, ast.Name) and n.id in names for h in head for n in walk(h)):
                 return "read"
             inner = [*stmt.body, *getattr(stmt, "orelse", []), *(x for h in getattr(stmt, "handlers", [])
                                                                  for x in h.body), *getattr(stmt, "finalbody", [])]
             if (found := _first_mention(inner, names)) is not None:
                 return found
             continue
-        mentions = [n for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id in names]
+        mentions = [n for n in walk(stmt) if isinstance(n, ast.Name) and n.id in names]
         if mentions:
             stored = isinstance(stmt, ast.Assign) and all(isinstance(n.ctx, ast.Store) for n in mentions)
             return "written" if stored else "read"

@@ -12,6 +12,7 @@ from pitstop.lint.project_facts import fn_key
 from pitstop.lint.rules.base import Context, Edit, Rule
 from pitstop.lint.rules.entries import TEST_ENTRY, callers_apart, only_called_apart, test_branch, used_in_training_loops
 from pitstop.lint.shapes import GENERIC_METHODS
+from pitstop.lint.tree import walk
 
 
 class PreferInferenceMode(Rule):
@@ -110,10 +111,10 @@ def _writes_parameters(node: ast.AST, mod: Module) -> bool:
     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):  # its parameters, never rebound
         given = {a.arg for a in fn.args.args} - {"self", "cls"} - {
             x for n in mod.body(fn) if isinstance(n, ast.Assign) for t in n.targets for x in target_names(t)}
-    looped = {x for n in ast.walk(node) if isinstance(n, (ast.For, ast.AsyncFor))
+    looped = {x for n in walk(node) if isinstance(n, (ast.For, ast.AsyncFor))
               and _PARAMETER.search(ast.unparse(n.iter)) for x in target_names(n.target)}  # zip(net.weights(), dw)
     buffers = _result_buffers(fn, mod) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else set()
-    for n in ast.walk(node):
+    for n in walk(node):
         if isinstance(n, ast.Call):
             f = n.func
             if isinstance(f, ast.Attribute) and f.attr == "copy_" and _root(f.value) in buffers \
@@ -159,7 +160,7 @@ def _result_buffers(fn: ast.AST, mod: Module) -> set[str]:
 def _stores_state(node: ast.AST) -> bool:
     return any(isinstance(n, (ast.Assign, ast.AugAssign)) and any(
         isinstance(t, (ast.Attribute, ast.Subscript)) for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
-        for n in ast.walk(node))
+        for n in walk(node))
 
 
 def _autograd_machinery(mod: Module, node: ast.AST) -> bool:
@@ -219,9 +220,9 @@ def _returns_to_training(ctx: Context, node: ast.AST) -> bool:
     if view is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     made = {t.id for a in mod.body(node) if isinstance(a, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-            for t in ast.walk(a.targets[0] if isinstance(a, ast.Assign) else a.target) if isinstance(t, ast.Name)}
+            for t in walk(a.targets[0] if isinstance(a, ast.Assign) else a.target) if isinstance(t, ast.Name)}
     returned = {x.id for r in mod.body(fn) if isinstance(r, ast.Return) and r.value is not None
-                for x in ast.walk(r.value) if isinstance(x, ast.Name)}
+                for x in walk(r.value) if isinstance(x, ast.Name)}
     if node is not fn and not made & returned:
         return False
     fid = view.fn_id(fn_key(mod, fn))
@@ -244,7 +245,7 @@ def _mixed_into_loss(mod: Module, node: ast.AST) -> bool:
                and not (node.lineno <= a.lineno <= end) for t in target_names(a.targets[0])} - made
     after = [n for n in mod.body(fn) if getattr(n, "lineno", 0) > end]
     returns = [n for n in after if isinstance(n, ast.Return) and n.value is not None]
-    returned = {x.id for r in returns for x in ast.walk(r) if isinstance(x, ast.Name)}
+    returned = {x.id for r in returns for x in walk(r) if isinstance(x, ast.Name)}
     handed = bool(returns) or any(isinstance(n, ast.Call) and is_backward(n) for n in after)
     for n in after:
         if isinstance(n, ast.BinOp) and any(r.lineno <= n.lineno <= (r.end_lineno or r.lineno) for r in returns) \
@@ -261,7 +262,7 @@ def _mixed_into_loss(mod: Module, node: ast.AST) -> bool:
 
 
 def _names(node: ast.AST) -> set[str]:
-    return {x.id for x in ast.walk(node) if isinstance(x, ast.Name)}
+    return {x.id for x in walk(node) if isinstance(x, ast.Name)}
 
 
 def _feeds_training(project: Project, fid: FnId, depth: int) -> bool:

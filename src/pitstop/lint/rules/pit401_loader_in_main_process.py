@@ -11,6 +11,7 @@ from pitstop.lint.rules.base import Context, Rule, is_const, keyword
 from pitstop.lint.rules.common import main_block, training_loops
 from pitstop.lint.rules.entries import file_trains
 from pitstop.lint.settings import config_value
+from pitstop.lint.tree import walk
 
 # evaluation data by name: val_loader, testloader, dev_set (not "device", "interval")
 EVAL_DATA = re.compile(r"(?<![a-z])(val|valid|validation|test|testing|eval|evaluation|dev)(?![a-z])|"
@@ -142,7 +143,7 @@ def _unpacked(mod: Module, call: ast.Call) -> list[dict[str, ast.AST]] | None:
     name, scope = stars[0].value.id, mod.enclosing_function(call)
     explicit = {k.arg: k.value for k in call.keywords if k.arg}
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and name in {
-            a.arg for a in ast.walk(scope.args) if isinstance(a, ast.arg)}:
+            a.arg for a in walk(scope.args) if isinstance(a, ast.arg)}:
         return None  # handed in: its callers decide
     values: list[ast.AST] = []
     for n in walk_local(scope):
@@ -245,7 +246,7 @@ def _evaluation_split(mod: Module, call: ast.Call, dataset: ast.AST | None) -> b
 def _read(mod: Module, call: ast.Call, names: set[str]) -> bool:
     """Whether a name bound to ``call`` is read anywhere it is visible (the whole file for a global)."""
     scope = mod.enclosing_function(call)
-    nodes = ast.walk(mod.tree) if scope is mod.tree else mod.body(scope)
+    nodes = walk(mod.tree) if scope is mod.tree else mod.body(scope)
     return any(isinstance(n, ast.Name) and n.id in names and isinstance(n.ctx, ast.Load) for n in nodes)
 
 

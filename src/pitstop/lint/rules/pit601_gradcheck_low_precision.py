@@ -7,6 +7,7 @@ import re
 
 from pitstop.lint.analysis import Module, walk_local
 from pitstop.lint.rules.base import Context, Rule, keyword
+from pitstop.lint.tree import walk
 
 _FACTORIES = {"randn", "rand", "zeros", "ones", "empty", "full", "tensor", "randn_like", "rand_like", "linspace",
               "arange", "as_tensor"}
@@ -66,7 +67,7 @@ def _env(scope: ast.AST, outer: Env) -> Env:
     for n in sorted((n for n in walk_local(scope) if isinstance(n, ast.Assign)), key=lambda n: n.lineno):
         for t in n.targets:
             if isinstance(t, ast.Name):  # x = x.cuda(): the x it reads is the one bound before
-                reads_itself = any(isinstance(x, ast.Name) and x.id == t.id for x in ast.walk(n.value))
+                reads_itself = any(isinstance(x, ast.Name) and x.id == t.id for x in walk(n.value))
                 env[t.id] = (n.value, dict(env) if reads_itself and len(env) < 400 else env)  # bounded copies
             elif isinstance(t, (ast.Tuple, ast.List)):
                 for k, a in enumerate(t.elts):
@@ -149,7 +150,7 @@ class Dtypes:
                 return _dtype_text(dtype.value) or self.of(dtype.value, env, depth + 1)
             if last in ("tensor", "as_tensor"):
                 if node.args and any(isinstance(c, ast.Constant) and isinstance(c.value, float)
-                                     for c in ast.walk(node.args[0])):
+                                     for c in walk(node.args[0])):
                     return "low"
                 return self.of(node.args[0], env, depth + 1) if node.args else None
             return None if last.endswith("_like") else "low"  # randn_like(x) takes x's dtype

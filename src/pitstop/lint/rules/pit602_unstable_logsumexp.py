@@ -8,6 +8,7 @@ from typing import ClassVar
 from pitstop.lint.analysis import Module, dotted, walk_local
 from pitstop.lint.rules.base import Context, Edit, Fix, Rule, keyword
 from pitstop.lint.shapes import softmax_of
+from pitstop.lint.tree import walk
 
 
 class UnstableLogsumexp(Rule):
@@ -262,7 +263,7 @@ def _log_helpers(mod: Module) -> frozenset[str]:
         if len(fn.body) == 1 and isinstance(fn.body[0], ast.Return) and isinstance(fn.body[0].value, ast.Call) \
                 and len(fn.args.args) == 1:
             arg = _log_of(fn.body[0].value, mod)
-            if arg is not None and fn.args.args[0].arg in {n.id for n in ast.walk(arg) if isinstance(n, ast.Name)}:
+            if arg is not None and fn.args.args[0].arg in {n.id for n in walk(arg) if isinstance(n, ast.Name)}:
                 found.add(name)
     return frozenset(found)
 
