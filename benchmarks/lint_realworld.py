@@ -263,6 +263,8 @@ FRESH = {  # "added" tag -> what it is: labelled before the rules were changed f
                   "(labelled before that round's rules changed, never tuned on)",
     "issue-48-z": "added in issue 48's twenty-seventh round "
                   "(labelled before that round's rules changed, never tuned on)",
+    "issue-48-aa": "added in issue 48's twenty-eighth round "
+                   "(labelled before that round's rules changed, never tuned on)",
 }
 SPLIT_SEED = 48  # issue 48: chosen before any rule was changed for it; never re-drawn
 HELD_OUT_SHARE = 0.4  # a project is held out when its hash falls below this: stable as the corpus grows
