@@ -21,7 +21,10 @@ from pitstop.lint.requirements import Requirements
 from pitstop.lint.rules import INVALID_FILE, RULES, Context, Diagnostic
 from pitstop.lint.stack import MAX_DEPTH, at_fixed_depth
 
-HELD_LINES = 300_000  # files kept parsed between the two passes; past this they are parsed again (memory)
+# files kept parsed between the two passes; past this they are parsed again. Re-parsing saves little
+# memory (the index keeps each file's trees either way: all of torch, 1.2M lines, peaked at 1.97 GB
+# re-parsing past 300k lines and 1.99 GB holding it all) and costs a third of the time (79 s vs 58 s)
+HELD_LINES = 3_000_000
 
 
 @dataclass

@@ -51,6 +51,7 @@ class Project:
     trains: bool = False
     mode_layers: bool = False  # some file mentions dropout or batch-norm
     _memo: dict[tuple[str, FnId], bool] = field(default_factory=dict)
+    _found: dict[tuple[int, str], list[int]] = field(default_factory=dict)  # ``modules``'s answers
     _by_caller: dict[int, dict[str | None, list[Site]]] = field(default_factory=dict)  # ``sites_in``'s
 
     @classmethod
@@ -88,8 +89,11 @@ class Project:
     # -- resolution --------------------------------------------------------------------------
 
     def modules(self, i: int, dotted_module: str) -> list[int]:
-        """The project files a module name imported in file ``i`` names (relative ones from its package)."""
-        return self._modules(i, dotted_module)
+        """The project files a module name imported in file ``i`` names (relative ones from its package):
+        asked for every call of every file, so worked out once per file and name."""
+        if (i, dotted_module) not in self._found:
+            self._found[i, dotted_module] = self._modules(i, dotted_module)
+        return self._found[i, dotted_module]
 
     def _modules(self, i: int, dotted_module: str) -> list[int]:
         if dotted_module.startswith("."):  # relative: from the importing file's package
@@ -115,7 +119,7 @@ class Project:
             return self._inherited(i, owner, attr) if owner and attr else None
         if kind == "star":  # a name a `from X import *` may have brought: X's function of that name
             for module in self.files[i].stars:
-                for j in self._modules(i, module):
+                for j in self.modules(i, module):
                     if name in self.files[j].functions:
                         return j, name
             return None
@@ -132,7 +136,7 @@ class Project:
             head, rest = ".".join(parts[:k]), ".".join(parts[k:])
             if not head.strip("."):
                 continue
-            for j in self._modules(i, head):
+            for j in self.modules(i, head):
                 if rest in self.files[j].functions:
                     return j, rest
                 if rest in self.files[j].aliases and j != i:  # re-exported (package __init__)
@@ -181,12 +185,12 @@ class Project:
             return i, name
         if "." not in name:  # a bare name: perhaps from a `from X import *`
             for star in self.files[i].stars:
-                for j in self._modules(i, star):
+                for j in self.modules(i, star):
                     if name in self.files[j].classes:
                         return j, name
             return None
         head, _, rest = name.rpartition(".")
-        for j in self._modules(i, head) if head.strip(".") else []:
+        for j in self.modules(i, head) if head.strip(".") else []:
             if rest in self.files[j].classes:
                 return j, rest
         return None
