@@ -42,7 +42,8 @@ ROUNDS = {"issue-48": "4aa82ec", "issue-48-b": "925805b^", "issue-48-c": "d42b75
           "issue-48-s": "c3ed905", "issue-48-t": "603aadd",
           "issue-48-u": "4c602d1", "issue-48-v": "3ea7434",
           "issue-48-w": "dfb0010", "issue-48-x": "d0a97e5",
-          "issue-48-y": "5962078", "issue-48-z": "0df114d"}
+          "issue-48-y": "5962078", "issue-48-z": "0df114d",
+          "issue-48-aa": "4621d3e"}
 
 _CHILD = r"""
 import json, sys

@@ -212,9 +212,10 @@ class Flow:
                     todo.append(s)
         return out
 
-    def fate(self, expr: ast.AST) -> Fate:
+    def fate(self, expr: ast.AST, detach_cuts: bool = False) -> Fate:
         """Where the value of ``expr`` (inside this scope) ends: reaches a backward or escapes
-        (live), is only returned (returned), or neither (dead)."""
+        (live), is only returned (returned), or neither (dead). ``detach_cuts``: a ``.detach()`` on the
+        way ends it too (in code that trains nothing, a detached target feeds no loss made here)."""
         parents = self.mod.parents
         node, parent = expr, parents.get(id(expr))
         while parent is not None:
@@ -233,7 +234,7 @@ class Flow:
                 elif self._cut is not None and self._cut(parent):
                     return "dead"  # utils.to_np(action): a project helper whose every return is cut from the graph
             elif isinstance(parent, ast.Attribute):
-                if parent.attr in SAFE_ATTRS or parent.attr in CUTS:
+                if parent.attr in SAFE_ATTRS or parent.attr in CUTS or (detach_cuts and parent.attr in DETACHING):
                     return "dead"
                 if parent.attr == "backward":
                     return "live"

@@ -50,7 +50,7 @@ def reduction(call: ast.Call) -> bool:
 MODEL_METHOD = re.compile(r"^(forward|inverse|predict\w*|generate\w*|sample\w*|infer\w*|decode\w*|encode\w*|beam_?\w*|"
                           r"translate\w*|caption\w*|transcribe|detect\w*|embed\w*|greedy\w*|"
                           r"pi|q|v|act|get_action\w*|select_action\w*|policy|actor|critic|module)$")
-LOSS_NAME = re.compile(r"(^|_)(criterion|crit|loss_?fn|loss_?func(tion)?|loss|metric)\d*$", re.I)
+LOSS_NAME = re.compile(r"(^|_)(criterion\w*|crit|loss_?fn|loss_?func(tion)?|loss|metric)\d*$", re.I)
 CONSTRUCTOR = re.compile(r"^(create|build|make|get|load|init|new|setup|prepare|wrap|construct|compute|calc|calculate|"
                          # what is done to a model, not a model (serialize_model(m), save_model(m))
                          r"serialize|deserialize|save|copy|export|dump|print|summari[sz]e|count|freeze|unfreeze|"

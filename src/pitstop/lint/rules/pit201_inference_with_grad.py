@@ -187,11 +187,12 @@ class InferenceWithGrad(Rule):
                     or (trains and (in_env_loop(mod, call) or target_network(call))):
                 # the last: maml(x_spt, y_spt, ...) whose class's forward runs the backward and step itself
                 continue
-            fate = "dead" if apart else flow.fate(call)  # nothing that could train on it ever runs
+            fate = "dead" if apart else flow.fate(call, detach_cuts=not trains)  # nothing could train on it
             if fate != "dead" and len(calls) <= 64:  # what runs after it only (a name reused by training)
                 loops = mod.enclosing_loops(call)  # a value the next iteration reads first: its loop counts too
                 carried_over = bool(loops) and _read_first(loops[0], bound_by(mod, call))
-                fate = Flow(scope, mod, after=loops[0] if carried_over else call).fate(call)  # type: ignore[arg-type]
+                fate = Flow(scope, mod, after=loops[0] if carried_over else call).fate(  # type: ignore[arg-type]
+                    call, detach_cuts=not trains)
             if fate == "returned":
                 dropped = self.dropped_by_callers(ctx, scope) if dropped is None else dropped
                 fate = "dead" if dropped else fate
