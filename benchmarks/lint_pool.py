@@ -19,7 +19,7 @@ print the assessor's agreement with the labels on the controls; add the pooled i
 to the manifest as labels marked ``"added": "pooled-blind"``. ``lint_realworld.py`` prints the
 held-out figures with and without them.
 
-    python benchmarks/lint_pool.py packet DIR
+    python benchmarks/lint_pool.py packet DIR [--present]
     python benchmarks/lint_pool.py merge DIR
 """
 
@@ -52,13 +52,13 @@ def _codes() -> dict[str, str]:
     return {c: f"{CODES[c].name}: {CODES[c].summary}" for c in rw.SCORED}
 
 
-def packet(out: Path, files: Path, path: Path = rw.MANIFEST) -> int:
+def packet(out: Path, files: Path, path: Path = rw.MANIFEST, present: bool = False) -> int:
     manifest = json.loads(path.read_text(encoding="utf-8"))
     held = rw.held_out(manifest)
     pooled, labelled = [], []
     with tempfile.TemporaryDirectory(prefix="pitstop-pool-") as tmp:
         for i, project in enumerate(manifest):
-            if i not in held:
+            if i not in held or (present and rw.missing([project], files)):
                 continue
             root = rw.stage(project, files / project["repo"].replace("/", "+"), Path(tmp) / str(i))
             labels = rw.load_labels(project, root)
@@ -142,12 +142,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dir", type=Path)
     parser.add_argument("--files", type=Path, default=rw.DEFAULT_FILES)
     parser.add_argument("--manifest", type=Path, default=rw.MANIFEST)
+    parser.add_argument("--present", action="store_true", help="packet: pool only the held-out projects whose "
+                        "files are all here (a session that could fetch only part of the repositories)")
     args = parser.parse_args(argv)
     if args.command == "packet":
-        if rw.missing(json.loads(args.manifest.read_text(encoding="utf-8")), args.files):
-            print(f"lint_pool: corpus files absent under {args.files} (benchmarks/corpus_files.py); skipped")
+        if not args.present and rw.missing(json.loads(args.manifest.read_text(encoding="utf-8")), args.files):
+            print(f"lint_pool: corpus files absent under {args.files} (benchmarks/corpus_files.py, or pass "
+                  "--present); skipped")
             return 0
-        return packet(args.dir, args.files, args.manifest)
+        return packet(args.dir, args.files, args.manifest, args.present)
     return merge(args.dir, args.manifest)
 
 
