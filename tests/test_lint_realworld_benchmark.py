@@ -170,3 +170,25 @@ def test_pooled_judgments_of_unlabelled_findings_are_blind_and_reported_beside_t
     assert doc["held_out"]["codes"]["PIT201"]["tp"] == 1 and doc["held_out"]["codes"]["PIT201"]["fp"] == 0
     first = doc["held_out_as_first_labelled"]["codes"]["PIT201"]
     assert (first["tp"], first["fp"]) == (0, 1) and "false_positives" not in first
+
+
+def test_pooling_with_present_skips_held_out_projects_whose_files_are_absent(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """lint_pool.py packet: refuses in one line while corpus files are absent; with --present it pools
+    the held-out projects that are all here and names items by their index in the whole manifest."""
+    from benchmarks import lint_pool
+
+    labels = [{"line": 16, "code": "PIT201", "kind": "trap", "note": "the training forward"}]
+    files, path = write(tmp_path, labels)
+    absent = manifest(labels)[0] | {"name": "tiny9", "files": [{"path": "gone.py", "labels": labels}]}
+    held = manifest(labels)[0] | {"name": "tiny1"}
+    path.write_text(json.dumps([absent, held]), encoding="utf-8")
+    assert lr.held_out([absent, held]) == {0, 1}
+    pool = tmp_path / "pool"
+    assert lint_pool.main(["packet", str(pool), "--files", str(files), "--manifest", str(path)]) == 0
+    assert "corpus files absent" in capsys.readouterr().out and not pool.exists()
+    assert lint_pool.main(["packet", str(pool), "--files", str(files), "--manifest", str(path), "--present"]) == 0
+    # evaluate()'s PIT109 and PIT201 at line 5; only PIT201 has a labelled line to serve as a control
+    assert "2 pooled items and 1 controls" in capsys.readouterr().out
+    key = json.loads((pool / "key.json").read_text(encoding="utf-8"))
+    assert {v["project"] for v in key.values()} == {1}
