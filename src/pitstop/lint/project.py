@@ -19,7 +19,7 @@ from pathlib import Path
 from pitstop.lint.analysis import Module, dotted
 from pitstop.lint.file_index import FileIndex
 from pitstop.lint.project_facts import Ref, Site, ref_of
-from pitstop.lint.shapes import GENERIC_METHODS
+from pitstop.lint.shapes import GENERIC_METHODS, on_a_name
 
 # bases that make a class an nn.Module (qualified through the imports)
 MODULE_BASES = re.compile(r"^(torch\.nn\.(modules\.module\.)?Module|torch\.nn\.(Sequential|ModuleList|ModuleDict)|"
@@ -366,7 +366,7 @@ class View:
         a call of a model built from a project class runs that class's ``forward``, and a method of an
         object of unknown type does it when every project method it may be does."""
         fid = self.callee(call) or self.forward_of(call)
-        if fid is None and self.mod is not None and (ref := ref_of(call, self.mod)) is not None:
+        if fid is None and self.mod is not None and (ref := ref_of(call, self.mod) or on_a_name(call, self.mod)):
             # ``self.trainer.prep_rollout()`` on an object of unknown type: when every guess does it
             guesses = self.project._duck(self.project._untyped(self.i, ref), self.project.methods)
             return bool(guesses) and all(self.project.fact(what, g) for g in guesses)

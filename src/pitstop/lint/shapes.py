@@ -231,3 +231,14 @@ def constant(node: ast.AST) -> object:
             and node.attr.isupper():
         return ("member", f"{node.value.id}.{node.attr}")
     return UNKNOWN
+
+
+def on_a_name(call: ast.Call, mod: Module) -> tuple[str, str] | None:
+    """``model.set_eval()`` on a parameter or a local whose type is not known (no import, no constructor
+    here): as ``self.helper.method()`` is, a method of an object of unknown type, for the call graph's guess."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name) or func.value.id == "self" \
+            or func.attr in GENERIC_METHODS or func.attr.startswith("_") or func.value.id in mod.aliases \
+            or mod.qualname(func) is not None:
+        return None
+    return ("attr", f"{func.value.id}.{func.attr}")
