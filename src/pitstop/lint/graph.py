@@ -62,9 +62,9 @@ class GraphNames:
     model / criterion / torch.nn.functional calls, and anything computed from them without
     ``.item()``, ``.detach()``, ``float()`` and the like."""
 
-    def __init__(self, loop: ast.AST, mod: Module) -> None:
+    def __init__(self, loop: ast.AST, mod: Module, seed: frozenset[str] = frozenset()) -> None:
         self.mod, self.loop = mod, loop
-        self.names: set[str] = set()
+        self.names: set[str] = set(seed)  # seed: names taken as attached (a helper's parameter, for its summary)
         self.defs: dict[str, list[ast.Assign]] = {}  # name -> its plain assignments, in source order
         self.scalar: set[str] = set()  # backward() without arguments ran on them: one element
         self.backwarded: list[tuple[str, ast.Call]] = []  # (name, the backward() called on it)
@@ -164,6 +164,8 @@ class GraphNames:
                 return False  # torch.tensor(x) copies into a new leaf, whatever x is; one_hot makes integers
             if self.mod.view is not None and self.mod.view.returns_no_graph(expr):
                 return False  # get_accuracy(out, y) whose every return is float(...): a number, whatever it is given
+            if self.mod.view is not None and (given := self.mod.view.flowing_args(expr)) is not None:
+                return any(self.carries(a, at, depth) for a in given)  # score(pred, a.data): what reaches its return
             if at is not None and self.model_call(expr, at, depth):
                 return True  # crit(model(x), y): the model's output, inline
             if isinstance(f, ast.Attribute) and self.carries(f.value, at, depth):

@@ -11,27 +11,15 @@ transitive questions over the call graph with memoised walks: linear in the proj
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pitstop.lint.analysis import Module, dotted
 from pitstop.lint.file_index import FileIndex
-from pitstop.lint.project_facts import Ref, Site, ref_of
-from pitstop.lint.shapes import GENERIC_METHODS, on_a_name
+from pitstop.lint.project_facts import Fn, Ref, Site, ref_of
+from pitstop.lint.shapes import GENERIC_METHODS, MODEL_FACTORIES, MODULE_BASES, NOT_MODELS, given_args, on_a_name
 
-# bases that make a class an nn.Module (qualified through the imports)
-MODULE_BASES = re.compile(r"^(torch\.nn\.(modules\.module\.)?Module|torch\.nn\.(Sequential|ModuleList|ModuleDict)|"
-                          r"(pytorch_)?lightning(\.pytorch)?\.(core\.)?(module\.)?LightningModule|"
-                          r"transformers\.(modeling_utils\.)?PreTrainedModel|transformers\.\w+PreTrainedModel)$")
-# well-known constructors of models (besides project classes): torchvision/timm/hub/HF
-MODEL_FACTORIES = re.compile(r"^(torchvision\.models\.[\w.]+|timm\.create_model|torch\.hub\.load|torch\.jit\.load|"
-                             r"transformers\.\w+(Model|For\w+|LMHeadModel)(\.from_pretrained)?|"
-                             r"torch\.nn\.(parallel\.)?(DataParallel|DistributedDataParallel)|"
-                             r"torch\.nn\.(Sequential|Linear|Conv[123]d|LSTM|GRU|RNN|Transformer\w*|Embedding))$")
-# what else Hugging Face loads with from_pretrained: no weights, no forward (``tokenizer.decode(ids)``)
-_NOT_MODELS = re.compile(r"(Tokenizer\w*|Processor|FeatureExtractor|Config)\.from_pretrained$")
 FnId = tuple[int, str]  # (file number, function key)
 
 
@@ -255,7 +243,7 @@ class Project:
 
     def is_model_constructor(self, i: int, callee: str) -> bool:
         """Whether calling ``callee`` (as stored for file ``i``) builds a model, or gets one from a project factory."""
-        if MODEL_FACTORIES.match(callee) or (callee.endswith(".from_pretrained") and not _NOT_MODELS.search(callee)):
+        if MODEL_FACTORIES.match(callee) or (callee.endswith(".from_pretrained") and not NOT_MODELS.search(callee)):
             return True
         if (cls := self.class_of(i, callee)) is not None:
             return cls in self.module_classes and cls[1] not in self.files[cls[0]].weightless
@@ -343,12 +331,21 @@ class View:
         fid = self.callee(call)
         return fid is not None and self.project.fact("returns_graph", fid)
 
+    def summary(self, call: ast.Call) -> Fn | None:
+        fid = self.callee(call)
+        return self.project.files[fid[0]].functions[fid[1]] if fid is not None else None
+
     def returns_no_graph(self, call: ast.Call) -> bool:
         """Whether ``call`` calls a project function every return of which is a number or cut from the graph,
         or one that runs under no_grad throughout (``accuracy()``'s ``with torch.no_grad():`` body)."""
-        fid = self.callee(call)
-        fn = self.project.files[fid[0]].functions[fid[1]] if fid is not None else None
+        fn = self.summary(call)
         return fn is not None and (fn.returns_no_graph or (fn.no_grad and not fn.backward))
+
+    def flowing_args(self, call: ast.Call) -> list[ast.expr] | None:
+        """The arguments of ``call`` whose graph reaches what it returns, when it calls a project helper
+        that makes no graph itself (``Fn.arg_flow``); None when not known."""
+        fn = self.summary(call)
+        return given_args(call, fn.key, fn.params, fn.arg_flow) if fn is not None and fn.arg_flow is not None else None
 
     def returns_softmax(self, call: ast.Call) -> bool:
         """Whether ``call`` calls a project function every return of which is a softmax (``self.actor.pi(s)``),
@@ -358,8 +355,8 @@ class View:
 
     def graph_positions(self, call: ast.Call) -> tuple[int, ...] | None:
         """Which places of the tuple a project function returns hold graph-attached tensors (None: all)."""
-        fid = self.callee(call)
-        return self.project.files[fid[0]].functions[fid[1]].graph_positions if fid is not None else None
+        fn = self.summary(call)
+        return fn.graph_positions if fn is not None else None
 
     def runs(self, what: str, call: ast.Call) -> bool:
         """Whether the project function ``call`` calls does ``what`` (backward, step, ...), transitively;

@@ -49,6 +49,7 @@ class Fn:
     refs: list[Ref] = field(default_factory=list)  # what it calls
     return_refs: list[Ref] = field(default_factory=list)  # calls whose result it returns
     accumulates: tuple[int, ...] = ()  # parameter places it adds to a total on its object (``shapes.accumulated``)
+    arg_flow: tuple[str, ...] | None = None  # makes no graph itself: the parameters whose graph reaches a return
 
 
 @dataclass
@@ -113,16 +114,11 @@ def ref_of(call: ast.Call, mod: Module) -> Ref | None:
     return None
 
 
-
-def _is_grad_call(n: ast.AST, mod: Module) -> bool:
-    return isinstance(n, ast.Call) and (is_backward(n) or mod.qualname(n.func) == "torch.autograd.grad")
-
-
 def _retain(fn: ast.AST, body: list[ast.AST], mod: Module) -> tuple[tuple[int, int], ...]:
     """The positions of the ``backward(retain_graph=True)`` calls outside any loop of the function
     that no later backward of the function runs over again (a new forward's graph does not count;
     a gradient call or an unknown graph does)."""
-    grads: list[ast.Call] = sorted((n for n in body if _is_grad_call(n, mod)),  # type: ignore[misc]
+    grads: list[ast.Call] = sorted((n for n in body if shapes.grad_call(n, mod)),  # type: ignore[misc]
                                    key=lambda n: (n.lineno, n.col_offset))
     found: list[tuple[int, int]] = []
     sources: Sources | None = None
@@ -272,6 +268,8 @@ def _summarise(mod: Module, fn: ast.FunctionDef | ast.AsyncFunctionDef, key: str
     out.returns_model = bool(returns) and all(module_returned(body, r.value) for r in returns)  # type: ignore
     out.returns_softmax = softmaxed(mod, body, returns)
     if not returns or out.no_grad or not (out.backward or any(_graph_source(c, mod) for c in calls)):
+        if returns and not out.no_grad and not out.returns_no_graph:
+            out.arg_flow = shapes.arg_flow(fn, mod, out.params, calls, returns)
         return out  # nothing in it makes a graph-attached tensor of its own
     graph = GraphNames(fn, mod)
     returned: set[str] = set()
@@ -339,7 +337,7 @@ class _LoopCalls:
             calls = sorted((n for n in mod.body(loop) if isinstance(n, ast.Call)),
                            key=lambda n: (n.lineno, n.col_offset))
             found = [((n.lineno, n.col_offset), r) for n in calls if (r := ref_of(n, mod)) is not None]
-            grads = [(n.lineno, n.col_offset) for n in calls if _is_grad_call(n, mod)]
+            grads = [(n.lineno, n.col_offset) for n in calls if shapes.grad_call(n, mod)]
             cache[id(loop)] = cls([p for p, _ in found], [r for _, r in found], max(grads, default=(0, 0)))
         return cache[id(loop)]
 

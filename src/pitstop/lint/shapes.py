@@ -9,10 +9,22 @@ from __future__ import annotations
 import ast
 import re
 
-from pitstop.lint.analysis import RETURNS_SELF, Module, dotted, target_names
+from pitstop.lint.analysis import RETURNS_SELF, Module, dotted, is_backward, target_names
 from pitstop.lint.flow import carried
+from pitstop.lint.graph import GraphNames
 from pitstop.lint.tree import walk
 
+# bases that make a class an nn.Module (qualified through the imports)
+MODULE_BASES = re.compile(r"^(torch\.nn\.(modules\.module\.)?Module|torch\.nn\.(Sequential|ModuleList|ModuleDict)|"
+                          r"(pytorch_)?lightning(\.pytorch)?\.(core\.)?(module\.)?LightningModule|"
+                          r"transformers\.(modeling_utils\.)?PreTrainedModel|transformers\.\w+PreTrainedModel)$")
+# well-known constructors of models (besides project classes): torchvision/timm/hub/HF
+MODEL_FACTORIES = re.compile(r"^(torchvision\.models\.[\w.]+|timm\.create_model|torch\.hub\.load|torch\.jit\.load|"
+                             r"transformers\.\w+(Model|For\w+|LMHeadModel)(\.from_pretrained)?|"
+                             r"torch\.nn\.(parallel\.)?(DataParallel|DistributedDataParallel)|"
+                             r"torch\.nn\.(Sequential|Linear|Conv[123]d|LSTM|GRU|RNN|Transformer\w*|Embedding))$")
+# what else Hugging Face loads with from_pretrained: no weights, no forward (``tokenizer.decode(ids)``)
+NOT_MODELS = re.compile(r"(Tokenizer\w*|Processor|FeatureExtractor|Config)\.from_pretrained$")
 # method names too common to say which class an object of unknown type is
 GENERIC_METHODS = {"forward", "step", "train", "eval", "update", "run", "apply", "get", "set", "reset", "save",
                    "load", "to", "cuda", "cpu", "parameters", "zero_grad", "backward", "call", "build", "setup",
@@ -242,3 +254,32 @@ def on_a_name(call: ast.Call, mod: Module) -> tuple[str, str] | None:
             or mod.qualname(func) is not None:
         return None
     return ("attr", f"{func.value.id}.{func.attr}")
+
+
+def arg_flow(fn: ast.FunctionDef | ast.AsyncFunctionDef, mod: Module, params: list[str], calls: list[ast.Call],
+              returns: list[ast.Return]) -> tuple[str, ...] | None:
+    """For a helper that makes no graph itself (``compute_score(logits, labels)``): the parameters whose graph
+    reaches what it returns, each followed alone; None where that is not known (``*args``, a parameter it
+    calls, what ``self`` holds, more than six parameters)."""
+    a = fn.args
+    if a.vararg or a.kwarg or a.kwonlyargs or not params or len(params) > 6 or any(
+            isinstance(c.func, ast.Name) and c.func.id in params for c in calls):
+        return None
+    flow = tuple(p for p in params if any(GraphNames(fn, mod, frozenset({p})).carries(r.value, r)
+                                          for r in returns if r.value is not None))
+    return None if {"self", "cls"} & set(flow) else flow
+
+
+def grad_call(n: ast.AST, mod: Module) -> bool:
+    """``loss.backward()`` or ``torch.autograd.grad(...)``."""
+    return isinstance(n, ast.Call) and (is_backward(n) or mod.qualname(n.func) == "torch.autograd.grad")
+
+
+def given_args(call: ast.Call, key: str, params: list[str], flow: tuple[str, ...]) -> list[ast.expr] | None:
+    """The arguments of ``call`` (of the function ``key``) that its parameters ``flow`` receive; None for
+    ``*args`` / ``**kwargs`` at the call."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    params = params[1:] if "." in key and params[:1] in (["self"], ["cls"]) else params
+    given = dict(zip(params, call.args, strict=False)) | {k.arg: k.value for k in call.keywords if k.arg}
+    return [v for p, v in given.items() if p in flow]
