@@ -95,3 +95,20 @@ def test_imported_module_files(tmp_path):
     assert module_file(run, "utils", tmp_path) == tmp_path / "utils.py"  # from a folder above, up to the root
     assert module_file(run, "numpy", tmp_path) is None  # not the project's
     assert module_file(run, "utils", tmp_path / "pkg") is None  # above the folder the linted files share
+
+
+def test_files_of_a_subfolder_resolve_imports_through_it(tmp_path):
+    # `pitstop lint din/train.py din/model.py` from the repository: train.py imports `din.model`, a name
+    # that starts one folder above the files given; the model's softmax output is found through it
+    (tmp_path / "din").mkdir()
+    (tmp_path / "din" / "model.py").write_text(
+        "import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(8, 2)\n\n    def forward(self, x):\n"
+        "        return torch.softmax(self.fc(x), dim=-1)\n")
+    (tmp_path / "din" / "train.py").write_text(
+        "import torch\n\nfrom din.model import Net\n\n\ndef nll(model, x, y):\n    prob = model(x)\n"
+        "    return -(torch.log(prob) * y).mean()\n\n\ndef main():\n    model = Net()\n"
+        "    print(nll(model, torch.randn(4, 8), torch.ones(4, 2)))\n")
+    files = [str(tmp_path / "din" / "train.py"), str(tmp_path / "din" / "model.py")]
+    found = [(Path(d.path).name, d.line, d.code) for d in lint(files, select=["PIT602"]).findings]
+    assert found == [("train.py", 8, "PIT602")]

@@ -34,6 +34,9 @@ class FileIndex:
     constants: dict[str, tuple[object, int]] = field(default_factory=dict)  # "NAME" / "Class.NAME" -> (value, line)
 
 
+_ABOVE = 3  # folders above the linted root that module names may start at
+
+
 def module_names(path: str, root: Path | None) -> list[str]:
     p = Path(path)
     try:
@@ -42,7 +45,15 @@ def module_names(path: str, root: Path | None) -> list[str]:
         rel = Path(p.name)
     parts = [*rel.parent.parts, rel.stem] if rel.stem != "__init__" else list(rel.parent.parts)
     parts = [x for x in parts if x not in ("", ".")]
-    return [".".join(parts[i:]) for i in range(len(parts))] or [p.stem]
+    # a few folders above the root too (``pitstop lint din/*.py``, whose train.py imports ``din.model``)
+    full = p.resolve().parts
+    above: list[str] = []
+    for x in reversed(full[:len(full) - len(rel.parts)][-_ABOVE:]):
+        if not x.isidentifier():
+            break
+        above.insert(0, x)
+    names = [".".join(parts[i:]) for i in range(len(parts))] or [p.stem]
+    return names + [".".join([*above[i:], *parts]) for i in range(len(above) - 1, -1, -1)]
 
 
 # layers whose output depends on train/eval mode (torchvision/timm models all hold some)

@@ -165,7 +165,8 @@ class GraphNames:
             if self.mod.view is not None and self.mod.view.returns_no_graph(expr):
                 return False  # get_accuracy(out, y) whose every return is float(...): a number, whatever it is given
             if self.mod.view is not None and (given := self.mod.view.flowing_args(expr)) is not None:
-                return any(self.carries(a, at, depth) for a in given)  # score(pred, a.data): what reaches its return
+                return self.mod.view.returns_graph(expr) or any(self.carries(a, at, depth) for a in given)
+                # score(pred, a.data): its own graph, and what of its arguments reaches its return
             if at is not None and self.model_call(expr, at, depth):
                 return True  # crit(model(x), y): the model's output, inline
             if isinstance(f, ast.Attribute) and self.carries(f.value, at, depth):

@@ -342,8 +342,8 @@ class View:
         return fn is not None and (fn.returns_no_graph or (fn.no_grad and not fn.backward))
 
     def flowing_args(self, call: ast.Call) -> list[ast.expr] | None:
-        """The arguments of ``call`` whose graph reaches what it returns, when it calls a project helper
-        that makes no graph itself (``Fn.arg_flow``); None when not known."""
+        """The arguments of ``call`` whose graph reaches what it returns, when it calls a project function
+        (``Fn.arg_flow``); None when not known."""
         fn = self.summary(call)
         return given_args(call, fn.key, fn.params, fn.arg_flow) if fn is not None and fn.arg_flow is not None else None
 

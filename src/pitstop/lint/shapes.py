@@ -11,7 +11,7 @@ import re
 
 from pitstop.lint.analysis import RETURNS_SELF, Module, dotted, is_backward, target_names
 from pitstop.lint.flow import carried
-from pitstop.lint.graph import GraphNames
+from pitstop.lint.graph import MODEL_METHOD, GraphNames
 from pitstop.lint.tree import walk
 
 # bases that make a class an nn.Module (qualified through the imports)
@@ -258,16 +258,29 @@ def on_a_name(call: ast.Call, mod: Module) -> tuple[str, str] | None:
 
 def arg_flow(fn: ast.FunctionDef | ast.AsyncFunctionDef, mod: Module, params: list[str], calls: list[ast.Call],
               returns: list[ast.Return]) -> tuple[str, ...] | None:
-    """For a helper that makes no graph itself (``compute_score(logits, labels)``): the parameters whose graph
-    reaches what it returns, each followed alone; None where that is not known (``*args``, a parameter it
-    calls, what ``self`` holds, more than six parameters)."""
+    """The parameters whose graph reaches what the function returns, each followed alone
+    (``compute_score(logits, labels)`` that cuts the logits: ``labels``); None where that is not known
+    (``*args``, a parameter it calls or runs a model's method of, what ``self`` holds, over six parameters)."""
     a = fn.args
-    if a.vararg or a.kwarg or a.kwonlyargs or not params or len(params) > 6 or any(
-            isinstance(c.func, ast.Name) and c.func.id in params for c in calls):
+    if a.vararg or a.kwarg or a.kwonlyargs or not params or len(params) > 6 or any(_runs_param(c, params)
+                                                                                  for c in calls):
         return None
     flow = tuple(p for p in params if any(GraphNames(fn, mod, frozenset({p})).carries(r.value, r)
                                           for r in returns if r.value is not None))
     return None if {"self", "cls"} & set(flow) else flow
+
+
+def _runs_param(call: ast.Call, params: list[str]) -> bool:
+    """``fn(x)``, ``ae.encode(x)``, ``agent.actor(s)`` with ``fn`` / ``ae`` / ``agent`` a parameter: what it
+    returns may be a graph that no argument brought."""
+    f = call.func
+    if isinstance(f, ast.Name):
+        return f.id in params
+    root = f
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in params and isinstance(f, ast.Attribute) and (
+        not isinstance(f.value, ast.Name) or bool(MODEL_METHOD.match(f.attr)))
 
 
 def grad_call(n: ast.AST, mod: Module) -> bool:
